@@ -1,0 +1,40 @@
+# Relais — the two commands that matter: `make demo` and `make test`.
+SHELL := /bin/bash
+SWIFT ?= swift
+DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev redis-server pkg-config
+BENCH_PACKAGES := wrk
+
+.PHONY: deps bench-deps build release test demo bench check-config clean
+
+## Install the Debian packages Relais builds and tests with, only those missing.
+deps:
+	@scripts/ensure-debian-packages.sh $(DEBIAN_PACKAGES)
+
+bench-deps: deps
+	@scripts/ensure-debian-packages.sh $(BENCH_PACKAGES)
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release --product relais
+
+## Build and run every test. Tests start their own redis-server processes on free loopback ports.
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --parallel --num-workers 2
+
+## Run Relais on the embedded store with the example configuration, on http://127.0.0.1:8080.
+demo: deps
+	$(SWIFT) build -c release --product relais
+	RELAIS_STORE_KIND=embedded .build/release/relais serve --config config/relais.example.yaml
+
+## Throughput benchmarks (release build, wrk, real redis-server); writes bench/results.md.
+bench: bench-deps
+	scripts/bench.sh
+
+check-config: build
+	.build/debug/relais check-config config/relais.example.yaml
+
+clean:
+	rm -rf .build

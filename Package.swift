@@ -1,0 +1,142 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+// Strictness as a habit: the same upcoming features Hummingbird builds with.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "relais",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "relais", targets: ["relais"]),
+        .library(name: "RelaisHTTPClient", targets: ["RelaisHTTPClient"]),
+        .library(name: "RelaisStore", targets: ["RelaisStore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: [.defaults, "YAML"]),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+    ],
+    targets: [
+        // Native bridges: Debian's libraries through pkg-config, with static inline shims for the
+        // variadic and macro APIs Swift cannot call.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+
+        .target(
+            name: "RelaisCrypto",
+            dependencies: ["COpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RelaisHTTPClient",
+            dependencies: [
+                "CCurl",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RelaisStore",
+            dependencies: [
+                "CHiredis",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RelaisConfig",
+            dependencies: [
+                "RelaisHTTPClient",
+                "RelaisStore",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RelaisServer",
+            dependencies: [
+                "RelaisConfig",
+                "RelaisCrypto",
+                "RelaisHTTPClient",
+                "RelaisStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "relais",
+            dependencies: [
+                "RelaisConfig",
+                "RelaisServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "relais-bench",
+            dependencies: [
+                "RelaisHTTPClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Test support: real redis-server processes and a loopback HTTP server.
+        .target(
+            name: "RelaisTestSupport",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Tests/RelaisTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "RelaisCryptoTests", dependencies: ["RelaisCrypto"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RelaisHTTPClientTests",
+            dependencies: ["RelaisHTTPClient", "RelaisTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelaisStoreTests",
+            dependencies: ["RelaisStore", "RelaisTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelaisConfigTests",
+            dependencies: ["RelaisConfig"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelaisServerTests",
+            dependencies: [
+                "RelaisServer", "RelaisConfig", "RelaisStore", "RelaisHTTPClient", "RelaisTestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,48 @@
+// Thin shims: curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call.
+// One typed wrapper per argument kind; nothing else lives here.
+#ifndef RELAIS_CCURL_SHIM_H
+#define RELAIS_CCURL_SHIM_H
+
+#include <curl/curl.h>
+
+typedef size_t (*relais_curl_data_callback)(char *, size_t, size_t, void *);
+
+static inline CURLcode relais_curl_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode relais_curl_setopt_offset(CURL *handle, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode relais_curl_setopt_string(CURL *handle, CURLoption option, const char *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode relais_curl_setopt_pointer(CURL *handle, CURLoption option, void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode relais_curl_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode relais_curl_setopt_callback(CURL *handle, CURLoption option, relais_curl_data_callback value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+typedef int (*relais_curl_progress_callback)(void *, curl_off_t, curl_off_t, curl_off_t, curl_off_t);
+
+static inline CURLcode relais_curl_setopt_progress(CURL *handle, CURLoption option, relais_curl_progress_callback value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode relais_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode relais_curl_getinfo_offset(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+#endif

@@ -1,0 +1,85 @@
+/// An outbound request. URLs must be `http` or `https`; other schemes are refused by libcurl.
+public struct HTTPClientRequest: Sendable {
+    public enum Method: String, Sendable {
+        case get = "GET", post = "POST", put = "PUT", delete = "DELETE", head = "HEAD", patch = "PATCH"
+    }
+
+    public var method: Method
+    public var url: String
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]?
+    /// Overrides the client's total timeout for this request only.
+    public var timeout: Duration?
+
+    public init(
+        method: Method = .get,
+        url: String,
+        headers: [(name: String, value: String)] = [],
+        body: [UInt8]? = nil,
+        timeout: Duration? = nil
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+
+    /// A form-encoded POST (`application/x-www-form-urlencoded`), the shape of every OAuth token request.
+    public static func form(url: String, fields: [(String, String)], headers: [(name: String, value: String)] = []) -> Self {
+        let body = fields.map { "\(FormEncoding.escape($0.0))=\(FormEncoding.escape($0.1))" }.joined(separator: "&")
+        return Self(
+            method: .post,
+            url: url,
+            headers: [(name: "Content-Type", value: "application/x-www-form-urlencoded")] + headers,
+            body: Array(body.utf8)
+        )
+    }
+}
+
+/// A response with any status: a 4xx or 5xx is data for the caller to interpret, not an error.
+public struct HTTPClientResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// Connections libcurl opened for this exchange: 0 when an idle keep-alive connection was reused.
+    public var newConnections: Int
+
+    public init(status: Int, headers: [(name: String, value: String)], body: [UInt8], newConnections: Int) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.newConnections = newConnections
+    }
+
+    /// The first header with this name, compared case-insensitively.
+    public func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return headers.first { $0.name.lowercased() == lowered }?.value
+    }
+
+    public var bodyText: String { String(decoding: body, as: UTF8.self) }
+}
+
+enum FormEncoding {
+    /// application/x-www-form-urlencoded escaping: unreserved characters stay, space becomes '+'.
+    static func escape(_ string: String) -> String {
+        var output = ""
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: " "):
+                output.append("+")
+            default:
+                let hex = Array("0123456789ABCDEF".unicodeScalars)
+                output.append("%")
+                output.unicodeScalars.append(hex[Int(byte >> 4)])
+                output.unicodeScalars.append(hex[Int(byte & 0x0f)])
+            }
+        }
+        return output
+    }
+}

@@ -1,0 +1,45 @@
+import RelaisCrypto
+import Testing
+
+@Suite struct RelaisCryptoTests {
+    @Test func sha256MatchesFIPSVectors() {
+        #expect(SHA256.hexHash("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hexHash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+
+    @Test func base64URLRoundTripsEveryLength() {
+        for length in 0..<70 {
+            let bytes = SecureRandom.bytes(length)
+            let encoded = Base64URL.encode(bytes)
+            #expect(!encoded.contains("=") && !encoded.contains("+") && !encoded.contains("/"))
+            #expect(Base64URL.decode(encoded) == bytes)
+        }
+    }
+
+    @Test func base64URLMatchesRFC4648Vectors() {
+        #expect(Base64URL.encode(Array("foobar".utf8)) == "Zm9vYmFy")
+        #expect(Base64URL.encode(Array("fooba".utf8)) == "Zm9vYmE")
+        #expect(Base64URL.encode([0xfb, 0xff]) == "-_8")
+    }
+
+    @Test func base64URLRejectsMalformedInput() {
+        #expect(Base64URL.decode("Zm9v=") == nil)  // padding
+        #expect(Base64URL.decode("Zm+v") == nil)  // standard alphabet
+        #expect(Base64URL.decode("Z") == nil)  // impossible length
+        #expect(Base64URL.decode("Zh") == nil)  // non-zero leftover bits ("Zg" is canonical)
+        #expect(Base64URL.decode("Zg") == [0x66])
+    }
+
+    @Test func constantTimeEquality() {
+        #expect(ConstantTime.equals("secret", "secret"))
+        #expect(!ConstantTime.equals("secret", "secreT"))
+        #expect(!ConstantTime.equals("secret", "secrets"))
+        #expect(ConstantTime.equals([UInt8](), []))
+    }
+
+    @Test func randomTokensAreDistinctAndSized() {
+        let tokens = Set((0..<1000).map { _ in SecureRandom.token(bits: 128) })
+        #expect(tokens.count == 1000)
+        #expect(tokens.allSatisfy { Base64URL.decode($0)?.count == 16 })
+    }
+}

@@ -1,0 +1,206 @@
+import CCurl
+import Foundation
+@testable import RelaisHTTPClient
+import RelaisTestSupport
+import Testing
+
+@Suite struct HTTPClientTests {
+    private func withServer(_ body: @Sendable (LoopbackHTTPServer) async throws -> Void) async throws {
+        try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter(), body)
+    }
+
+    private func client(_ configure: (inout HTTPClientConfiguration) -> Void = { _ in }) -> HTTPClient {
+        var configuration = HTTPClientConfiguration(maxConcurrentRequests: 4)
+        configure(&configuration)
+        return HTTPClient(configuration: configuration)
+    }
+
+    @Test func getReturnsBodyAndHeaders() async throws {
+        try await withServer { server in
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            let response = try await client.send(.init(url: server.baseURL + "/hello"))
+            #expect(response.status == 200)
+            #expect(response.bodyText == "hello")
+            #expect(response.header("content-length") == "5")
+        }
+    }
+
+    @Test func errorStatusesAreDataNotErrors() async throws {
+        try await withServer { server in
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            for code in [400, 401, 404, 500, 503] {
+                let response = try await client.send(.init(url: server.baseURL + "/status/\(code)"))
+                #expect(response.status == code)
+                #expect(response.bodyText == "status \(code)")
+            }
+        }
+    }
+
+    @Test func formPostSendsEncodedFieldsAndHeaders() async throws {
+        try await withServer { server in
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            let request = HTTPClientRequest.form(
+                url: server.baseURL + "/echo",
+                fields: [("grant_type", "authorization_code"), ("redirect_uri", "https://a.example/cb?x=1&y=2"), ("name", "Émile Zola")],
+                headers: [(name: "X-Test", value: "yes")]
+            )
+            let response = try await client.send(request)
+            #expect(response.status == 200)
+            #expect(response.header("content-type") == "application/x-www-form-urlencoded")
+            #expect(response.header("x-test") == "yes")
+            #expect(response.bodyText == "grant_type=authorization_code&redirect_uri=https%3A%2F%2Fa.example%2Fcb%3Fx%3D1%26y%3D2&name=%C3%89mile+Zola")
+        }
+    }
+
+    @Test func otherMethodsAreSent() async throws {
+        try await withServer { server in
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            let put = try await client.send(.init(method: .put, url: server.baseURL + "/method", body: [1]))
+            let delete = try await client.send(.init(method: .delete, url: server.baseURL + "/method"))
+            #expect(put.bodyText == "PUT")
+            #expect(delete.bodyText == "DELETE")
+        }
+    }
+
+    @Test func slowServerTimesOutWithinTheConfiguredTimeout() async throws {
+        try await withServer { server in
+            let client = client { $0.totalTimeout = .milliseconds(300) }
+            defer { Task { try? await client.shutdown() } }
+            let start = ContinuousClock.now
+            await #expect(throws: HTTPClientError.timeout) {
+                try await client.send(.init(url: server.baseURL + "/slow?ms=3000"))
+            }
+            #expect(ContinuousClock.now - start < .seconds(2))
+            // A per-request timeout overrides the client's.
+            let response = try await client.send(.init(url: server.baseURL + "/slow?ms=400", timeout: .seconds(3)))
+            #expect(response.bodyText == "slow")
+        }
+    }
+
+    @Test func closedPortIsConnectionRefused() async throws {
+        let port = try FreePort.find()
+        let client = client()
+        defer { Task { try? await client.shutdown() } }
+        await #expect(throws: HTTPClientError.connectionRefused(host: "127.0.0.1:\(port)")) {
+            try await client.send(.init(url: "http://127.0.0.1:\(port)/"))
+        }
+    }
+
+    @Test func oversizedResponseIsRejected() async throws {
+        try await withServer { server in
+            let client = client { $0.maxResponseBytes = 1000 }
+            defer { Task { try? await client.shutdown() } }
+            let atLimit = try await client.send(.init(url: server.baseURL + "/bytes?count=1000"))
+            #expect(atLimit.body.count == 1000)
+            await #expect(throws: HTTPClientError.responseTooLarge(limit: 1000)) {
+                try await client.send(.init(url: server.baseURL + "/bytes?count=1001"))
+            }
+            await #expect(throws: HTTPClientError.responseTooLarge(limit: 1000)) {
+                try await client.send(.init(url: server.baseURL + "/bytes?count=200000"))
+            }
+        }
+    }
+
+    @Test func redirectsAreOffByDefault() async throws {
+        try await withServer { server in
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            let response = try await client.send(.init(url: server.baseURL + "/redirect"))
+            #expect(response.status == 302)
+            #expect(response.header("location") == "/hello")
+        }
+    }
+
+    @Test func redirectsFollowedWhenEnabledAndLoopsStop() async throws {
+        try await withServer { server in
+            let client = client { $0.followRedirects = true; $0.maxRedirects = 3 }
+            defer { Task { try? await client.shutdown() } }
+            let response = try await client.send(.init(url: server.baseURL + "/redirect"))
+            #expect(response.status == 200)
+            #expect(response.bodyText == "hello")
+            await #expect(throws: HTTPClientError.tooManyRedirects) {
+                try await client.send(.init(url: server.baseURL + "/redirect-loop"))
+            }
+        }
+    }
+
+    @Test func nonHTTPSchemesAndMalformedURLsAreRefused() async throws {
+        let client = client()
+        defer { Task { try? await client.shutdown() } }
+        for url in ["ftp://127.0.0.1/file", "file:///etc/passwd", "not a url", "gopher://127.0.0.1/"] {
+            await #expect(throws: HTTPClientError.invalidURL) { try await client.send(.init(url: url)) }
+        }
+    }
+
+    @Test func keepAliveReusesOneConnectionAndCanBeTurnedOff() async throws {
+        try await withServer { server in
+            let reusing = client { $0.maxConcurrentRequests = 1 }
+            let fresh = client { $0.maxConcurrentRequests = 1; $0.reuseConnections = false }
+            defer { Task { try? await reusing.shutdown(); try? await fresh.shutdown() } }
+            var reusedConnections = 0
+            var freshConnections = 0
+            for _ in 0..<10 {
+                reusedConnections += try await reusing.send(.init(url: server.baseURL + "/hello")).newConnections
+                freshConnections += try await fresh.send(.init(url: server.baseURL + "/hello")).newConnections
+            }
+            #expect(reusedConnections == 1)
+            #expect(freshConnections == 10)
+        }
+    }
+
+    @Test func cancellingTheTaskAbortsTheTransfer() async throws {
+        try await withServer { server in
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            let start = ContinuousClock.now
+            let task = Task { try await client.send(.init(url: server.baseURL + "/slow?ms=5000")) }
+            try await Task.sleep(for: .milliseconds(150))
+            task.cancel()
+            await #expect(throws: CancellationError.self) { try await task.value }
+            #expect(ContinuousClock.now - start < .seconds(3))
+        }
+    }
+
+    @Test func proxyIsUsedUnlessTheHostIsExcluded() async throws {
+        try await withServer { server in
+            let deadProxy = try FreePort.find()
+            let proxied = client { $0.proxy = "http://127.0.0.1:\(deadProxy)" }
+            let bypassing = client { $0.proxy = "http://127.0.0.1:\(deadProxy)"; $0.noProxy = "127.0.0.1" }
+            defer { Task { try? await proxied.shutdown(); try? await bypassing.shutdown() } }
+            await #expect(throws: HTTPClientError.connectionRefused(host: "127.0.0.1:\(server.port)")) {
+                try await proxied.send(.init(url: server.baseURL + "/hello"))
+            }
+            let direct = try await bypassing.send(.init(url: server.baseURL + "/hello"))
+            #expect(direct.status == 200)
+        }
+    }
+
+    @Test func shutDownClientRefusesRequests() async throws {
+        let client = client()
+        try await client.shutdown()
+        await #expect(throws: HTTPClientError.shutdown) { try await client.send(.init(url: "http://127.0.0.1:1/")) }
+    }
+
+    @Test func curlCodesMapToTypedErrors() {
+        func classify(_ code: CURLcode, exceeded: Bool = false) -> HTTPClientError {
+            HTTPClient.classify(code, host: "idp.example:443", reason: "why", exceededLimit: exceeded, limit: 10)
+        }
+        #expect(classify(CURLE_COULDNT_RESOLVE_HOST) == .dnsFailure(host: "idp.example:443"))
+        #expect(classify(CURLE_COULDNT_RESOLVE_PROXY) == .dnsFailure(host: "idp.example:443"))
+        #expect(classify(CURLE_PEER_FAILED_VERIFICATION) == .tls(reason: "why"))
+        #expect(classify(CURLE_OPERATION_TIMEDOUT) == .timeout)
+        #expect(classify(CURLE_WRITE_ERROR, exceeded: true) == .responseTooLarge(limit: 10))
+        #expect(classify(CURLE_WRITE_ERROR) == .transport(curlCode: Int(CURLE_WRITE_ERROR.rawValue), reason: "why"))
+        #expect(classify(CURLE_RECV_ERROR).code == "http_transport_failure")
+    }
+
+    @Test func hostForMetricsNeverCarriesPathOrQuery() {
+        #expect(HTTPClient.hostForMetrics("https://user:pw@idp.example:8443/token?code=secret") == "idp.example:8443")
+        #expect(HTTPClient.hostForMetrics("http://127.0.0.1/x") == "127.0.0.1")
+        #expect(HTTPClient.hostForMetrics("garbage") == "invalid")
+    }
+}

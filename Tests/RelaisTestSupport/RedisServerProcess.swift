@@ -1,0 +1,112 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real `redis-server` on 127.0.0.1 and a free port, owned by one test.
+///
+/// No persistence, no other clients: each test gets a clean server and stops it afterwards.
+/// `restart()` keeps the port, which is what a Relais instance sees when its Redis restarts.
+public final class RedisServerProcess: @unchecked Sendable {
+    public let port: Int
+    private let extraArguments: [String]
+    private let lock = NSLock()
+    private var process: Process?
+
+    public var url: String { "redis://127.0.0.1:\(port)" }
+
+    public init(extraArguments: [String] = []) throws {
+        self.port = try FreePort.find()
+        self.extraArguments = extraArguments
+        try start()
+    }
+
+    deinit { stop() }
+
+    public func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.executable)
+        process.arguments = [
+            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
+        ] + extraArguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        lock.withLock { self.process = process }
+        try waitUntilAccepting()
+    }
+
+    /// Stops the server (SIGKILL when `abruptly`, as a crash would) and waits for it to exit.
+    public func stop(abruptly: Bool = false) {
+        let running = lock.withLock { () -> Process? in
+            defer { self.process = nil }
+            return self.process
+        }
+        guard let running, running.isRunning else { return }
+        if abruptly { kill(running.processIdentifier, SIGKILL) } else { running.terminate() }
+        running.waitUntilExit()
+    }
+
+    public func restart() throws {
+        stop(abruptly: true)
+        try start()
+    }
+
+    private func waitUntilAccepting() throws {
+        for _ in 0..<200 {
+            if FreePort.isAccepting(port: port) { return }
+            usleep(25_000)
+        }
+        throw RedisServerError.didNotStart(port: port)
+    }
+
+    public static var executable: String {
+        for candidate in ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
+        where FileManager.default.isExecutableFile(atPath: candidate) {
+            return candidate
+        }
+        return "/usr/bin/redis-server"
+    }
+}
+
+public enum RedisServerError: Error { case didNotStart(port: Int) }
+
+/// Loopback port helpers built on plain sockets.
+public enum FreePort {
+    /// A port the kernel just handed out for 127.0.0.1 and that is closed again.
+    public static func find() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RedisServerError.didNotStart(port: 0) }
+        defer { close(fd) }
+        var address = loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw RedisServerError.didNotStart(port: 0) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    public static func isAccepting(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = loopback(port: port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+}
