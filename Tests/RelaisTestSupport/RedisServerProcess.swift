@@ -12,7 +12,7 @@ public final class RedisServerProcess: @unchecked Sendable {
     public let port: Int
     private let extraArguments: [String]
     private let lock = NSLock()
-    private var process: Process?
+    private var process: ChildProcess?
 
     public var url: String { "redis://127.0.0.1:\(port)" }
 
@@ -25,28 +25,30 @@ public final class RedisServerProcess: @unchecked Sendable {
     deinit { stop() }
 
     public func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = [
+        let process = try ChildProcess.spawn(Self.executable, [
             "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
-        ] + extraArguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        ] + extraArguments)
         lock.withLock { self.process = process }
         try waitUntilAccepting()
     }
 
     /// Stops the server (SIGKILL when `abruptly`, as a crash would) and waits for it to exit.
     public func stop(abruptly: Bool = false) {
-        let running = lock.withLock { () -> Process? in
+        let running = lock.withLock { () -> ChildProcess? in
             defer { self.process = nil }
             return self.process
         }
-        guard let running, running.isRunning else { return }
-        if abruptly { kill(running.processIdentifier, SIGKILL) } else { running.terminate() }
-        running.waitUntilExit()
+        running?.terminate(with: abruptly ? SIGKILL : SIGTERM)
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open but nothing answers, like a hung Redis.
+    public func pause() {
+        lock.withLock { process }?.signal(SIGSTOP)
+    }
+
+    public func resume() {
+        lock.withLock { process }?.signal(SIGCONT)
     }
 
     public func restart() throws {

@@ -1,0 +1,178 @@
+import Synchronization
+
+/// An in-process store with the same API and TTL semantics as ``RedisStore``.
+///
+/// For `make demo`, the development provider and single-instance deployments: nothing survives a
+/// restart and nothing is shared between processes. Expired entries are invisible at once and
+/// swept in batches, so memory follows the live data.
+public final class EmbeddedStore: KeyValueStore {
+    fileprivate enum Value {
+        case bytes([UInt8])
+        case set(Set<String>)
+    }
+
+    fileprivate struct Entry {
+        var value: Value
+        var expiresAt: ContinuousClock.Instant?
+
+        func isLive(at now: ContinuousClock.Instant) -> Bool {
+            expiresAt.map { now < $0 } ?? true
+        }
+    }
+
+    fileprivate struct State {
+        var entries: [String: Entry] = [:]
+        var writesSinceSweep = 0
+        var isShutdown = false
+    }
+
+    private let state = Mutex(State())
+    private let clock = ContinuousClock()
+    /// Writes between two full sweeps of expired entries.
+    private let sweepInterval: Int
+
+    public init(sweepInterval: Int = 4096) {
+        self.sweepInterval = max(1, sweepInterval)
+    }
+
+    /// Number of entries held, expired-but-unswept included (for tests and metrics).
+    public var storedEntryCount: Int { state.withLock { $0.entries.count } }
+
+    public func set(_ key: String, _ value: [UInt8], ttl: Duration?) async throws {
+        try write { state, now in
+            state.entries[key] = Entry(value: .bytes(value), expiresAt: ttl.map { now + $0 })
+        }
+    }
+
+    public func get(_ key: String) async throws -> [UInt8]? {
+        try read { state, now in try bytes(state.live(key, now), key: key) }
+    }
+
+    public func getAndDelete(_ key: String) async throws -> [UInt8]? {
+        try write { state, now in
+            let value = try bytes(state.live(key, now), key: key)
+            state.entries[key] = nil
+            return value
+        }
+    }
+
+    public func delete(_ key: String) async throws -> Bool {
+        try write { state, now in state.entries.removeValue(forKey: key)?.isLive(at: now) ?? false }
+    }
+
+    public func setIfAbsent(_ key: String, _ value: [UInt8], ttl: Duration) async throws -> Bool {
+        try write { state, now in
+            guard state.live(key, now) == nil else { return false }
+            state.entries[key] = Entry(value: .bytes(value), expiresAt: now + ttl)
+            return true
+        }
+    }
+
+    public func deleteIfEqual(_ key: String, _ value: [UInt8]) async throws -> Bool {
+        try write { state, now in
+            guard case .bytes(let current)? = state.live(key, now)?.value, current == value else { return false }
+            state.entries[key] = nil
+            return true
+        }
+    }
+
+    public func expire(_ key: String, ttl: Duration) async throws -> Bool {
+        try write { state, now in
+            guard state.live(key, now) != nil else { return false }
+            state.entries[key]?.expiresAt = now + ttl
+            return true
+        }
+    }
+
+    public func timeToLive(_ key: String) async throws -> StoreTTL {
+        try read { state, now in
+            guard let entry = state.live(key, now) else { return .missing }
+            guard let expiresAt = entry.expiresAt else { return .persistent }
+            return .expiresIn(expiresAt - now)
+        }
+    }
+
+    public func setAdd(_ key: String, member: String, ttl: Duration?) async throws {
+        try write { state, now in
+            var entry = state.live(key, now) ?? Entry(value: .set([]), expiresAt: nil)
+            guard case .set(var members) = entry.value else { throw StoreError.wrongType(key: key) }
+            members.insert(member)
+            entry.value = .set(members)
+            if let ttl { entry.expiresAt = now + ttl }
+            state.entries[key] = entry
+        }
+    }
+
+    public func setRemove(_ key: String, member: String) async throws -> Bool {
+        try write { state, now in
+            guard var entry = state.live(key, now) else { return false }
+            guard case .set(var members) = entry.value else { throw StoreError.wrongType(key: key) }
+            let removed = members.remove(member) != nil
+            entry.value = .set(members)
+            // Like Redis: a set that becomes empty no longer exists.
+            state.entries[key] = members.isEmpty ? nil : entry
+            return removed
+        }
+    }
+
+    public func setMembers(_ key: String) async throws -> Set<String> {
+        try read { state, now in
+            guard let entry = state.live(key, now) else { return [] }
+            guard case .set(let members) = entry.value else { throw StoreError.wrongType(key: key) }
+            return members
+        }
+    }
+
+    public func ping() async throws {
+        try read { _, _ in () }
+    }
+
+    public func shutdown() async throws {
+        state.withLock { state in
+            state.isShutdown = true
+            state.entries.removeAll()
+        }
+    }
+
+    // MARK: - Internals
+
+    private func bytes(_ entry: Entry?, key: String) throws -> [UInt8]? {
+        guard let entry else { return nil }
+        guard case .bytes(let value) = entry.value else { throw StoreError.wrongType(key: key) }
+        return value
+    }
+
+    private func read<Result>(_ body: (inout State, ContinuousClock.Instant) throws -> Result) throws -> Result {
+        let now = clock.now
+        return try state.withLock { state in
+            guard !state.isShutdown else { throw StoreError.shutdown }
+            return try body(&state, now)
+        }
+    }
+
+    private func write<Result>(_ body: (inout State, ContinuousClock.Instant) throws -> Result) throws -> Result {
+        let now = clock.now
+        return try state.withLock { state in
+            guard !state.isShutdown else { throw StoreError.shutdown }
+            let result = try body(&state, now)
+            state.writesSinceSweep += 1
+            if state.writesSinceSweep >= sweepInterval {
+                state.writesSinceSweep = 0
+                state.entries = state.entries.filter { $0.value.isLive(at: now) }
+            }
+            return result
+        }
+    }
+}
+
+extension EmbeddedStore.State {
+    /// The entry when present and not expired; an expired entry is dropped on the way.
+    fileprivate mutating func live(_ key: String, _ now: ContinuousClock.Instant) -> EmbeddedStore.Entry? {
+        guard let entry = entries[key] else { return nil }
+        guard entry.isLive(at: now) else {
+            entries[key] = nil
+            return nil
+        }
+        return entry
+    }
+}

@@ -1,0 +1,80 @@
+/// The storage Relais needs, and no more: short-lived values with TTLs, one-time reads, locks and
+/// small sets (user → sessions). Two implementations pass one conformance suite: ``RedisStore``
+/// for production and several instances, ``EmbeddedStore`` for `make demo` and single-node use.
+///
+/// Values are raw bytes; callers encode. Keys are UTF-8 strings chosen by Relais, never by users.
+public protocol KeyValueStore: Sendable {
+    /// Stores `value`, replacing any previous value; with a `ttl`, the key disappears after it.
+    func set(_ key: String, _ value: [UInt8], ttl: Duration?) async throws
+    func get(_ key: String) async throws -> [UInt8]?
+    /// Reads and removes in one atomic step: of several concurrent callers, exactly one gets the value.
+    func getAndDelete(_ key: String) async throws -> [UInt8]?
+    /// Returns whether the key existed.
+    @discardableResult
+    func delete(_ key: String) async throws -> Bool
+    /// Stores only when the key is absent (a lock); returns whether it stored.
+    func setIfAbsent(_ key: String, _ value: [UInt8], ttl: Duration) async throws -> Bool
+    /// Deletes only when the current value equals `value` (releasing a lock one still owns).
+    @discardableResult
+    func deleteIfEqual(_ key: String, _ value: [UInt8]) async throws -> Bool
+    /// Sets a new TTL on an existing key; returns false when the key does not exist.
+    @discardableResult
+    func expire(_ key: String, ttl: Duration) async throws -> Bool
+    /// Remaining lifetime: nil when the key is missing, `.zero`-free `Duration` otherwise;
+    /// `StoreTTL.persistent` when it never expires.
+    func timeToLive(_ key: String) async throws -> StoreTTL
+    /// Adds `member` to the set at `key`; with a `ttl`, the whole set's lifetime is reset to it.
+    func setAdd(_ key: String, member: String, ttl: Duration?) async throws
+    @discardableResult
+    func setRemove(_ key: String, member: String) async throws -> Bool
+    func setMembers(_ key: String) async throws -> Set<String>
+    /// Succeeds when the store answers; throws ``StoreError/storeUnavailable(reason:)`` otherwise.
+    func ping() async throws
+    /// Releases connections and threads; later calls fail.
+    func shutdown() async throws
+}
+
+public enum StoreTTL: Sendable, Equatable {
+    case missing
+    case persistent
+    case expiresIn(Duration)
+}
+
+/// Store failures. Codes are stable and listed in docs/errors.md.
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The store could not be reached or did not answer within the command timeout. Nothing was
+    /// changed by the failed call as far as Relais can tell; callers answer 503 and may retry.
+    case storeUnavailable(reason: String)
+    /// The key holds a value of another kind (a set read as a value, or the reverse).
+    case wrongType(key: String)
+    /// The store answered with an error Relais did not expect.
+    case commandFailed(reason: String)
+    /// The store was shut down.
+    case shutdown
+
+    public var code: String {
+        switch self {
+        case .storeUnavailable: "store_unavailable"
+        case .wrongType: "store_wrong_type"
+        case .commandFailed: "store_command_failed"
+        case .shutdown: "store_shutdown"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .storeUnavailable(let reason): "\(code): \(reason)"
+        case .wrongType(let key): "\(code): key \(key) holds another kind of value"
+        case .commandFailed(let reason): "\(code): \(reason)"
+        case .shutdown: "\(code): the store is shut down"
+        }
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, at least 1: Redis refuses a zero or negative expiry.
+    var storeMilliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return max(1, seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+    }
+}

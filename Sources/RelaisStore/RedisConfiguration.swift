@@ -1,0 +1,120 @@
+/// Where and how to reach Redis. Built from a `redis://` URL plus the pool and timeout settings.
+public struct RedisConfiguration: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    /// Redis 6 ACL user; nil uses the `default` user (plain `AUTH password`).
+    public var username: String?
+    public var password: String?
+    public var database: Int
+    public var connectTimeout: Duration
+    /// Time allowed for one command's reply. A Redis that hangs fails calls after this, never later.
+    public var commandTimeout: Duration
+    /// Connections, and the worker threads that use them. Size by threads doing work, not by
+    /// request concurrency: two busy threads saturate a Redis round trip on these machines.
+    public var poolSize: Int
+    /// Prefix of every key Relais writes, so one Redis can serve several deployments.
+    public var keyPrefix: String
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 6379,
+        username: String? = nil,
+        password: String? = nil,
+        database: Int = 0,
+        connectTimeout: Duration = .seconds(1),
+        commandTimeout: Duration = .seconds(1),
+        poolSize: Int = 4,
+        keyPrefix: String = "relais:"
+    ) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.database = database
+        self.connectTimeout = connectTimeout
+        self.commandTimeout = commandTimeout
+        self.poolSize = poolSize
+        self.keyPrefix = keyPrefix
+    }
+
+    public enum URLError: Error, Equatable, CustomStringConvertible {
+        case unsupportedScheme(String)
+        case missingHost
+        case invalidPort(String)
+        case invalidDatabase(String)
+
+        public var description: String {
+            switch self {
+            case .unsupportedScheme(let scheme): "unsupported scheme '\(scheme)' (expected redis://; TLS is not supported by hiredis 0.14)"
+            case .missingHost: "the URL has no host"
+            case .invalidPort(let port): "invalid port '\(port)'"
+            case .invalidDatabase(let database): "invalid database index '\(database)' (expected 0-15 or more, a number)"
+            }
+        }
+    }
+
+    /// Reads `redis://[user[:password]@]host[:port][/database]`; credentials may be percent-encoded.
+    /// Other settings keep their current values.
+    public mutating func apply(url: String) throws(URLError) {
+        let schemeParts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
+        guard schemeParts.count == 2, schemeParts[0].lowercased() == "redis" else {
+            throw .unsupportedScheme(schemeParts.count == 2 ? String(schemeParts[0]) : url.isEmpty ? "" : "none")
+        }
+        var rest = Substring(schemeParts[1])
+        var path = ""
+        if let slash = rest.firstIndex(of: "/") {
+            path = String(rest[rest.index(after: slash)...])
+            rest = rest[..<slash]
+        }
+        if let at = rest.lastIndex(of: "@") {
+            let credentials = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            if let colon = credentials.firstIndex(of: ":") {
+                let user = Self.percentDecoded(credentials[..<colon])
+                username = user.isEmpty ? nil : user
+                password = Self.percentDecoded(credentials[credentials.index(after: colon)...])
+            } else if !credentials.isEmpty {
+                // redis://secret@host is the conventional form for a password without a user.
+                password = Self.percentDecoded(credentials)
+            }
+        }
+        var hostPart = rest
+        if hostPart.hasPrefix("["), let close = hostPart.firstIndex(of: "]") {
+            host = String(hostPart[hostPart.index(after: hostPart.startIndex)..<close])
+            hostPart = hostPart[hostPart.index(after: close)...]
+            if hostPart.hasPrefix(":") {
+                let portText = String(hostPart.dropFirst())
+                guard let value = Int(portText), (1...65535).contains(value) else { throw .invalidPort(portText) }
+                port = value
+            }
+        } else if let colon = hostPart.lastIndex(of: ":") {
+            let portText = String(hostPart[hostPart.index(after: colon)...])
+            guard let value = Int(portText), (1...65535).contains(value) else { throw .invalidPort(portText) }
+            port = value
+            host = String(hostPart[..<colon])
+        } else {
+            host = String(hostPart)
+        }
+        guard !host.isEmpty else { throw .missingHost }
+        let databaseText = path.split(separator: "?").first.map(String.init) ?? ""
+        if !databaseText.isEmpty {
+            guard let value = Int(databaseText), value >= 0 else { throw .invalidDatabase(databaseText) }
+            database = value
+        }
+    }
+
+    private static func percentDecoded(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%"), let high = iterator.next(), let low = iterator.next(),
+                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+            {
+                bytes.append(value)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,135 @@
+import CHiredis
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A reply from Redis, copied out of hiredis' buffers.
+enum RedisReply: Equatable {
+    case string([UInt8])
+    case status(String)
+    case integer(Int64)
+    case null
+    case array([RedisReply])
+    case error(String)
+}
+
+/// Why a connection became unusable. The connection is discarded after any of these.
+struct RedisConnectionFailure: Error {
+    var message: String
+    /// The server closed or reset the connection before answering: typical of a pooled connection
+    /// to a Redis that restarted. The command never reached the new server, so one retry on a fresh
+    /// connection is safe.
+    var isStaleConnection: Bool
+}
+
+/// One blocking hiredis connection. Used by one worker thread at a time (the pool enforces it).
+final class RedisConnection: @unchecked Sendable {
+    private let context: UnsafeMutablePointer<redisContext>
+
+    private init(context: UnsafeMutablePointer<redisContext>) {
+        self.context = context
+    }
+
+    deinit { redisFree(context) }
+
+    /// Connects, then authenticates and selects the database. Throws a failure naming the step.
+    static func open(_ configuration: RedisConfiguration) throws(RedisConnectionFailure) -> RedisConnection {
+        guard let context = redisConnectWithTimeout(configuration.host, Int32(configuration.port), timeval(configuration.connectTimeout)) else {
+            throw RedisConnectionFailure(message: "cannot allocate a Redis context", isStaleConnection: false)
+        }
+        if context.pointee.err != 0 {
+            let reason = String(cString: relais_redis_errstr(context))
+            redisFree(context)
+            throw RedisConnectionFailure(
+                message: "cannot connect to \(configuration.host):\(configuration.port): \(reason)",
+                isStaleConnection: false
+            )
+        }
+        let connection = RedisConnection(context: context)
+        guard redisSetTimeout(context, timeval(configuration.commandTimeout)) == REDIS_OK else {
+            throw RedisConnectionFailure(message: "cannot set the command timeout", isStaleConnection: false)
+        }
+        if let password = configuration.password {
+            var auth: [[UInt8]] = [Array("AUTH".utf8)]
+            if let username = configuration.username { auth.append(Array(username.utf8)) }
+            auth.append(Array(password.utf8))
+            // The reply text (WRONGPASS …) never contains the password; the password is never logged.
+            if case .error(let message) = try connection.command(auth) {
+                throw RedisConnectionFailure(message: "authentication failed: \(message)", isStaleConnection: false)
+            }
+        }
+        if configuration.database != 0 {
+            if case .error(let message) = try connection.command([Array("SELECT".utf8), Array(String(configuration.database).utf8)]) {
+                throw RedisConnectionFailure(message: "cannot select database \(configuration.database): \(message)", isStaleConnection: false)
+            }
+        }
+        return connection
+    }
+
+    /// Sends one command with binary-safe arguments (explicit lengths, no C strings) and waits for
+    /// its reply, at most the command timeout.
+    func command(_ arguments: [[UInt8]]) throws(RedisConnectionFailure) -> RedisReply {
+        // One flat buffer holds every argument; argv points into it and argvlen gives exact lengths,
+        // so values containing NUL bytes are sent whole.
+        let flat = arguments.flatMap { $0 }
+        let lengths = arguments.map(\.count)
+        let replyPointer: UnsafeMutableRawPointer? = flat.withUnsafeBufferPointer { buffer in
+            let base = UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
+            var offsets: [UnsafePointer<CChar>?] = []
+            offsets.reserveCapacity(arguments.count)
+            var offset = 0
+            for length in lengths {
+                offsets.append(base + offset)
+                offset += length
+            }
+            return offsets.withUnsafeMutableBufferPointer { argv in
+                lengths.withUnsafeBufferPointer { argvlen in
+                    redisCommandArgv(context, Int32(arguments.count), argv.baseAddress, argvlen.baseAddress)
+                }
+            }
+        }
+        guard let replyPointer else {
+            let code = context.pointee.err
+            let systemError = errno
+            let reason = String(cString: relais_redis_errstr(context))
+            let stale = code == REDIS_ERR_EOF || (code == REDIS_ERR_IO && (systemError == ECONNRESET || systemError == EPIPE))
+            let timedOut = code == REDIS_ERR_IO && (systemError == EAGAIN || systemError == EWOULDBLOCK)
+            throw RedisConnectionFailure(
+                message: timedOut ? "no reply within the command timeout" : (reason.isEmpty ? "connection lost" : reason),
+                isStaleConnection: stale
+            )
+        }
+        let reply = replyPointer.assumingMemoryBound(to: redisReply.self)
+        defer { freeReplyObject(replyPointer) }
+        return Self.convert(reply)
+    }
+
+    private static func convert(_ reply: UnsafeMutablePointer<redisReply>) -> RedisReply {
+        let value = reply.pointee
+        switch value.type {
+        case REDIS_REPLY_STRING:
+            return .string(bytes(value.str, value.len))
+        case REDIS_REPLY_STATUS:
+            return .status(String(decoding: bytes(value.str, value.len), as: UTF8.self))
+        case REDIS_REPLY_ERROR:
+            return .error(String(decoding: bytes(value.str, value.len), as: UTF8.self))
+        case REDIS_REPLY_INTEGER:
+            return .integer(Int64(value.integer))
+        case REDIS_REPLY_ARRAY:
+            return .array((0..<Int(value.elements)).map { convert(value.element[$0]!) })
+        default:
+            return .null
+        }
+    }
+
+    private static func bytes(_ pointer: UnsafeMutablePointer<CChar>?, _ length: Int) -> [UInt8] {
+        guard let pointer, length > 0 else { return [] }
+        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+    }
+}
+
+private func timeval(_ duration: Duration) -> Glibc.timeval {
+    let (seconds, attoseconds) = duration.components
+    return Glibc.timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+}

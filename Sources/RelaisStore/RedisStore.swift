@@ -1,0 +1,209 @@
+public import Logging
+import Metrics
+import NIOPosix
+import Synchronization
+
+/// ``KeyValueStore`` on Redis (≥ 6.2, for GETDEL) through hiredis.
+///
+/// hiredis calls block, so they run on the store's own worker threads, one pooled connection per
+/// thread at most. A connection that fails is dropped; the next call opens a new one, which is how
+/// the store recovers after a Redis restart. While Redis is down every call fails fast with
+/// ``StoreError/storeUnavailable(reason:)``: refused at once, or after the connect/command timeout.
+public final class RedisStore: KeyValueStore {
+    public let configuration: RedisConfiguration
+    private let threadPool: NIOThreadPool
+    private let idle = Mutex<[RedisConnection]>([])
+    private let isShutdown = Atomic<Bool>(false)
+    private let logger: Logger
+
+    public init(configuration: RedisConfiguration, logger: Logger = Logger(label: "relais.store.redis")) {
+        self.configuration = configuration
+        self.logger = logger
+        self.threadPool = NIOThreadPool(numberOfThreads: max(1, configuration.poolSize))
+        threadPool.start()
+    }
+
+    // MARK: - KeyValueStore
+
+    public func set(_ key: String, _ value: [UInt8], ttl: Duration?) async throws {
+        var arguments = [bytes("SET"), prefixed(key), value]
+        if let ttl { arguments += [bytes("PX"), bytes(String(ttl.storeMilliseconds))] }
+        try expectOK(await execute("SET", arguments))
+    }
+
+    public func get(_ key: String) async throws -> [UInt8]? {
+        try optionalBytes(await execute("GET", [bytes("GET"), prefixed(key)]), key: key)
+    }
+
+    public func getAndDelete(_ key: String) async throws -> [UInt8]? {
+        try optionalBytes(await execute("GETDEL", [bytes("GETDEL"), prefixed(key)]), key: key)
+    }
+
+    public func delete(_ key: String) async throws -> Bool {
+        try integer(await execute("DEL", [bytes("DEL"), prefixed(key)])) == 1
+    }
+
+    public func setIfAbsent(_ key: String, _ value: [UInt8], ttl: Duration) async throws -> Bool {
+        let reply = try await execute(
+            "SET",
+            [bytes("SET"), prefixed(key), value, bytes("NX"), bytes("PX"), bytes(String(ttl.storeMilliseconds))]
+        )
+        switch reply {
+        case .status("OK"): return true
+        case .null: return false
+        default: throw StoreError.commandFailed(reason: "unexpected reply to SET NX")
+        }
+    }
+
+    public func deleteIfEqual(_ key: String, _ value: [UInt8]) async throws -> Bool {
+        let script = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
+        return try integer(await execute("EVAL", [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), value])) == 1
+    }
+
+    public func expire(_ key: String, ttl: Duration) async throws -> Bool {
+        try integer(await execute("PEXPIRE", [bytes("PEXPIRE"), prefixed(key), bytes(String(ttl.storeMilliseconds))])) == 1
+    }
+
+    public func timeToLive(_ key: String) async throws -> StoreTTL {
+        switch try integer(await execute("PTTL", [bytes("PTTL"), prefixed(key)])) {
+        case -2: .missing
+        case -1: .persistent
+        case let milliseconds: .expiresIn(.milliseconds(milliseconds))
+        }
+    }
+
+    public func setAdd(_ key: String, member: String, ttl: Duration?) async throws {
+        // One script, so the member and the set's lifetime change together.
+        let script = """
+            redis.call('SADD', KEYS[1], ARGV[1])
+            if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+            return 1
+            """
+        let milliseconds = ttl.map { String($0.storeMilliseconds) } ?? ""
+        _ = try integer(await execute("EVAL", [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), bytes(member), bytes(milliseconds)]))
+    }
+
+    public func setRemove(_ key: String, member: String) async throws -> Bool {
+        try integer(await execute("SREM", [bytes("SREM"), prefixed(key), bytes(member)])) == 1
+    }
+
+    public func setMembers(_ key: String) async throws -> Set<String> {
+        guard case .array(let items) = try await execute("SMEMBERS", [bytes("SMEMBERS"), prefixed(key)]) else {
+            throw StoreError.commandFailed(reason: "unexpected reply to SMEMBERS")
+        }
+        return Set(items.compactMap { item in
+            if case .string(let value) = item { return String(decoding: value, as: UTF8.self) }
+            return nil
+        })
+    }
+
+    public func ping() async throws {
+        guard case .status("PONG") = try await execute("PING", [bytes("PING")]) else {
+            throw StoreError.commandFailed(reason: "unexpected reply to PING")
+        }
+    }
+
+    public func shutdown() async throws {
+        guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        try await threadPool.shutdownGracefully()
+        idle.withLock { $0.removeAll() }
+    }
+
+    // MARK: - Execution
+
+    private func execute(_ name: String, _ arguments: [[UInt8]]) async throws -> RedisReply {
+        guard !isShutdown.load(ordering: .acquiring) else { throw StoreError.shutdown }
+        let start = ContinuousClock.now
+        let outcome: String
+        defer {
+            Metrics.Timer(
+                label: "relais_store_command_duration_seconds",
+                dimensions: [("command", name), ("outcome", outcome)],
+                preferredDisplayUnit: .seconds
+            ).recordNanoseconds((ContinuousClock.now - start).nanoseconds)
+        }
+        let reply: RedisReply
+        do {
+            reply = try await threadPool.runIfActive { [self] in try executeBlocking(arguments) }
+        } catch let error as StoreError {
+            outcome = error.code
+            logger.warning("redis command failed", metadata: ["command": "\(name)", "error": "\(error)"])
+            throw error
+        } catch is NIOThreadPoolError.ThreadPoolInactive {
+            outcome = StoreError.shutdown.code
+            throw StoreError.shutdown
+        } catch {
+            outcome = "cancelled"
+            throw error
+        }
+        if case .error(let message) = reply {
+            let error: StoreError = message.hasPrefix("WRONGTYPE") ? .wrongType(key: "") : .commandFailed(reason: message)
+            outcome = error.code
+            throw error
+        }
+        outcome = "ok"
+        return reply
+    }
+
+    /// Runs on a worker thread. Retries once, on a fresh connection, only when a pooled connection
+    /// turns out to be closed by the server (the command never reached a live Redis).
+    private func executeBlocking(_ arguments: [[UInt8]]) throws(StoreError) -> RedisReply {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let pooled = idle.withLock { $0.popLast() }
+            let connection: RedisConnection
+            if let pooled {
+                connection = pooled
+            } else {
+                do {
+                    connection = try RedisConnection.open(configuration)
+                } catch {
+                    throw .storeUnavailable(reason: error.message)
+                }
+            }
+            do {
+                let reply = try connection.command(arguments)
+                idle.withLock { $0.append(connection) }
+                return reply
+            } catch {
+                if pooled != nil, error.isStaleConnection, attempt == 1 {
+                    // The other idle connections date from the same server: drop them too.
+                    idle.withLock { $0.removeAll() }
+                    logger.info("redis connection was closed by the server; reconnecting")
+                    continue
+                }
+                throw .storeUnavailable(reason: error.message)
+            }
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func prefixed(_ key: String) -> [UInt8] { Array((configuration.keyPrefix + key).utf8) }
+    private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    private func expectOK(_ reply: RedisReply) throws {
+        guard case .status("OK") = reply else { throw StoreError.commandFailed(reason: "unexpected reply") }
+    }
+
+    private func integer(_ reply: RedisReply) throws -> Int64 {
+        guard case .integer(let value) = reply else { throw StoreError.commandFailed(reason: "expected an integer reply") }
+        return value
+    }
+
+    private func optionalBytes(_ reply: RedisReply, key: String) throws -> [UInt8]? {
+        switch reply {
+        case .string(let value): return value
+        case .null: return nil
+        default: throw StoreError.commandFailed(reason: "unexpected reply")
+        }
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

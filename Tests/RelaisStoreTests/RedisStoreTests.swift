@@ -1,0 +1,131 @@
+import RelaisStore
+import RelaisTestSupport
+import Testing
+
+/// What only Redis has: restarts, outages, authentication, databases, key prefixes.
+@Suite struct RedisStoreTests {
+    private func makeStore(_ server: RedisServerProcess, _ configure: (inout RedisConfiguration) -> Void = { _ in }) throws -> RedisStore {
+        var configuration = RedisConfiguration(connectTimeout: .milliseconds(500), commandTimeout: .milliseconds(500), poolSize: 2)
+        try configuration.apply(url: server.url)
+        configure(&configuration)
+        return RedisStore(configuration: configuration)
+    }
+
+    @Test func nextCallAfterARedisRestartSucceeds() async throws {
+        let server = try RedisServerProcess()
+        let store = try makeStore(server)
+        // Warm both pooled connections, so each is stale after the restart.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<8 { group.addTask { try await store.set("k\(index)", [1], ttl: nil) } }
+            try await group.waitForAll()
+        }
+        try server.restart()
+        try await store.set("after", Array("restart".utf8), ttl: .seconds(10))
+        #expect(try await store.get("after") == Array("restart".utf8))
+        #expect(try await store.get("k0") == nil)  // no persistence configured: the old data is gone
+        try await store.shutdown()
+        server.stop()
+    }
+
+    @Test func callsFailFastWithStoreUnavailableWhileRedisIsDownThenRecover() async throws {
+        let server = try RedisServerProcess()
+        let store = try makeStore(server)
+        try await store.ping()
+        server.stop()
+        for _ in 0..<3 {
+            let start = ContinuousClock.now
+            await #expect { try await store.get("k") } throws: { ($0 as? StoreError)?.code == "store_unavailable" }
+            #expect(ContinuousClock.now - start < .seconds(2))
+        }
+        try server.start()
+        try await store.set("back", [1], ttl: nil)
+        #expect(try await store.get("back") == [1])
+        try await store.shutdown()
+        server.stop()
+    }
+
+    @Test func aHungRedisFailsCallsWithinTheCommandTimeout() async throws {
+        let server = try RedisServerProcess()
+        let store = try makeStore(server) { $0.commandTimeout = .milliseconds(300) }
+        try await store.ping()
+        server.pause()
+        let start = ContinuousClock.now
+        await #expect { try await store.get("k") } throws: { error in
+            guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
+            return reason.contains("timeout")
+        }
+        #expect(ContinuousClock.now - start < .seconds(3))
+        server.resume()
+        try await store.ping()
+        try await store.shutdown()
+        server.stop()
+    }
+
+    @Test func unreachableRedisIsUnavailableNotAHang() async throws {
+        var configuration = RedisConfiguration(connectTimeout: .milliseconds(300), commandTimeout: .milliseconds(300))
+        try configuration.apply(url: "redis://127.0.0.1:\(try FreePort.find())")
+        let store = RedisStore(configuration: configuration)
+        await #expect { try await store.ping() } throws: { error in
+            guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
+            return reason.contains("cannot connect")
+        }
+        try await store.shutdown()
+    }
+
+    @Test func aclUserAuthenticatesAndWrongPasswordIsUnavailable() async throws {
+        let server = try RedisServerProcess(extraArguments: [
+            "--user", "default", "off",
+            "--user", "relais", "on", ">s3cret-pass", "~relais:*", "+@all",
+        ])
+        let store = try makeStore(server) { $0.username = "relais"; $0.password = "s3cret-pass" }
+        try await store.set("k", [42], ttl: nil)
+        #expect(try await store.get("k") == [42])
+        try await store.shutdown()
+
+        let wrong = try makeStore(server) { $0.username = "relais"; $0.password = "wrong" }
+        await #expect { try await wrong.ping() } throws: { error in
+            guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
+            return reason.contains("authentication failed") && !reason.contains("wrong")
+        }
+        try await wrong.shutdown()
+        server.stop()
+    }
+
+    @Test func passwordOnlyAuthFromTheURL() async throws {
+        let server = try RedisServerProcess(extraArguments: ["--requirepass", "p@ss:word"])
+        var configuration = RedisConfiguration()
+        try configuration.apply(url: "redis://:p%40ss%3Aword@127.0.0.1:\(server.port)/0")
+        #expect(configuration.password == "p@ss:word" && configuration.username == nil)
+        let store = RedisStore(configuration: configuration)
+        try await store.ping()
+        try await store.shutdown()
+        server.stop()
+    }
+
+    @Test func databaseIndexAndKeyPrefixIsolateDeployments() async throws {
+        let server = try RedisServerProcess()
+        let a = try makeStore(server) { $0.database = 1; $0.keyPrefix = "a:" }
+        let b = try makeStore(server) { $0.database = 1; $0.keyPrefix = "b:" }
+        let c = try makeStore(server) { $0.database = 2; $0.keyPrefix = "a:" }
+        try await a.set("k", [1], ttl: nil)
+        try await b.set("k", [2], ttl: nil)
+        #expect(try await a.get("k") == [1])
+        #expect(try await b.get("k") == [2])
+        #expect(try await c.get("k") == nil)
+        for store in [a, b, c] { try await store.shutdown() }
+        server.stop()
+    }
+
+    @Test func redisURLParsing() throws {
+        var configuration = RedisConfiguration()
+        try configuration.apply(url: "redis://user:pw@redis.internal:6380/3")
+        #expect(configuration.host == "redis.internal" && configuration.port == 6380)
+        #expect(configuration.username == "user" && configuration.password == "pw" && configuration.database == 3)
+        try configuration.apply(url: "redis://[::1]:7000")
+        #expect(configuration.host == "::1" && configuration.port == 7000)
+        #expect(throws: RedisConfiguration.URLError.unsupportedScheme("rediss")) { try configuration.apply(url: "rediss://h:1") }
+        #expect(throws: RedisConfiguration.URLError.invalidPort("99999")) { try configuration.apply(url: "redis://h:99999") }
+        #expect(throws: RedisConfiguration.URLError.invalidDatabase("x")) { try configuration.apply(url: "redis://h/x") }
+        #expect(throws: RedisConfiguration.URLError.missingHost) { try configuration.apply(url: "redis://:1") }
+    }
+}

@@ -1,0 +1,230 @@
+import RelaisStore
+import RelaisTestSupport
+import Testing
+
+/// One suite, both stores: every behaviour Relais relies on holds for Redis and the embedded store.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case embedded, redis
+    var testDescription: String { rawValue }
+}
+
+/// A store under test plus whatever it runs on; `close()` stops both.
+struct StoreFixture {
+    let store: any KeyValueStore
+    let redis: RedisServerProcess?
+
+    init(_ kind: StoreKind) throws {
+        switch kind {
+        case .embedded:
+            store = EmbeddedStore(sweepInterval: 16)
+            redis = nil
+        case .redis:
+            let server = try RedisServerProcess()
+            var configuration = RedisConfiguration(poolSize: 2)
+            try configuration.apply(url: server.url)
+            store = RedisStore(configuration: configuration)
+            redis = server
+        }
+    }
+
+    func close() async throws {
+        try await store.shutdown()
+        redis?.stop()
+    }
+}
+
+func withStore(_ kind: StoreKind, _ body: (any KeyValueStore) async throws -> Void) async throws {
+    let fixture = try StoreFixture(kind)
+    do {
+        try await body(fixture.store)
+        try await fixture.close()
+    } catch {
+        try? await fixture.close()
+        throw error
+    }
+}
+
+private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+@Suite struct StoreConformanceTests {
+    @Test(arguments: StoreKind.allCases)
+    func setThenGetReturnsTheValue(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            try await store.set("a", bytes("one"), ttl: nil)
+            #expect(try await store.get("a") == bytes("one"))
+            try await store.set("a", bytes("two"), ttl: nil)
+            #expect(try await store.get("a") == bytes("two"))
+            #expect(try await store.get("missing") == nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func binaryValuesRoundTripWhole(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            let value: [UInt8] = [0, 1, 0, 255, 0] + Array(repeating: 7, count: 10_000) + [0]
+            try await store.set("binary", value, ttl: nil)
+            #expect(try await store.get("binary") == value)
+            try await store.set("empty", [], ttl: nil)
+            #expect(try await store.get("empty") == [])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func valuesExpireAfterTheirTTL(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            // Margins are wide: these machines are shared, and a test must not fail because it was descheduled.
+            try await store.set("short", bytes("v"), ttl: .seconds(1))
+            try await store.set("long", bytes("v"), ttl: .seconds(60))
+            #expect(try await store.get("short") == bytes("v"))
+            guard case .expiresIn(let remaining) = try await store.timeToLive("long") else {
+                Issue.record("expected a TTL")
+                return
+            }
+            #expect(remaining > .seconds(50) && remaining <= .seconds(60))
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(try await store.get("short") == nil)
+            #expect(try await store.timeToLive("short") == .missing)
+            #expect(try await store.get("long") == bytes("v"))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func setWithoutTTLIsPersistentAndExpireAddsOne(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            try await store.set("k", bytes("v"), ttl: nil)
+            #expect(try await store.timeToLive("k") == .persistent)
+            #expect(try await store.expire("k", ttl: .milliseconds(300)))
+            #expect(try await store.expire("missing", ttl: .seconds(1)) == false)
+            try await Task.sleep(for: .milliseconds(800))
+            #expect(try await store.get("k") == nil)
+            #expect(try await store.expire("k", ttl: .seconds(1)) == false)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func getAndDeleteHandsTheValueOutOnce(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            try await store.set("code", bytes("session-1"), ttl: .seconds(30))
+            #expect(try await store.getAndDelete("code") == bytes("session-1"))
+            #expect(try await store.getAndDelete("code") == nil)
+            #expect(try await store.get("code") == nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func concurrentGetAndDeleteHasExactlyOneWinner(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            for round in 0..<20 {
+                try await store.set("code-\(round)", bytes("v"), ttl: .seconds(30))
+                let winners = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for _ in 0..<8 {
+                        group.addTask { try await store.getAndDelete("code-\(round)") == nil ? 0 : 1 }
+                    }
+                    return try await group.reduce(0, +)
+                }
+                #expect(winners == 1)
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func deleteReportsWhetherTheKeyExisted(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            try await store.set("k", bytes("v"), ttl: nil)
+            #expect(try await store.delete("k"))
+            #expect(try await store.delete("k") == false)
+            try await store.set("gone", bytes("v"), ttl: .milliseconds(50))
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(try await store.delete("gone") == false)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func setIfAbsentIsALockThatExpires(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            #expect(try await store.setIfAbsent("lock", bytes("owner-a"), ttl: .seconds(1)))
+            #expect(try await store.setIfAbsent("lock", bytes("owner-b"), ttl: .seconds(1)) == false)
+            #expect(try await store.get("lock") == bytes("owner-a"))
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(try await store.setIfAbsent("lock", bytes("owner-b"), ttl: .seconds(5)))
+            #expect(try await store.get("lock") == bytes("owner-b"))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func concurrentSetIfAbsentHasExactlyOneWinner(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            let winners = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<16 {
+                    group.addTask { try await store.setIfAbsent("lock", bytes("owner-\(index)"), ttl: .seconds(5)) ? 1 : 0 }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(winners == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func deleteIfEqualReleasesOnlyTheOwnersLock(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            #expect(try await store.setIfAbsent("lock", bytes("owner-a"), ttl: .seconds(5)))
+            #expect(try await store.deleteIfEqual("lock", bytes("owner-b")) == false)
+            #expect(try await store.get("lock") == bytes("owner-a"))
+            #expect(try await store.deleteIfEqual("lock", bytes("owner-a")))
+            #expect(try await store.get("lock") == nil)
+            #expect(try await store.deleteIfEqual("lock", bytes("owner-a")) == false)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func setMembershipIndexesSessions(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            #expect(try await store.setMembers("user:1") == [])
+            try await store.setAdd("user:1", member: "s1", ttl: nil)
+            try await store.setAdd("user:1", member: "s2", ttl: nil)
+            try await store.setAdd("user:1", member: "s2", ttl: nil)
+            #expect(try await store.setMembers("user:1") == ["s1", "s2"])
+            #expect(try await store.setRemove("user:1", member: "s1"))
+            #expect(try await store.setRemove("user:1", member: "s1") == false)
+            #expect(try await store.setMembers("user:1") == ["s2"])
+            #expect(try await store.setRemove("user:1", member: "s2"))
+            #expect(try await store.timeToLive("user:1") == .missing)  // an empty set does not exist
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func setTTLIsRenewedByEachAdd(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            try await store.setAdd("user:2", member: "s1", ttl: .seconds(1))
+            try await Task.sleep(for: .milliseconds(700))
+            try await store.setAdd("user:2", member: "s2", ttl: .seconds(2))
+            try await Task.sleep(for: .milliseconds(700))  // past the first TTL, within the renewed one
+            #expect(try await store.setMembers("user:2") == ["s1", "s2"])
+            try await Task.sleep(for: .milliseconds(1800))
+            #expect(try await store.setMembers("user:2") == [])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func readingAValueAsASetOrTheReverseIsAWrongTypeError(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            try await store.set("value", bytes("v"), ttl: nil)
+            try await store.setAdd("set", member: "m", ttl: nil)
+            await #expect { try await store.setMembers("value") } throws: { ($0 as? StoreError)?.code == "store_wrong_type" }
+            await #expect { try await store.get("set") } throws: { ($0 as? StoreError)?.code == "store_wrong_type" }
+            await #expect { try await store.setAdd("value", member: "m", ttl: nil) } throws: { ($0 as? StoreError)?.code == "store_wrong_type" }
+            // The failed calls changed nothing.
+            #expect(try await store.get("value") == bytes("v"))
+            #expect(try await store.setMembers("set") == ["m"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func pingAnswersAndShutdownStoresRefuseCalls(kind: StoreKind) async throws {
+        let fixture = try StoreFixture(kind)
+        try await fixture.store.ping()
+        try await fixture.store.shutdown()
+        await #expect(throws: StoreError.shutdown) { try await fixture.store.get("k") }
+        try await fixture.close()
+    }
+}
