@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: [.defaults, "YAML"]),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // Native bridges: Debian's libraries through pkg-config, with static inline shims for the
@@ -67,6 +68,8 @@ let package = Package(
                 "RelaisStore",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -127,7 +130,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RelaisConfigTests",
-            dependencies: ["RelaisConfig"],
+            dependencies: ["RelaisConfig", "RelaisHTTPClient", "RelaisStore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,67 @@
+public import Logging
+public import RelaisHTTPClient
+public import RelaisStore
+
+/// Everything `relais serve` needs, validated. Every key is documented in config/relais.example.yaml.
+public struct RelaisConfiguration: Sendable, Equatable {
+    public var server: Server
+    public var log: Log
+    public var store: Store
+    public var httpClient: HTTPClientConfiguration
+    public var metrics: Metrics
+
+    public enum Environment: String, Sendable, CaseIterable {
+        /// Safe defaults are enforced: https public URL, TLS verification on.
+        case production
+        /// Loosens the checks that local providers and laptops need.
+        case development
+    }
+
+    public struct Server: Sendable, Equatable {
+        public var environment: Environment = .production
+        public var host: String = "127.0.0.1"
+        public var port: Int = 8080
+        /// The URL apps and providers reach Relais at, behind any load balancer.
+        public var publicBaseURL: String = "http://127.0.0.1:8080"
+        public var maxBodyBytes: Int = 64 * 1024
+        /// How long SIGTERM waits for in-flight requests before closing connections.
+        public var drainTimeout: Duration = .seconds(20)
+        public init() {}
+    }
+
+    public enum LogFormat: String, Sendable, CaseIterable {
+        case text
+        /// One JSON object per line, for log shippers.
+        case json
+    }
+
+    public struct Log: Sendable, Equatable {
+        public var level: Logger.Level = .info
+        public var format: LogFormat = .text
+        public init() {}
+    }
+
+    public enum StoreKind: String, Sendable, CaseIterable {
+        case redis
+        case embedded
+    }
+
+    public struct Store: Sendable, Equatable {
+        public var kind: StoreKind = .redis
+        public var redis = RedisConfiguration()
+        public init() {}
+    }
+
+    public struct Metrics: Sendable, Equatable {
+        public var enabled = true
+        public init() {}
+    }
+
+    public init() {
+        server = Server()
+        log = Log()
+        store = Store()
+        httpClient = HTTPClientConfiguration()
+        metrics = Metrics()
+    }
+}

@@ -1,0 +1,233 @@
+import Configuration
+import Logging
+import RelaisHTTPClient
+import RelaisStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads every known key as text through swift-configuration and parses it with messages that name
+/// the key and the expected form. Unset keys keep their defaults.
+struct ValueReader {
+    let config: ConfigReader
+    private(set) var problems: [ConfigProblem] = []
+
+    init(config: ConfigReader) { self.config = config }
+
+    mutating func read() -> RelaisConfiguration {
+        var result = RelaisConfiguration()
+
+        // server
+        result.server.environment = choice("server.environment", default: result.server.environment)
+        result.server.host = text("server.host") ?? result.server.host
+        result.server.port = integer("server.port", in: 0...65535) ?? result.server.port
+        result.server.maxBodyBytes = integer("server.max_body_bytes", in: 1024...(16 << 20)) ?? result.server.maxBodyBytes
+        result.server.drainTimeout = duration("server.drain_timeout") ?? result.server.drainTimeout
+        if let url = text("server.public_base_url") {
+            result.server.publicBaseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+        } else {
+            result.server.publicBaseURL = "http://\(result.server.host):\(result.server.port)"
+        }
+        checkPublicBaseURL(result.server.publicBaseURL, environment: result.server.environment)
+
+        // log
+        if let level = text("log.level") {
+            if let parsed = Logger.Level(rawValue: level.lowercased()) {
+                result.log.level = parsed
+            } else {
+                problem("log.level", "expected one of trace, debug, info, notice, warning, error, critical; got '\(level)'")
+            }
+        }
+        result.log.format = choice("log.format", default: result.log.format)
+
+        // store
+        result.store.kind = choice("store.kind", default: result.store.kind)
+        var redis = result.store.redis
+        if let url = text("store.redis.url") {
+            do {
+                try redis.apply(url: url)
+            } catch {
+                problem("store.redis.url", error.description)
+            }
+        }
+        if let username = text("store.redis.username") { redis.username = username }
+        if let password = secret("store.redis.password") { redis.password = password }
+        redis.poolSize = integer("store.redis.pool_size", in: 1...256) ?? redis.poolSize
+        redis.connectTimeout = duration("store.redis.connect_timeout") ?? redis.connectTimeout
+        redis.commandTimeout = duration("store.redis.command_timeout") ?? redis.commandTimeout
+        if let prefix = text("store.redis.key_prefix", allowEmpty: true) { redis.keyPrefix = prefix }
+        result.store.redis = redis
+
+        // http_client
+        var http = result.httpClient
+        http.connectTimeout = duration("http_client.connect_timeout") ?? http.connectTimeout
+        http.totalTimeout = duration("http_client.timeout") ?? http.totalTimeout
+        http.maxResponseBytes = integer("http_client.max_response_bytes", in: 1024...(64 << 20)) ?? http.maxResponseBytes
+        http.followRedirects = boolean("http_client.follow_redirects") ?? http.followRedirects
+        http.maxRedirects = integer("http_client.max_redirects", in: 0...20) ?? http.maxRedirects
+        http.maxConcurrentRequests = integer("http_client.max_concurrent_requests", in: 1...512) ?? http.maxConcurrentRequests
+        if let proxy = text("http_client.proxy") {
+            let scheme = proxy.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false).first.map { $0.lowercased() }
+            if proxy.contains("://"), let scheme, ["http", "https", "socks5", "socks5h"].contains(scheme) {
+                http.proxy = proxy
+            } else {
+                problem("http_client.proxy", "expected a proxy URL such as http://proxy.example:3128 (http, https, socks5 or socks5h)")
+            }
+        }
+        http.noProxy = text("http_client.no_proxy") ?? http.noProxy
+        http.userAgent = text("http_client.user_agent") ?? http.userAgent
+        http.tls.verifyPeer = boolean("http_client.tls.verify") ?? http.tls.verifyPeer
+        if !http.tls.verifyPeer && result.server.environment == .production {
+            problem("http_client.tls.verify", "TLS verification can only be turned off with server.environment: development")
+        }
+        http.tls.caBundlePath = readableFile("http_client.tls.ca_bundle")
+        http.tls.clientCertificatePath = readableFile("http_client.tls.client_certificate")
+        http.tls.clientKeyPath = readableFile("http_client.tls.client_key")
+        http.tls.clientKeyPassword = secret("http_client.tls.client_key_password")
+        if (http.tls.clientCertificatePath == nil) != (http.tls.clientKeyPath == nil),
+            !problems.contains(where: { $0.keyPath.hasPrefix("http_client.tls.client_") })
+        {
+            problem("http_client.tls", "client_certificate and client_key go together: set both for mutual TLS, or neither")
+        }
+        if http.connectTimeout > http.totalTimeout {
+            problem("http_client.connect_timeout", "is longer than http_client.timeout, which includes it")
+        }
+        result.httpClient = http
+
+        result.metrics.enabled = boolean("metrics.enabled") ?? result.metrics.enabled
+        return result
+    }
+
+    // MARK: - Typed readers
+
+    private mutating func problem(_ key: String, _ message: String) {
+        problems.append(ConfigProblem(key, message))
+    }
+
+    /// The raw text of a key; empty text counts as unset unless `allowEmpty`.
+    private func text(_ key: String, allowEmpty: Bool = false, isSecret: Bool = false) -> String? {
+        guard let value = config.string(forKey: ConfigKey(key), isSecret: isSecret) else { return nil }
+        let trimmed = value.trimmingSpaces()
+        if trimmed.isEmpty && !allowEmpty { return nil }
+        return trimmed
+    }
+
+    private mutating func integer(_ key: String, in range: ClosedRange<Int>) -> Int? {
+        guard let raw = text(key) else { return nil }
+        guard let value = Int(raw) else {
+            problem(key, "expected a whole number, got '\(raw)'")
+            return nil
+        }
+        guard range.contains(value) else {
+            problem(key, "must be between \(range.lowerBound) and \(range.upperBound), got \(value)")
+            return nil
+        }
+        return value
+    }
+
+    private mutating func boolean(_ key: String) -> Bool? {
+        guard let raw = text(key) else { return nil }
+        switch raw.lowercased() {
+        case "true", "yes", "on", "1": return true
+        case "false", "no", "off", "0": return false
+        default:
+            problem(key, "expected true or false, got '\(raw)'")
+            return nil
+        }
+    }
+
+    private mutating func choice<Value: RawRepresentable & CaseIterable>(_ key: String, default value: Value) -> Value
+    where Value.RawValue == String {
+        guard let raw = text(key) else { return value }
+        guard let parsed = Value(rawValue: raw.lowercased()) else {
+            problem(key, "expected one of \(Value.allCases.map(\.rawValue).joined(separator: ", ")); got '\(raw)'")
+            return value
+        }
+        return parsed
+    }
+
+    /// Durations are written with a unit: `250ms`, `3s`, `5m`, `1h`.
+    private mutating func duration(_ key: String) -> Duration? {
+        guard let raw = text(key) else { return nil }
+        guard let parsed = DurationText.parse(raw), parsed > .zero else {
+            problem(key, "expected a positive duration with a unit (250ms, 3s, 5m, 1h), got '\(raw)'")
+            return nil
+        }
+        return parsed
+    }
+
+    /// A secret comes from its key or, preferably, from a file named by `<key>_file` (Docker and
+    /// Kubernetes secrets); setting both is ambiguous and refused. The value is never echoed.
+    private mutating func secret(_ key: String) -> String? {
+        let inline = text(key, isSecret: true)
+        guard let path = text(key + "_file") else { return inline }
+        if inline != nil {
+            problem(key, "set either \(key) or \(key)_file, not both")
+            return nil
+        }
+        switch ConfigurationLoader.readFile(path) {
+        case .success(let contents):
+            // Secret files conventionally end with a newline that is not part of the secret.
+            var value = contents
+            while value.hasSuffix("\n") || value.hasSuffix("\r") { value.removeLast() }
+            guard !value.isEmpty else {
+                problem(key + "_file", "\(path) is empty")
+                return nil
+            }
+            return value
+        case .failure(let failure):
+            problem(key + "_file", failure.message)
+            return nil
+        }
+    }
+
+    private mutating func readableFile(_ key: String) -> String? {
+        guard let path = text(key) else { return nil }
+        guard access(path, R_OK) == 0 else {
+            problem(key, "cannot read \(path): \(String(cString: strerror(errno)))")
+            return nil
+        }
+        return path
+    }
+
+    private mutating func checkPublicBaseURL(_ url: String, environment: RelaisConfiguration.Environment) {
+        let parts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, ["http", "https"].contains(parts[0].lowercased()), !parts[1].isEmpty else {
+            problem("server.public_base_url", "expected an absolute http(s) URL, got '\(url)'")
+            return
+        }
+        if parts[1].contains("?") || parts[1].contains("#") {
+            problem("server.public_base_url", "must not carry a query or fragment")
+        }
+        let authority = parts[1].prefix { $0 != "/" }
+        let host = authority.hasPrefix("[") ? String(authority.prefix { $0 != "]" }.dropFirst()) : String(authority.prefix { $0 != ":" })
+        let isLoopback = host == "127.0.0.1" || host == "localhost" || host == "::1"
+        if parts[0].lowercased() == "http" && !isLoopback && environment == .production {
+            problem("server.public_base_url", "must use https in production (plain http is allowed for 127.0.0.1, localhost and ::1)")
+        }
+    }
+}
+
+enum DurationText {
+    static func parse(_ text: String) -> Duration? {
+        let units: [(String, (Int) -> Duration)] = [
+            ("ms", { .milliseconds($0) }), ("s", { .seconds($0) }), ("m", { .seconds($0 * 60) }), ("h", { .seconds($0 * 3600) }),
+        ]
+        for (suffix, make) in units where text.hasSuffix(suffix) {
+            let number = text.dropLast(suffix.count).trimmingSpaces()
+            guard let value = Int(number), value >= 0, value < 1_000_000_000 else { return nil }
+            return make(value)
+        }
+        return nil
+    }
+}
+
+extension StringProtocol {
+    func trimmingSpaces() -> String {
+        var slice = Substring(self)
+        while let first = slice.first, first == " " || first == "\t" || first == "\n" || first == "\r" { slice.removeFirst() }
+        while let last = slice.last, last == " " || last == "\t" || last == "\n" || last == "\r" { slice.removeLast() }
+        return String(slice)
+    }
+}

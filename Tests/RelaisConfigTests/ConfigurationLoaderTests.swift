@@ -1,0 +1,170 @@
+import Foundation
+@testable import RelaisConfig
+import RelaisHTTPClient
+import RelaisStore
+import Testing
+
+@Suite struct ConfigurationLoaderTests {
+    private static let examplePath: String = {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("config/relais.example.yaml").path
+    }()
+
+    private func temporaryFile(_ contents: String) throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("relais-config-\(UUID().uuidString)")
+        try contents.write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    private func problems(file: String?, environment: [String: String] = [:]) async -> [ConfigProblem] {
+        do {
+            _ = try await ConfigurationLoader.load(filePath: file, environment: environment)
+            return []
+        } catch {
+            return error.problems
+        }
+    }
+
+    @Test func theExampleConfigurationIsValid() async throws {
+        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: [:])
+        #expect(configuration.server.port == 8080)
+        #expect(configuration.server.publicBaseURL == "http://127.0.0.1:8080")
+        #expect(configuration.store.kind == .redis)
+        #expect(configuration.store.redis.host == "127.0.0.1" && configuration.store.redis.port == 6379)
+        #expect(configuration.store.redis.keyPrefix == "relais:")
+        #expect(configuration.httpClient.totalTimeout == .seconds(10))
+        #expect(configuration.httpClient.tls.verifyPeer)
+    }
+
+    @Test func defaultsApplyWithoutAFile() async throws {
+        let configuration = try await ConfigurationLoader.load(filePath: nil, environment: [:])
+        #expect(configuration == RelaisConfiguration())
+    }
+
+    @Test func environmentVariablesOverrideTheFile() async throws {
+        let configuration = try await ConfigurationLoader.load(
+            filePath: Self.examplePath,
+            environment: [
+                "RELAIS_SERVER_PORT": "9999",
+                "RELAIS_STORE_KIND": "embedded",
+                "RELAIS_STORE_REDIS_URL": "redis://redis.internal:6380/2",
+                "RELAIS_HTTP_CLIENT_TIMEOUT": "4s",
+                "RELAIS_LOG_FORMAT": "json",
+                "PATH": "/usr/bin",  // not ours: ignored
+            ]
+        )
+        #expect(configuration.server.port == 9999)
+        #expect(configuration.store.kind == .embedded)
+        #expect(configuration.store.redis.host == "redis.internal" && configuration.store.redis.database == 2)
+        #expect(configuration.httpClient.totalTimeout == .seconds(4))
+        #expect(configuration.log.format == .json)
+    }
+
+    @Test func secretsAreReadFromFiles() async throws {
+        let secretFile = try temporaryFile("s3cret-from-file\n")
+        let configuration = try await ConfigurationLoader.load(
+            filePath: Self.examplePath,
+            environment: ["RELAIS_STORE_REDIS_PASSWORD_FILE": secretFile]
+        )
+        #expect(configuration.store.redis.password == "s3cret-from-file")
+    }
+
+    @Test func aSecretSetTwiceOrFromAMissingFileIsAProblem() async throws {
+        let both = await problems(file: Self.examplePath, environment: [
+            "RELAIS_STORE_REDIS_PASSWORD": "inline", "RELAIS_STORE_REDIS_PASSWORD_FILE": "/nonexistent",
+        ])
+        #expect(both.map(\.keyPath) == ["store.redis.password"])
+        let missing = await problems(file: Self.examplePath, environment: ["RELAIS_STORE_REDIS_PASSWORD_FILE": "/nonexistent/secret"])
+        #expect(missing.map(\.keyPath) == ["store.redis.password_file"])
+        #expect(!missing[0].description.contains("inline"))
+        let empty = await problems(file: Self.examplePath, environment: ["RELAIS_STORE_REDIS_PASSWORD_FILE": try temporaryFile("\n")])
+        #expect(empty.map(\.message).first?.hasSuffix("is empty") == true)
+    }
+
+    @Test func everyProblemIsReportedAtOnceWithItsKeyPath() async throws {
+        let file = try temporaryFile("""
+            server:
+              port: eighty
+              public_base_url: http://relais.example.fr
+              drain_timeout: 20
+            log:
+              level: loud
+            store:
+              kind: memcached
+              redis:
+                url: rediss://redis:6380
+                pool_size: 0
+            http_client:
+              timeout: 2s
+              connect_timeout: 5s
+              follow_redirects: maybe
+              proxy: proxy.internal:3128
+              tls:
+                verify: false
+                ca_bundle: /nonexistent/ca.pem
+                client_certificate: \(Self.examplePath)
+            """)
+        let found = await problems(file: file)
+        let keys = Set(found.map(\.keyPath))
+        #expect(keys == [
+            "server.port", "server.public_base_url", "server.drain_timeout", "log.level", "store.kind", "store.redis.url",
+            "store.redis.pool_size", "http_client.connect_timeout", "http_client.follow_redirects", "http_client.proxy",
+            "http_client.tls.verify", "http_client.tls.ca_bundle", "http_client.tls",
+        ])
+        #expect(found.first { $0.keyPath == "server.port" }?.message == "expected a whole number, got 'eighty'")
+        #expect(found.first { $0.keyPath == "store.kind" }?.message == "expected one of redis, embedded; got 'memcached'")
+    }
+
+    @Test func unknownKeysAreReportedWithASuggestionAndLine() async throws {
+        let file = try temporaryFile("""
+            server:
+              prot: 8080
+            stor:
+              kind: embedded
+            metrics:
+              enabled: true
+              path: /m
+            """)
+        let found = await problems(file: file)
+        #expect(found.map(\.description) == [
+            "server.prot: unknown key (did you mean 'server.port'?) (line 2)",
+            "stor: unknown key (did you mean 'store'?) (line 3)",
+            "metrics.path: unknown key (line 7)",
+        ])
+    }
+
+    @Test func wrongShapesAreReported() async throws {
+        let file = try temporaryFile("""
+            server: 8080
+            log:
+              level: [info, debug]
+            providers: [franceconnect]
+            """)
+        let found = await problems(file: file)
+        #expect(found.map(\.keyPath) == ["server", "log.level", "providers"])
+    }
+
+    @Test func unknownEnvironmentVariablesAreReported() async throws {
+        let found = await problems(file: nil, environment: ["RELAIS_SERVER_PROT": "1", "RELAIS_PROVIDERS_FC_CLIENT_ID": "x"])
+        #expect(found.map(\.keyPath) == ["RELAIS_SERVER_PROT"])
+    }
+
+    @Test func unreadableOrInvalidFilesAreProblems() async throws {
+        let missing = await problems(file: "/nonexistent/relais.yaml")
+        #expect(missing.count == 1 && missing[0].keyPath == "(file)" && missing[0].message.contains("cannot open"))
+        let invalid = await problems(file: try temporaryFile("server:\n  port: [1,\n"))
+        #expect(invalid.count == 1 && invalid[0].message.hasPrefix("not valid YAML"))
+        let scalar = await problems(file: try temporaryFile("just a string"))
+        #expect(scalar.map(\.message) == ["the top level must be a mapping of sections"])
+    }
+
+    @Test func durationsNeedAUnit() {
+        #expect(DurationText.parse("250ms") == .milliseconds(250))
+        #expect(DurationText.parse("3s") == .seconds(3))
+        #expect(DurationText.parse("5m") == .seconds(300))
+        #expect(DurationText.parse("1h") == .seconds(3600))
+        #expect(DurationText.parse("5") == nil)
+        #expect(DurationText.parse("-1s") == nil)
+        #expect(DurationText.parse("s") == nil)
+    }
+}
