@@ -22,7 +22,7 @@ release: deps
 ## Build and run every test. Tests start their own redis-server processes on free loopback ports.
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --parallel --num-workers 2
+	$(SWIFT) test --skip-build
 
 ## Run Relais on the embedded store with the example configuration, on http://127.0.0.1:8080.
 demo: deps

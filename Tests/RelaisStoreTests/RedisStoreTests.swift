@@ -12,14 +12,14 @@ import Testing
     }
 
     @Test func nextCallAfterARedisRestartSucceeds() async throws {
-        let server = try RedisServerProcess()
+        let server = try await RedisServerProcess.launch()
         let store = try makeStore(server)
         // Warm both pooled connections, so each is stale after the restart.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<8 { group.addTask { try await store.set("k\(index)", [1], ttl: nil) } }
             try await group.waitForAll()
         }
-        try server.restart()
+        try await server.restart()
         try await store.set("after", Array("restart".utf8), ttl: .seconds(10))
         #expect(try await store.get("after") == Array("restart".utf8))
         #expect(try await store.get("k0") == nil)  // no persistence configured: the old data is gone
@@ -28,7 +28,7 @@ import Testing
     }
 
     @Test func callsFailFastWithStoreUnavailableWhileRedisIsDownThenRecover() async throws {
-        let server = try RedisServerProcess()
+        let server = try await RedisServerProcess.launch()
         let store = try makeStore(server)
         try await store.ping()
         server.stop()
@@ -37,7 +37,7 @@ import Testing
             await #expect { try await store.get("k") } throws: { ($0 as? StoreError)?.code == "store_unavailable" }
             #expect(ContinuousClock.now - start < .seconds(2))
         }
-        try server.start()
+        try await server.start()
         try await store.set("back", [1], ttl: nil)
         #expect(try await store.get("back") == [1])
         try await store.shutdown()
@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test func aHungRedisFailsCallsWithinTheCommandTimeout() async throws {
-        let server = try RedisServerProcess()
+        let server = try await RedisServerProcess.launch()
         let store = try makeStore(server) { $0.commandTimeout = .milliseconds(300) }
         try await store.ping()
         server.pause()
@@ -73,7 +73,7 @@ import Testing
     }
 
     @Test func aclUserAuthenticatesAndWrongPasswordIsUnavailable() async throws {
-        let server = try RedisServerProcess(extraArguments: [
+        let server = try await RedisServerProcess.launch(extraArguments: [
             "--user", "default", "off",
             "--user", "relais", "on", ">s3cret-pass", "~relais:*", "+@all",
         ])
@@ -92,7 +92,7 @@ import Testing
     }
 
     @Test func passwordOnlyAuthFromTheURL() async throws {
-        let server = try RedisServerProcess(extraArguments: ["--requirepass", "p@ss:word"])
+        let server = try await RedisServerProcess.launch(extraArguments: ["--requirepass", "p@ss:word"])
         var configuration = RedisConfiguration()
         try configuration.apply(url: "redis://:p%40ss%3Aword@127.0.0.1:\(server.port)/0")
         #expect(configuration.password == "p@ss:word" && configuration.username == nil)
@@ -103,7 +103,7 @@ import Testing
     }
 
     @Test func databaseIndexAndKeyPrefixIsolateDeployments() async throws {
-        let server = try RedisServerProcess()
+        let server = try await RedisServerProcess.launch()
         let a = try makeStore(server) { $0.database = 1; $0.keyPrefix = "a:" }
         let b = try makeStore(server) { $0.database = 1; $0.keyPrefix = "b:" }
         let c = try makeStore(server) { $0.database = 2; $0.keyPrefix = "a:" }

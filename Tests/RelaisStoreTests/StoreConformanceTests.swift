@@ -13,13 +13,13 @@ struct StoreFixture {
     let store: any KeyValueStore
     let redis: RedisServerProcess?
 
-    init(_ kind: StoreKind) throws {
+    init(_ kind: StoreKind) async throws {
         switch kind {
         case .embedded:
             store = EmbeddedStore(sweepInterval: 16)
             redis = nil
         case .redis:
-            let server = try RedisServerProcess()
+            let server = try await RedisServerProcess.launch()
             var configuration = RedisConfiguration(poolSize: 2)
             try configuration.apply(url: server.url)
             store = RedisStore(configuration: configuration)
@@ -34,7 +34,7 @@ struct StoreFixture {
 }
 
 func withStore(_ kind: StoreKind, _ body: (any KeyValueStore) async throws -> Void) async throws {
-    let fixture = try StoreFixture(kind)
+    let fixture = try await StoreFixture(kind)
     do {
         try await body(fixture.store)
         try await fixture.close()
@@ -195,12 +195,12 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     @Test(arguments: StoreKind.allCases)
     func setTTLIsRenewedByEachAdd(kind: StoreKind) async throws {
         try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
-            try await store.setAdd("user:2", member: "s1", ttl: .seconds(1))
-            try await Task.sleep(for: .milliseconds(700))
-            try await store.setAdd("user:2", member: "s2", ttl: .seconds(2))
-            try await Task.sleep(for: .milliseconds(700))  // past the first TTL, within the renewed one
+            try await store.setAdd("user:2", member: "s1", ttl: .seconds(2))
+            try await Task.sleep(for: .milliseconds(300))
+            try await store.setAdd("user:2", member: "s2", ttl: .seconds(5))
+            try await Task.sleep(for: .milliseconds(2500))  // past the first TTL, well within the renewed one
             #expect(try await store.setMembers("user:2") == ["s1", "s2"])
-            try await Task.sleep(for: .milliseconds(1800))
+            try await Task.sleep(for: .milliseconds(3000))
             #expect(try await store.setMembers("user:2") == [])
         }
     }
@@ -221,7 +221,7 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     @Test(arguments: StoreKind.allCases)
     func pingAnswersAndShutdownStoresRefuseCalls(kind: StoreKind) async throws {
-        let fixture = try StoreFixture(kind)
+        let fixture = try await StoreFixture(kind)
         try await fixture.store.ping()
         try await fixture.store.shutdown()
         await #expect(throws: StoreError.shutdown) { try await fixture.store.get("k") }

@@ -7,12 +7,20 @@ public import Glibc
 public struct ChildProcess: Sendable {
     public let pid: pid_t
 
-    public static func spawn(_ executable: String, _ arguments: [String]) throws -> ChildProcess {
+    /// Starts `executable`; its standard output and error go to the given files (or nowhere), and
+    /// `environment` entries are added to the current environment.
+    public static func spawn(
+        _ executable: String,
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        standardOutput: String = "/dev/null",
+        standardError: String = "/dev/null"
+    ) throws -> ChildProcess {
         var fileActions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&fileActions)
         defer { posix_spawn_file_actions_destroy(&fileActions) }
-        posix_spawn_file_actions_addopen(&fileActions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&fileActions, 2, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&fileActions, 1, standardOutput, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&fileActions, 2, standardError, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
 
         // The calling thread may be a dispatch worker with most signals blocked; the child inherits
         // the mask unless told otherwise, and then ignores SIGTERM. Start it with a clean mask.
@@ -29,13 +37,45 @@ public struct ChildProcess: Sendable {
 
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        var environmentEntries: [UnsafeMutablePointer<CChar>?] = []
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            let name = text.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            if environment[name] == nil { environmentEntries.append(strdup(text)) }
+            pointer += 1
+        }
+        environmentEntries += environment.map { strdup("\($0.key)=\($0.value)") }
+        environmentEntries.append(nil)
+        defer { environmentEntries.forEach { free($0) } }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, executable, &fileActions, &attributes, argv, environ)
+        let status = posix_spawn(&pid, executable, &fileActions, &attributes, argv, environmentEntries)
         guard status == 0 else { throw ChildProcessError.spawnFailed(executable: executable, errno: status) }
         return ChildProcess(pid: pid)
     }
 
     public func signal(_ signal: Int32) { kill(pid, signal) }
+
+    /// True once the process has exited (it is reaped then; `terminate` must not be called after).
+    public func hasExited() -> Bool {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == pid
+    }
+
+    /// Waits for the process to exit, at most `timeout`; returns its exit status, or nil if it is still running.
+    public func waitForExit(timeout: Duration) -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        var status: Int32 = 0
+        while ContinuousClock.now < deadline {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid {
+                // WIFEXITED / WEXITSTATUS are macros; decode the status word by hand.
+                return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            }
+            usleep(20_000)
+        }
+        return nil
+    }
 
     /// Sends `signal` and reaps the process.
     public func terminate(with signal: Int32 = SIGTERM) {

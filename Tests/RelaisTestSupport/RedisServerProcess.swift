@@ -16,21 +16,37 @@ public final class RedisServerProcess: @unchecked Sendable {
 
     public var url: String { "redis://127.0.0.1:\(port)" }
 
-    public init(extraArguments: [String] = []) throws {
-        self.port = try FreePort.find()
+    private init(port: Int, extraArguments: [String]) {
+        self.port = port
         self.extraArguments = extraArguments
-        try start()
+    }
+
+    /// Starts a server on a free port. A port another process grabbed in the meantime makes
+    /// redis-server exit at once; a new port is tried then.
+    public static func launch(extraArguments: [String] = []) async throws -> RedisServerProcess {
+        var lastError: any Error = RedisServerError.didNotStart(port: 0)
+        for _ in 0..<5 {
+            let server = RedisServerProcess(port: try FreePort.find(), extraArguments: extraArguments)
+            do {
+                try await server.start()
+                return server
+            } catch {
+                server.stop()
+                lastError = error
+            }
+        }
+        throw lastError
     }
 
     deinit { stop() }
 
-    public func start() throws {
+    public func start() async throws {
         let process = try ChildProcess.spawn(Self.executable, [
             "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
         ] + extraArguments)
         lock.withLock { self.process = process }
-        try waitUntilAccepting()
+        try await waitUntilAccepting(process)
     }
 
     /// Stops the server (SIGKILL when `abruptly`, as a crash would) and waits for it to exit.
@@ -51,15 +67,17 @@ public final class RedisServerProcess: @unchecked Sendable {
         lock.withLock { process }?.signal(SIGCONT)
     }
 
-    public func restart() throws {
+    public func restart() async throws {
         stop(abruptly: true)
-        try start()
+        try await start()
     }
 
-    private func waitUntilAccepting() throws {
+    /// Polls without blocking a concurrency thread; fails early if redis-server exited.
+    private func waitUntilAccepting(_ process: ChildProcess) async throws {
         for _ in 0..<200 {
+            if process.hasExited() { throw RedisServerError.didNotStart(port: port) }
             if FreePort.isAccepting(port: port) { return }
-            usleep(25_000)
+            try await Task.sleep(for: .milliseconds(25))
         }
         throw RedisServerError.didNotStart(port: port)
     }

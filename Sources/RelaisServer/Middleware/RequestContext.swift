@@ -1,0 +1,14 @@
+public import Hummingbird
+import NIOCore
+
+/// Per-request state: Hummingbird's core context plus the request id every log line and error carries.
+public struct RelaisRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// Set by ``RequestIDMiddleware`` before anything else runs.
+    public var requestID: String
+
+    public init(source: Source) {
+        self.coreContext = .init(source: source)
+        self.requestID = ""
+    }
+}

@@ -1,0 +1,79 @@
+public import Hummingbird
+public import Logging
+public import NIOCore
+public import RelaisConfig
+public import RelaisHTTPClient
+public import RelaisStore
+
+/// The long-lived pieces a Relais instance shares between requests.
+public struct RelaisDependencies: Sendable {
+    public var store: any KeyValueStore
+    public var httpClient: HTTPClient
+    public var drainState: DrainState
+
+    public init(store: any KeyValueStore, httpClient: HTTPClient, drainState: DrainState = DrainState()) {
+        self.store = store
+        self.httpClient = httpClient
+        self.drainState = drainState
+    }
+
+    /// Builds the store the configuration names and the outbound HTTP client.
+    public static func make(for configuration: RelaisConfiguration, logger: Logger) -> RelaisDependencies {
+        let store: any KeyValueStore =
+            switch configuration.store.kind {
+            case .redis: RedisStore(configuration: configuration.store.redis, logger: logger)
+            case .embedded: EmbeddedStore()
+            }
+        return RelaisDependencies(store: store, httpClient: HTTPClient(configuration: configuration.httpClient, logger: logger))
+    }
+
+    public func shutdown() async {
+        try? await httpClient.shutdown()
+        try? await store.shutdown()
+    }
+}
+
+/// Assembles the Hummingbird application: middleware in a fixed order, then the routes.
+public enum RelaisApplication {
+    public static func makeRouter(
+        configuration: RelaisConfiguration,
+        dependencies: RelaisDependencies,
+        additionalRoutes: (Router<RelaisRequestContext>) -> Void = { _ in }
+    ) -> Router<RelaisRequestContext> {
+        let router = Router(context: RelaisRequestContext.self)
+        // Outermost first: the id exists before anything logs; logging and metrics see the final
+        // status because errors are rendered inside them; the body limit applies before any handler.
+        router.middlewares.add(RequestIDMiddleware())
+        router.middlewares.add(RequestLogMiddleware())
+        if configuration.metrics.enabled { router.middlewares.add(MetricsMiddleware()) }
+        router.middlewares.add(ErrorMiddleware())
+        router.middlewares.add(BodyLimitMiddleware(maxBytes: configuration.server.maxBodyBytes))
+
+        HealthRoutes(store: dependencies.store, drainState: dependencies.drainState).register(on: router)
+        if configuration.metrics.enabled {
+            RelaisMetrics.bootstrap()
+            MetricsRoute().register(on: router)
+        }
+        additionalRoutes(router)
+        return router
+    }
+
+    public static func makeApplication(
+        configuration: RelaisConfiguration,
+        dependencies: RelaisDependencies,
+        logger: Logger,
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
+        additionalRoutes: (Router<RelaisRequestContext>) -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        let router = makeRouter(configuration: configuration, dependencies: dependencies, additionalRoutes: additionalRoutes)
+        return Application(
+            router: router,
+            configuration: .init(
+                address: .hostname(configuration.server.host, port: configuration.server.port),
+                serverName: "Relais"
+            ),
+            onServerRunning: onServerRunning,
+            logger: logger
+        )
+    }
+}

@@ -1,0 +1,96 @@
+import ArgumentParser
+import Logging
+import RelaisConfig
+import RelaisServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct Relais: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relais",
+        abstract: "A backend-for-frontend relay: mobile apps sign in with FranceConnect and other OpenID providers without holding a provider secret or token.",
+        subcommands: [Serve.self, CheckConfig.self]
+    )
+}
+
+struct ConfigOptions: ParsableArguments {
+    @Option(name: .shortAndLong, help: "YAML configuration file. RELAIS_* environment variables override its keys.")
+    var config: String?
+
+    func load() async throws -> RelaisConfiguration {
+        do {
+            return try await ConfigurationLoader.load(filePath: config, environment: currentEnvironment())
+        } catch {
+            printError(error.description)
+            throw ExitCode(2)
+        }
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the relay until SIGTERM or SIGINT, then drain.")
+
+    @OptionGroup var options: ConfigOptions
+
+    func run() async throws {
+        let configuration = try await options.load()
+        LoggingSystem.bootstrap { label in
+            switch configuration.log.format {
+            case .json:
+                return JSONLogHandler(label: label, level: configuration.log.level)
+            case .text:
+                var handler = StreamLogHandler.standardOutput(label: label)
+                handler.logLevel = configuration.log.level
+                return handler
+            }
+        }
+        let logger = Logger(label: "relais")
+        do {
+            try await RelaisRunner.run(configuration: configuration, logger: logger)
+        } catch {
+            logger.critical("relais stopped on an error", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
+    }
+}
+
+struct CheckConfig: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Validate a configuration file (with the current RELAIS_* environment) and print every problem."
+    )
+
+    @Argument(help: "The YAML configuration file to check.")
+    var file: String
+
+    func run() async throws {
+        do {
+            let configuration = try await ConfigurationLoader.load(filePath: file, environment: currentEnvironment())
+            print("\(file): OK (store: \(configuration.store.kind.rawValue), listening on \(configuration.server.host):\(configuration.server.port), public URL \(configuration.server.publicBaseURL))")
+        } catch {
+            printError(error.description)
+            throw ExitCode(1)
+        }
+    }
+}
+
+func currentEnvironment() -> [String: String] {
+    var result: [String: String] = [:]
+    var pointer = environ
+    while let entry = pointer.pointee {
+        let text = String(cString: entry)
+        if let equals = text.firstIndex(of: "=") {
+            result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+        }
+        pointer += 1
+    }
+    return result
+}
+
+func printError(_ message: String) {
+    var line = message + "\n"
+    line.withUTF8 { buffer in _ = write(STDERR_FILENO, buffer.baseAddress, buffer.count) }
+}

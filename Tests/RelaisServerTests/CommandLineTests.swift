@@ -1,0 +1,107 @@
+import Foundation
+import RelaisHTTPClient
+import RelaisTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `relais` executable as an operator runs it: check-config, a refused bad config, serve + SIGTERM.
+@Suite struct CommandLineTests {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let binary = packageRoot.appendingPathComponent(".build/debug/relais").path
+
+    private func temporaryPath(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("relais-\(UUID().uuidString)-\(name)").path
+    }
+
+    private func write(_ contents: String) throws -> String {
+        let path = temporaryPath("config.yaml")
+        try contents.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32?, stdout: String, stderr: String) {
+        let out = temporaryPath("out")
+        let err = temporaryPath("err")
+        let process = try ChildProcess.spawn(Self.binary, arguments, environment: environment, standardOutput: out, standardError: err)
+        let status = process.waitForExit(timeout: .seconds(30))
+        if status == nil { process.terminate(with: SIGKILL) }
+        return (status, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "", (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
+    static let badConfiguration = """
+        server:
+          port: 99999
+        store:
+          kind: memcached
+          redis:
+            urll: redis://x
+        """
+
+    @Test func checkConfigAcceptsTheExample() throws {
+        let result = try run(["check-config", Self.packageRoot.appendingPathComponent("config/relais.example.yaml").path])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("OK"))
+    }
+
+    @Test func checkConfigPrintsEveryProblemAndFails() throws {
+        let result = try run(["check-config", try write(Self.badConfiguration)])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("invalid configuration (3 problems)"))
+        #expect(result.stderr.contains("server.port: must be between 0 and 65535, got 99999"))
+        #expect(result.stderr.contains("store.kind: expected one of redis, embedded; got 'memcached'"))
+        #expect(result.stderr.contains("store.redis.urll: unknown key (did you mean 'store.redis.url'?) (line 6)"))
+    }
+
+    @Test func serveRefusesABadConfigurationWithTheSameMessages() throws {
+        let result = try run(["serve", "--config", try write(Self.badConfiguration)])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("server.port: must be between 0 and 65535, got 99999"))
+        #expect(result.stderr.contains("store.redis.urll: unknown key"))
+    }
+
+    @Test func serveAnswersThenStopsCleanlyOnSIGTERMWithJSONLogs() async throws {
+        let port = try FreePort.find()
+        let out = temporaryPath("out")
+        let process = try ChildProcess.spawn(
+            Self.binary,
+            ["serve"],
+            environment: [
+                "RELAIS_SERVER_PORT": String(port), "RELAIS_STORE_KIND": "embedded", "RELAIS_LOG_FORMAT": "json",
+                "RELAIS_SERVER_ENVIRONMENT": "development",
+            ],
+            standardOutput: out
+        )
+        let client = HTTPClient(configuration: .init(maxConcurrentRequests: 1))
+        var healthy = false
+        for _ in 0..<100 where !healthy {
+            if let response = try? await client.send(.init(url: "http://127.0.0.1:\(port)/healthz")), response.status == 200 {
+                healthy = true
+            } else {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        #expect(healthy)
+        let ready = try await client.send(.init(url: "http://127.0.0.1:\(port)/readyz?code=must-not-be-logged"))
+        #expect(ready.status == 200)
+        try await client.shutdown()
+
+        process.signal(SIGTERM)
+        let status = process.waitForExit(timeout: .seconds(10))
+        if status == nil { process.terminate(with: SIGKILL) }
+        #expect(status == 0)
+
+        let lines = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n")
+        #expect(!lines.isEmpty)
+        for line in lines {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["level"] != nil && object?["msg"] != nil, "not a JSON log line: \(line)")
+        }
+        let readyLine = try #require(lines.first { $0.contains(#""path":"/readyz""#) })
+        #expect(readyLine.contains(#""request_id":"#))
+        #expect(!readyLine.contains("must-not-be-logged"))
+        #expect(lines.contains { $0.contains("relais stopped") })
+    }
+}

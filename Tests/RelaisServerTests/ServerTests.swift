@@ -1,0 +1,213 @@
+import Foundation
+import Hummingbird
+import HTTPTypes
+import HummingbirdTesting
+import Logging
+import NIOCore
+import RelaisConfig
+import RelaisHTTPClient
+@testable import RelaisServer
+import RelaisStore
+import RelaisTestSupport
+import ServiceLifecycle
+import Testing
+
+func quietLogger() -> Logger {
+    var logger = Logger(label: "relais-test")
+    logger.logLevel = .critical
+    return logger
+}
+
+func testConfiguration(_ configure: (inout RelaisConfiguration) -> Void = { _ in }) -> RelaisConfiguration {
+    var configuration = RelaisConfiguration()
+    configuration.server.environment = .development
+    configuration.server.port = 0
+    configuration.store.kind = .embedded
+    configuration.httpClient.maxConcurrentRequests = 2
+    configure(&configuration)
+    return configuration
+}
+
+func withApplication(
+    _ configuration: RelaisConfiguration = testConfiguration(),
+    store: (any KeyValueStore)? = nil,
+    _ body: @Sendable (any TestClientProtocol) async throws -> Void
+) async throws {
+    let dependencies = RelaisDependencies(
+        store: store ?? EmbeddedStore(),
+        httpClient: HTTPClient(configuration: configuration.httpClient)
+    )
+    let app = RelaisApplication.makeApplication(configuration: configuration, dependencies: dependencies, logger: quietLogger())
+    do {
+        try await app.test(.router, body)
+    } catch {
+        await dependencies.shutdown()
+        throw error
+    }
+    await dependencies.shutdown()
+}
+
+struct ErrorBody: Decodable, Equatable {
+    let error: String
+    let error_description: String
+    let request_id: String?
+}
+
+func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
+    try JSONDecoder().decode(type, from: Data(buffer.readableBytesView))
+}
+
+@Suite struct ServerTests {
+    @Test func healthzAnswersWithARequestID() async throws {
+        try await withApplication { client in
+            try await client.execute(uri: "/healthz", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body) == #"{"status":"ok"}"#)
+                #expect(response.headers[.contentType] == "application/json")
+                let id = try #require(response.headers[HTTPField.Name("X-Request-Id")!])
+                #expect(id.count == 16)
+            }
+        }
+    }
+
+    @Test func aPlainIncomingRequestIDIsKeptAndAForgedOneReplaced() async throws {
+        try await withApplication { client in
+            let header = HTTPField.Name("X-Request-Id")!
+            try await client.execute(uri: "/healthz", method: .get, headers: [header: "lb-1234.abc_DEF"]) { response in
+                #expect(response.headers[header] == "lb-1234.abc_DEF")
+            }
+            try await client.execute(uri: "/healthz", method: .get, headers: [header: "evil\"} injected"]) { response in
+                #expect(response.headers[header] != "evil\"} injected")
+                #expect(response.headers[header]?.count == 16)
+            }
+        }
+    }
+
+    @Test func unknownRoutesGetTheUniformJSONError() async throws {
+        try await withApplication { client in
+            try await client.execute(uri: "/no/such/thing", method: .get) { response in
+                #expect(response.status == .notFound)
+                let body = try decode(ErrorBody.self, response.body)
+                #expect(body.error == "not_found")
+                #expect(body.request_id == response.headers[HTTPField.Name("X-Request-Id")!])
+                #expect(response.headers[.cacheControl] == "no-store")
+            }
+        }
+    }
+
+    @Test func oversizedBodiesAreRefusedWith413() async throws {
+        let configuration = testConfiguration { $0.server.maxBodyBytes = 1024 }
+        try await withApplication(configuration) { client in
+            // Declared too large: refused before reading.
+            try await client.execute(uri: "/healthz", method: .post, body: ByteBuffer(repeating: 0x61, count: 4096)) { response in
+                #expect(response.status == .contentTooLarge)
+                let body = try decode(ErrorBody.self, response.body)
+                #expect(body.error == "request_too_large")
+            }
+            // Within the limit, the request reaches routing (POST /healthz has no handler: 404).
+            try await client.execute(uri: "/healthz", method: .post, body: ByteBuffer(repeating: 0x61, count: 512)) { response in
+                #expect(response.status == .notFound)
+            }
+        }
+    }
+
+    @Test func readyzReflectsTheRedisStore() async throws {
+        let redis = try await RedisServerProcess.launch()
+        var redisConfiguration = RedisConfiguration(connectTimeout: .milliseconds(300), commandTimeout: .milliseconds(300), poolSize: 1)
+        try redisConfiguration.apply(url: redis.url)
+        let store = RedisStore(configuration: redisConfiguration, logger: quietLogger())
+        try await withApplication(store: store) { client in
+            try await client.execute(uri: "/readyz", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body) == #"{"status":"ready","checks":{"store":"ok"}}"#)
+            }
+            redis.stop()
+            let start = ContinuousClock.now
+            try await client.execute(uri: "/readyz", method: .get) { response in
+                #expect(response.status == .serviceUnavailable)
+                #expect(String(buffer: response.body) == #"{"status":"unavailable","checks":{"store":"store_unavailable"}}"#)
+            }
+            #expect(ContinuousClock.now - start < .seconds(2))
+            try await redis.start()
+            try await client.execute(uri: "/readyz", method: .get) { response in
+                #expect(response.status == .ok)
+            }
+        }
+        redis.stop()
+    }
+
+    @Test func metricsExposeRequestsStoreAndOutboundLatency() async throws {
+        let redis = try await RedisServerProcess.launch()
+        var redisConfiguration = RedisConfiguration(poolSize: 1)
+        try redisConfiguration.apply(url: redis.url)
+        let store = RedisStore(configuration: redisConfiguration, logger: quietLogger())
+        try await withApplication(store: store) { client in
+            try await client.execute(uri: "/readyz", method: .get) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
+            // An outbound request through the libcurl client lands in the same registry.
+            let outbound = HTTPClient(configuration: .init(maxConcurrentRequests: 1))
+            _ = try? await outbound.send(.init(url: "http://127.0.0.1:\(try FreePort.find())/"))
+            try await outbound.shutdown()
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType]?.hasPrefix("text/plain; version=0.0.4") == true)
+                let text = String(buffer: response.body)
+                #expect(text.contains(#"relais_http_requests_total{route="/healthz",method="GET",status="200"}"#))
+                #expect(text.contains(#"relais_http_request_duration_seconds_bucket{route="/readyz",method="GET",status="200""#))
+                #expect(text.contains(#"relais_store_command_duration_seconds_bucket{command="PING",outcome="ok""#))
+                #expect(text.contains(#"relais_http_client_request_duration_seconds_bucket{host="127.0.0.1:"#))
+                #expect(text.contains(#"outcome="http_connection_refused""#))
+            }
+        }
+        redis.stop()
+    }
+
+    @Test func gracefulShutdownDrainsInFlightRequests() async throws {
+        let configuration = testConfiguration()
+        let dependencies = RelaisDependencies(store: EmbeddedStore(), httpClient: HTTPClient(configuration: configuration.httpClient))
+        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let group = RelaisRunner.makeServiceGroup(
+            configuration: configuration,
+            dependencies: dependencies,
+            logger: quietLogger(),
+            signals: [],
+            onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) },
+            additionalRoutes: { router in
+                router.get("/test/slow") { _, _ in
+                    try await Task.sleep(for: .milliseconds(800))
+                    return "finished"
+                }
+            }
+        )
+        let client = HTTPClient(configuration: .init(maxConcurrentRequests: 2))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var iterator = ports.makeAsyncIterator()
+            let port = try #require(await iterator.next())
+            let slow = Task { try await client.send(.init(url: "http://127.0.0.1:\(port)/test/slow")) }
+            try await Task.sleep(for: .milliseconds(200))
+            await group.triggerGracefulShutdown()
+            let response = try await slow.value
+            #expect(response.status == 200)
+            #expect(response.bodyText == "finished")
+            #expect(dependencies.drainState.isDraining)
+            try await tasks.waitForAll()
+        }
+        // The listener is closed once the group has stopped.
+        let port = try FreePort.find()
+        await #expect(throws: HTTPClientError.self) { try await client.send(.init(url: "http://127.0.0.1:\(port)/healthz")) }
+        try await client.shutdown()
+        await dependencies.shutdown()
+    }
+
+    @Test func jsonLogLinesAreValidJSON() throws {
+        let quoted = JSONLogHandler.quoted("a \"quote\", a \\ and a\nnewline\u{1}")
+        #expect(quoted == #""a \"quote\", a \\ and a\nnewline\u0001""#)
+        let encoded = JSONLogHandler.encode(.dictionary(["b": .array([.string("x"), .stringConvertible(2)]), "a": .string("y")]))
+        #expect(encoded == #"{"a":"y","b":["x","2"]}"#)
+        let object = try JSONSerialization.jsonObject(with: Data(encoded.utf8)) as? [String: Any]
+        #expect(object?["a"] as? String == "y")
+        let timestamp = JSONLogHandler.timestamp()
+        #expect(timestamp.count == 24 && timestamp.hasSuffix("Z"))
+    }
+}
