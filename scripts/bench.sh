@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# make bench: release build, a real redis-server, Relais on loopback, wrk at 64 connections, and the
+# libcurl client with and without keep-alive. Every figure comes from this one run; compare ratios,
+# not absolute numbers (these machines are shared and noisy). Writes bench/results.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${BENCH_DURATION:-10s}
+CONNECTIONS=${BENCH_CONNECTIONS:-64}
+THREADS=${BENCH_THREADS:-2}
+CURL_REQUESTS=${BENCH_CURL_REQUESTS:-20000}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+wait_for() { for _ in $(seq 1 200); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "timed out waiting for $1" >&2; return 1; }
+
+echo "Building release binaries..."
+swift build -c release --product relais >/dev/null
+swift build -c release --product relais-bench >/dev/null
+
+work=$(mktemp -d)
+redis_port=$(free_port)
+relais_port=$(free_port)
+cleanup() {
+    [ -n "${relais_pid:-}" ] && kill "$relais_pid" 2>/dev/null && wait "$relais_pid" 2>/dev/null || true
+    [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --loglevel warning >"$work/redis.log" 2>&1 &
+redis_pid=$!
+
+RELAIS_SERVER_PORT=$relais_port RELAIS_SERVER_PUBLIC_BASE_URL=http://127.0.0.1:$relais_port \
+RELAIS_STORE_KIND=redis RELAIS_STORE_REDIS_URL=redis://127.0.0.1:$redis_port RELAIS_LOG_LEVEL=warning \
+    .build/release/relais serve --config config/relais.example.yaml >"$work/relais.log" 2>&1 &
+relais_pid=$!
+wait_for "http://127.0.0.1:$relais_port/readyz"
+
+run_wrk() {  # prints "rps p50 p99" for a URL
+    wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "$1" >"$work/wrk.txt"
+    local rps p50 p99
+    rps=$(awk '/^Requests\/sec:/ {print $2}' "$work/wrk.txt")
+    p50=$(awk '$1=="50%" {print $2}' "$work/wrk.txt")
+    p99=$(awk '$1=="99%" {print $2}' "$work/wrk.txt")
+    if grep -q "Non-2xx" "$work/wrk.txt"; then echo "non-2xx responses during the run:" >&2; cat "$work/wrk.txt" >&2; exit 1; fi
+    echo "$rps $p50 $p99"
+}
+
+echo "wrk /healthz..."
+read -r healthz_rps healthz_p50 healthz_p99 < <(run_wrk "http://127.0.0.1:$relais_port/healthz")
+echo "wrk /readyz (one Redis PING per request)..."
+read -r readyz_rps readyz_p50 readyz_p99 < <(run_wrk "http://127.0.0.1:$relais_port/readyz")
+
+echo "libcurl client, keep-alive vs new connection per request..."
+.build/release/relais-bench --url "http://127.0.0.1:$relais_port/healthz" --requests "$CURL_REQUESTS" --concurrency 4 >"$work/curl.txt"
+reuse_rps=$(awk '/mode=reuse/ {for (i=1;i<=NF;i++) if ($i ~ /^rps=/) print substr($i,5)}' "$work/curl.txt")
+reuse_conns=$(awk '/mode=reuse/ {for (i=1;i<=NF;i++) if ($i ~ /^new_connections=/) print substr($i,17)}' "$work/curl.txt")
+fresh_rps=$(awk '/mode=fresh/ {for (i=1;i<=NF;i++) if ($i ~ /^rps=/) print substr($i,5)}' "$work/curl.txt")
+fresh_conns=$(awk '/mode=fresh/ {for (i=1;i<=NF;i++) if ($i ~ /^new_connections=/) print substr($i,17)}' "$work/curl.txt")
+
+ratio() { python3 -c "print(f'{float($1)/float($2):.2f}')"; }
+relais_rss_kb=$(awk '/VmRSS/ {print $2}' "/proc/$relais_pid/status")
+
+mkdir -p bench
+{
+    echo "# Relais benchmark results"
+    echo
+    echo "Run: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores; wrk -t$THREADS -c$CONNECTIONS -d$DURATION; wrk, Relais (release) and redis-server share the machine."
+    echo "Relais logs at warning level during the run (access logs off)."
+    echo
+    echo "| measurement | requests/s | p50 | p99 | ratio |"
+    echo "|---|---:|---:|---:|---:|"
+    echo "| GET /healthz (no I/O) | $healthz_rps | $healthz_p50 | $healthz_p99 | 1.00 |"
+    echo "| GET /readyz (Redis PING via hiredis pool) | $readyz_rps | $readyz_p50 | $readyz_p99 | $(ratio "$readyz_rps" "$healthz_rps") of /healthz |"
+    echo "| libcurl client, keep-alive (4 in flight, $CURL_REQUESTS requests, $reuse_conns new connections) | $reuse_rps | | | 1.00 |"
+    echo "| libcurl client, new connection per request ($fresh_conns new connections) | $fresh_rps | | | $(ratio "$fresh_rps" "$reuse_rps") of keep-alive |"
+    echo
+    echo "Relais resident memory after the run: $((relais_rss_kb / 1024)) MiB."
+} > bench/results.md
+cat bench/results.md
