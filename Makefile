@@ -1,8 +1,8 @@
 # Relais — the two commands that matter: `make demo` and `make test`.
 SHELL := /bin/bash
 SWIFT ?= swift
-DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev redis-server pkg-config
-BENCH_PACKAGES := wrk
+DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev redis-server pkg-config openssl
+BENCH_PACKAGES := wrk curl
 
 .PHONY: deps bench-deps build release test demo bench check-config clean
 

@@ -189,6 +189,10 @@ public final class HTTPClient: Sendable {
             return .tls(reason: reason)
         case CURLE_WRITE_ERROR where exceededLimit, CURLE_FILESIZE_EXCEEDED:
             return .responseTooLarge(limit: limit)
+        case CURLE_RECV_ERROR where reason.contains("SSL routines"), CURLE_SEND_ERROR where reason.contains("SSL routines"):
+            // With TLS 1.3 the server judges the client certificate after the handshake, so a
+            // refused certificate arrives as a TLS alert on the first read.
+            return .tls(reason: reason)
         case CURLE_TOO_MANY_REDIRECTS:
             return .tooManyRedirects
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:

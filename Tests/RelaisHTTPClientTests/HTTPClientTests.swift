@@ -196,6 +196,8 @@ import Testing
         #expect(classify(CURLE_WRITE_ERROR, exceeded: true) == .responseTooLarge(limit: 10))
         #expect(classify(CURLE_WRITE_ERROR) == .transport(curlCode: Int(CURLE_WRITE_ERROR.rawValue), reason: "why"))
         #expect(classify(CURLE_RECV_ERROR).code == "http_transport_failure")
+        let alert = "OpenSSL SSL_read: error:0A00045C:SSL routines::tlsv13 alert certificate required"
+        #expect(HTTPClient.classify(CURLE_RECV_ERROR, host: "h", reason: alert, exceededLimit: false, limit: 1) == .tls(reason: alert))
     }
 
     @Test func hostForMetricsNeverCarriesPathOrQuery() {

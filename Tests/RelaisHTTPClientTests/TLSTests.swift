@@ -1,0 +1,108 @@
+import Foundation
+import RelaisHTTPClient
+import RelaisTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// TLS against a real `openssl s_server` on loopback with certificates made for the test:
+/// verification is on by default, a CA bundle from config is honoured, and mutual TLS works.
+@Suite struct TLSTests {
+    struct Certificates {
+        let directory: String
+        var serverCertificate: String { directory + "/server.pem" }
+        var serverKey: String { directory + "/server.key" }
+        var clientCertificate: String { directory + "/client.pem" }
+        var clientKey: String { directory + "/client.key" }
+    }
+
+    static func makeCertificates() throws -> Certificates {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-tls-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let certificates = Certificates(directory: directory)
+        for (name, subject, extensions) in [
+            ("server", "/CN=127.0.0.1", ["-addext", "subjectAltName=IP:127.0.0.1"]),
+            ("client", "/CN=relais-test-client", []),
+        ] {
+            let process = try ChildProcess.spawn("/usr/bin/openssl", [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).pem", "-days", "2", "-subj", subject,
+            ] + extensions)
+            guard process.waitForExit(timeout: .seconds(20)) == 0 else { throw ChildProcessError.spawnFailed(executable: "openssl", errno: -1) }
+        }
+        return certificates
+    }
+
+    /// Runs `body` against `openssl s_server -www` (which answers GET / with a status page).
+    static func withTLSServer(
+        _ certificates: Certificates,
+        requireClientCertificate: Bool = false,
+        _ body: (Int) async throws -> Void
+    ) async throws {
+        let port = try FreePort.find()
+        var arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.serverCertificate, "-key", certificates.serverKey, "-www", "-quiet"]
+        if requireClientCertificate {
+            arguments += ["-Verify", "1", "-CAfile", certificates.clientCertificate, "-verify_return_error"]
+        }
+        let server = try ChildProcess.spawn("/usr/bin/openssl", arguments)
+        defer { server.terminate() }
+        for _ in 0..<200 where !FreePort.isAccepting(port: port) {
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        try await body(port)
+    }
+
+    private func send(_ port: Int, _ configure: (inout HTTPClientConfiguration) -> Void) async throws -> HTTPClientResponse {
+        var configuration = HTTPClientConfiguration(maxConcurrentRequests: 1)
+        configure(&configuration)
+        let client = HTTPClient(configuration: configuration)
+        do {
+            let response = try await client.send(.init(url: "https://127.0.0.1:\(port)/"))
+            try await client.shutdown()
+            return response
+        } catch {
+            try await client.shutdown()
+            throw error
+        }
+    }
+
+    private static func isTLSFailure(_ error: any Error) -> Bool {
+        if case .tls? = error as? HTTPClientError { return true }
+        return false
+    }
+
+    @Test func verificationIsOnByDefaultAndTheCABundleIsHonoured() async throws {
+        let certificates = try Self.makeCertificates()
+        try await Self.withTLSServer(certificates) { port in
+            await #expect { try await send(port) { _ in } } throws: { Self.isTLSFailure($0) }
+            let trusted = try await send(port) { $0.tls.caBundlePath = certificates.serverCertificate }
+            #expect(trusted.status == 200)
+            let unverified = try await send(port) { $0.tls.verifyPeer = false }
+            #expect(unverified.status == 200)
+        }
+    }
+
+    @Test func mutualTLSPresentsTheConfiguredClientCertificate() async throws {
+        let certificates = try Self.makeCertificates()
+        try await Self.withTLSServer(certificates, requireClientCertificate: true) { port in
+            await #expect {
+                try await send(port) { $0.tls.caBundlePath = certificates.serverCertificate }
+            } throws: { Self.isTLSFailure($0) }
+            let response = try await send(port) {
+                $0.tls.caBundlePath = certificates.serverCertificate
+                $0.tls.clientCertificatePath = certificates.clientCertificate
+                $0.tls.clientKeyPath = certificates.clientKey
+            }
+            #expect(response.status == 200)
+        }
+    }
+
+    @Test func aMissingCABundleFileIsATLSError() async throws {
+        let certificates = try Self.makeCertificates()
+        try await Self.withTLSServer(certificates) { port in
+            await #expect { try await send(port) { $0.tls.caBundlePath = "/nonexistent/ca.pem" } } throws: { Self.isTLSFailure($0) }
+        }
+    }
+}
