@@ -24,10 +24,6 @@ public struct APIError: Error, Sendable, Equatable {
         APIError(.notFound, code: "not_found", description: "No such endpoint.")
     }
 
-    public static func methodNotAllowed() -> APIError {
-        APIError(.methodNotAllowed, code: "method_not_allowed", description: "This endpoint does not accept this method.")
-    }
-
     public static func requestTooLarge(limit: Int) -> APIError {
         APIError(.contentTooLarge, code: "request_too_large", description: "The request body exceeds \(limit) bytes.")
     }

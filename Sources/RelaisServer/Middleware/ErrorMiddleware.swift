@@ -23,7 +23,6 @@ struct ErrorMiddleware: RouterMiddleware {
     static func translate(_ error: HTTPError) -> APIError {
         switch error.status {
         case .notFound: .notFound()
-        case .methodNotAllowed: .methodNotAllowed()
         case .contentTooLarge: APIError(.contentTooLarge, code: "request_too_large", description: "The request body is too large.")
         case .badRequest: APIError(.badRequest, code: "invalid_request", description: error.body ?? "The request is malformed.")
         case let status where status.code >= 500: .serverError()
