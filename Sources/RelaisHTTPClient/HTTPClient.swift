@@ -40,7 +40,10 @@ public final class HTTPClient: Sendable {
         do {
             let response = try await withTaskCancellationHandler {
                 try await threadPool.runIfActive { [self] in
-                    try perform(request, cancellation: cancellation)
+                    // The total timeout counts from the call, not from when a worker picked it up.
+                    let remaining = (request.timeout ?? configuration.totalTimeout) - (ContinuousClock.now - start)
+                    guard remaining > .zero else { throw HTTPClientError.timeout }
+                    return try perform(request, timeout: remaining, cancellation: cancellation)
                 }
             } onCancel: {
                 cancellation.flag.store(true, ordering: .relaxed)
@@ -70,7 +73,7 @@ public final class HTTPClient: Sendable {
 
     // MARK: - The transfer itself (runs on a worker thread)
 
-    private func perform(_ request: HTTPClientRequest, cancellation: CurlCancellation) throws -> HTTPClientResponse {
+    private func perform(_ request: HTTPClientRequest, timeout: Duration, cancellation: CurlCancellation) throws -> HTTPClientResponse {
         if cancellation.flag.load(ordering: .relaxed) { throw CancellationError() }
         let handle = handles.checkOut()
         let state = CurlTransferState(maxBytes: configuration.maxResponseBytes)
@@ -80,7 +83,7 @@ public final class HTTPClient: Sendable {
         let curl = handle.raw
         // Reset clears every option but keeps the handle's live connections and DNS cache.
         curl_easy_reset(curl)
-        try configure(curl, for: request, state: state, cancellation: cancellation, headerList: &headerList)
+        try configure(curl, for: request, timeout: timeout, state: state, cancellation: cancellation, headerList: &headerList)
 
         let code = curl_easy_perform(curl)
         // The handle goes back only after perform: its connection cache is what keep-alive reuses.
@@ -93,15 +96,14 @@ public final class HTTPClient: Sendable {
         _ = relais_curl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
         var connects = 0
         _ = relais_curl_getinfo_long(curl, CURLINFO_NUM_CONNECTS, &connects)
-        if !configuration.followRedirects || (300..<400).contains(status) == false {
-            return HTTPClientResponse(status: status, headers: state.headers, body: state.body, newConnections: connects)
-        }
-        throw HTTPClientError.tooManyRedirects
+        // With redirects off, a 3xx is returned as data; with them on, libcurl reports loops itself.
+        return HTTPClientResponse(status: status, headers: state.headers, body: state.body, newConnections: connects)
     }
 
     private func configure(
         _ curl: UnsafeMutableRawPointer,
         for request: HTTPClientRequest,
+        timeout: Duration,
         state: CurlTransferState,
         cancellation: CurlCancellation,
         headerList: inout UnsafeMutablePointer<curl_slist>?
@@ -121,7 +123,7 @@ public final class HTTPClient: Sendable {
         try check(relais_curl_setopt_pointer(curl, CURLOPT_ERRORBUFFER, state.errorBuffer))
 
         try set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeout.roundedUpMilliseconds)
-        try set(CURLOPT_TIMEOUT_MS, (request.timeout ?? configuration.totalTimeout).roundedUpMilliseconds)
+        try set(CURLOPT_TIMEOUT_MS, timeout.roundedUpMilliseconds)
         try check(relais_curl_setopt_offset(curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxResponseBytes)))
 
         try set(CURLOPT_FOLLOWLOCATION, configuration.followRedirects ? 1 : 0)

@@ -28,24 +28,25 @@ public final class RedisStore: KeyValueStore {
     public func set(_ key: String, _ value: [UInt8], ttl: Duration?) async throws {
         var arguments = [bytes("SET"), prefixed(key), value]
         if let ttl { arguments += [bytes("PX"), bytes(String(ttl.storeMilliseconds))] }
-        try expectOK(await execute("SET", arguments))
+        try expectOK(await execute("SET", key: key, arguments))
     }
 
     public func get(_ key: String) async throws -> [UInt8]? {
-        try optionalBytes(await execute("GET", [bytes("GET"), prefixed(key)]), key: key)
+        try optionalBytes(await execute("GET", key: key, [bytes("GET"), prefixed(key)]))
     }
 
     public func getAndDelete(_ key: String) async throws -> [UInt8]? {
-        try optionalBytes(await execute("GETDEL", [bytes("GETDEL"), prefixed(key)]), key: key)
+        try optionalBytes(await execute("GETDEL", key: key, [bytes("GETDEL"), prefixed(key)]))
     }
 
     public func delete(_ key: String) async throws -> Bool {
-        try integer(await execute("DEL", [bytes("DEL"), prefixed(key)])) == 1
+        try integer(await execute("DEL", key: key, [bytes("DEL"), prefixed(key)])) == 1
     }
 
     public func setIfAbsent(_ key: String, _ value: [UInt8], ttl: Duration) async throws -> Bool {
         let reply = try await execute(
             "SET",
+            key: key,
             [bytes("SET"), prefixed(key), value, bytes("NX"), bytes("PX"), bytes(String(ttl.storeMilliseconds))]
         )
         switch reply {
@@ -57,15 +58,15 @@ public final class RedisStore: KeyValueStore {
 
     public func deleteIfEqual(_ key: String, _ value: [UInt8]) async throws -> Bool {
         let script = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
-        return try integer(await execute("EVAL", [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), value])) == 1
+        return try integer(await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), value])) == 1
     }
 
     public func expire(_ key: String, ttl: Duration) async throws -> Bool {
-        try integer(await execute("PEXPIRE", [bytes("PEXPIRE"), prefixed(key), bytes(String(ttl.storeMilliseconds))])) == 1
+        try integer(await execute("PEXPIRE", key: key, [bytes("PEXPIRE"), prefixed(key), bytes(String(ttl.storeMilliseconds))])) == 1
     }
 
     public func timeToLive(_ key: String) async throws -> StoreTTL {
-        switch try integer(await execute("PTTL", [bytes("PTTL"), prefixed(key)])) {
+        switch try integer(await execute("PTTL", key: key, [bytes("PTTL"), prefixed(key)])) {
         case -2: .missing
         case -1: .persistent
         case let milliseconds: .expiresIn(.milliseconds(milliseconds))
@@ -80,15 +81,15 @@ public final class RedisStore: KeyValueStore {
             return 1
             """
         let milliseconds = ttl.map { String($0.storeMilliseconds) } ?? ""
-        _ = try integer(await execute("EVAL", [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), bytes(member), bytes(milliseconds)]))
+        _ = try integer(await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), bytes(member), bytes(milliseconds)]))
     }
 
     public func setRemove(_ key: String, member: String) async throws -> Bool {
-        try integer(await execute("SREM", [bytes("SREM"), prefixed(key), bytes(member)])) == 1
+        try integer(await execute("SREM", key: key, [bytes("SREM"), prefixed(key), bytes(member)])) == 1
     }
 
     public func setMembers(_ key: String) async throws -> Set<String> {
-        guard case .array(let items) = try await execute("SMEMBERS", [bytes("SMEMBERS"), prefixed(key)]) else {
+        guard case .array(let items) = try await execute("SMEMBERS", key: key, [bytes("SMEMBERS"), prefixed(key)]) else {
             throw StoreError.commandFailed(reason: "unexpected reply to SMEMBERS")
         }
         return Set(items.compactMap { item in
@@ -111,7 +112,8 @@ public final class RedisStore: KeyValueStore {
 
     // MARK: - Execution
 
-    private func execute(_ name: String, _ arguments: [[UInt8]]) async throws -> RedisReply {
+    /// Runs one command; `key` (unprefixed) names the key in errors.
+    private func execute(_ name: String, key: String? = nil, _ arguments: [[UInt8]]) async throws -> RedisReply {
         guard !isShutdown.load(ordering: .acquiring) else { throw StoreError.shutdown }
         let start = ContinuousClock.now
         let outcome: String
@@ -124,7 +126,15 @@ public final class RedisStore: KeyValueStore {
         }
         let reply: RedisReply
         do {
-            reply = try await threadPool.runIfActive { [self] in try executeBlocking(arguments) }
+            // A call that waited for a worker as long as a command may take fails without touching
+            // Redis: when Redis hangs, queued calls fail in about one timeout instead of piling up.
+            let queueDeadline = start + configuration.commandTimeout
+            reply = try await threadPool.runIfActive { [self] in
+                guard ContinuousClock.now < queueDeadline else {
+                    throw StoreError.storeUnavailable(reason: "no connection was free within the command timeout (Redis slow or overloaded)")
+                }
+                return try executeBlocking(arguments)
+            }
         } catch let error as StoreError {
             outcome = error.code
             logger.warning("redis command failed", metadata: ["command": "\(name)", "error": "\(error)"])
@@ -137,7 +147,7 @@ public final class RedisStore: KeyValueStore {
             throw error
         }
         if case .error(let message) = reply {
-            let error: StoreError = message.hasPrefix("WRONGTYPE") ? .wrongType(key: "") : .commandFailed(reason: message)
+            let error: StoreError = message.contains("WRONGTYPE") ? .wrongType(key: key ?? "") : .commandFailed(reason: message)
             outcome = error.code
             throw error
         }
@@ -192,7 +202,7 @@ public final class RedisStore: KeyValueStore {
         return value
     }
 
-    private func optionalBytes(_ reply: RedisReply, key: String) throws -> [UInt8]? {
+    private func optionalBytes(_ reply: RedisReply) throws -> [UInt8]? {
         switch reply {
         case .string(let value): return value
         case .null: return nil

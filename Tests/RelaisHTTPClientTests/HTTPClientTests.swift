@@ -81,6 +81,30 @@ import Testing
         }
     }
 
+    @Test func theTotalTimeoutIncludesWaitingForAWorker() async throws {
+        try await withServer { server in
+            let client = client { $0.maxConcurrentRequests = 1; $0.totalTimeout = .milliseconds(500) }
+            let start = ContinuousClock.now
+            let outcomes = await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        do {
+                            _ = try await client.send(.init(url: server.baseURL + "/slow?ms=3000"))
+                            return false
+                        } catch {
+                            return (error as? HTTPClientError) == .timeout
+                        }
+                    }
+                }
+                return await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            // One worker, four slow calls: each times out within its own 500 ms, not 4 x 500 ms.
+            #expect(outcomes == [true, true, true, true])
+            #expect(ContinuousClock.now - start < .milliseconds(1500))
+            try await client.shutdown()
+        }
+    }
+
     @Test func closedPortIsConnectionRefused() async throws {
         let port = try FreePort.find()
         let client = client()

@@ -61,6 +61,34 @@ import Testing
         server.stop()
     }
 
+    @Test func queuedCallsBehindAHungRedisFailWithinAboutOneTimeout() async throws {
+        let server = try await RedisServerProcess.launch()
+        let store = try makeStore(server) { $0.commandTimeout = .milliseconds(400); $0.poolSize = 1 }
+        try await store.ping()
+        server.pause()
+        let start = ContinuousClock.now
+        let failures = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    do {
+                        _ = try await store.get("k\(index)")
+                        return 0
+                    } catch let error as StoreError {
+                        return error.code == "store_unavailable" ? 1 : 0
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        // One worker, eight calls: without the queue deadline the last would wait 8 x 400 ms.
+        #expect(failures == 8)
+        #expect(ContinuousClock.now - start < .milliseconds(2000))
+        server.resume()
+        try await store.ping()
+        try await store.shutdown()
+        server.stop()
+    }
+
     @Test func unreachableRedisIsUnavailableNotAHang() async throws {
         var configuration = RedisConfiguration(connectTimeout: .milliseconds(300), commandTimeout: .milliseconds(300))
         try configuration.apply(url: "redis://127.0.0.1:\(try FreePort.find())")

@@ -210,9 +210,9 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
             try await store.set("value", bytes("v"), ttl: nil)
             try await store.setAdd("set", member: "m", ttl: nil)
-            await #expect { try await store.setMembers("value") } throws: { ($0 as? StoreError)?.code == "store_wrong_type" }
-            await #expect { try await store.get("set") } throws: { ($0 as? StoreError)?.code == "store_wrong_type" }
-            await #expect { try await store.setAdd("value", member: "m", ttl: nil) } throws: { ($0 as? StoreError)?.code == "store_wrong_type" }
+            await #expect(throws: StoreError.wrongType(key: "value")) { try await store.setMembers("value") }
+            await #expect(throws: StoreError.wrongType(key: "set")) { try await store.get("set") }
+            await #expect(throws: StoreError.wrongType(key: "value")) { try await store.setAdd("value", member: "m", ttl: nil) }
             // The failed calls changed nothing.
             #expect(try await store.get("value") == bytes("v"))
             #expect(try await store.setMembers("set") == ["m"])

@@ -15,6 +15,7 @@ struct RequestIDMiddleware: RouterMiddleware {
         let id = request.headers[Self.header].flatMap(Self.acceptable) ?? SecureRandom.token(bits: 96)
         context.requestID = id
         context.logger[metadataKey: "request_id"] = .string(id)
+        context.logger[metadataKey: "hb.request.id"] = nil  // Hummingbird's own counter: one id per line is enough
         var response = try await next(request, context)
         response.headers[Self.header] = id
         return response
