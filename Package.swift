@@ -33,7 +33,9 @@ let package = Package(
         // Native bridges: Debian's libraries through pkg-config, with static inline shims for the
         // variadic and macro APIs Swift cannot call.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        // hiredis is found on the default include path: its pkg-config file adds -D_FILE_OFFSET_BITS=64,
+        // which SwiftPM drops with a warning (harmless on 64-bit).
+        .systemLibrary(name: "CHiredis"),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         .target(
