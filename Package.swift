@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "relais", targets: ["relais"]),
         .library(name: "RelaisHTTPClient", targets: ["RelaisHTTPClient"]),
         .library(name: "RelaisStore", targets: ["RelaisStore"]),
+        .library(name: "RelaisJOSE", targets: ["RelaisJOSE"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
@@ -41,6 +42,11 @@ let package = Package(
         .target(
             name: "RelaisCrypto",
             dependencies: ["COpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RelaisJOSE",
+            dependencies: ["COpenSSL", "RelaisCrypto"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -123,6 +129,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "RelaisCryptoTests", dependencies: ["RelaisCrypto"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RelaisJOSETests",
+            dependencies: ["RelaisJOSE", "RelaisCrypto"],
+            resources: [.copy("Vectors")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "RelaisHTTPClientTests",
             dependencies: ["RelaisHTTPClient", "RelaisTestSupport"],

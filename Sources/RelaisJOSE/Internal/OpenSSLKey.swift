@@ -1,0 +1,172 @@
+import COpenSSL
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Owns one EVP_PKEY. OpenSSL 3 keys are reference-counted and safe to use from several threads
+/// for signing and verification once built; this wrapper never mutates the key after creation.
+final class OpenSSLKey: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    init(taking pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    deinit { EVP_PKEY_free(pointer) }
+
+    var baseID: Int32 { EVP_PKEY_get_base_id(pointer) }
+    var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }
+
+    /// Builds a key from OSSL_PARAM components (`EVP_PKEY_fromdata`), e.g. RSA n/e or EC group/pub.
+    static func fromData(
+        type: String,
+        isPrivate: Bool,
+        _ push: (ParamBuilder) throws(JOSEError) -> Void
+    ) throws(JOSEError) -> OpenSSLKey {
+        let builder = try ParamBuilder()
+        try push(builder)
+        guard let params = OSSL_PARAM_BLD_to_param(builder.raw) else { throw .cryptoFailure(reason: "OSSL_PARAM_BLD_to_param failed") }
+        defer { OSSL_PARAM_free(params) }
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, type, nil) else { throw .cryptoFailure(reason: "no OpenSSL key type \(type)") }
+        defer { EVP_PKEY_CTX_free(context) }
+        var key: OpaquePointer?
+        let selection = isPrivate ? relais_evp_pkey_keypair_selection() : relais_evp_pkey_public_key_selection()
+        guard EVP_PKEY_fromdata_init(context) == 1, EVP_PKEY_fromdata(context, &key, selection, params) == 1, let key else {
+            let detail = OpenSSLErrors.lastMessage()
+            throw .invalidKey(reason: "OpenSSL rejected the \(type) key components\(detail.map { ": \($0)" } ?? "")")
+        }
+        return OpenSSLKey(taking: key)
+    }
+
+    /// A big-endian unsigned integer parameter (RSA n, e, …), without leading zero bytes.
+    func bigNumber(_ name: String) -> [UInt8]? {
+        var number: OpaquePointer?
+        guard EVP_PKEY_get_bn_param(pointer, name, &number) == 1, let number else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        defer { BN_clear_free(number) }
+        var bytes = [UInt8](repeating: 0, count: Int(relais_bn_num_bytes(number)))
+        _ = bytes.withUnsafeMutableBufferPointer { BN_bn2bin(number, $0.baseAddress) }
+        return bytes
+    }
+
+    func octetString(_ name: String) -> [UInt8]? {
+        var length = 0
+        guard EVP_PKEY_get_octet_string_param(pointer, name, nil, 0, &length) == 1 else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        var bytes = [UInt8](repeating: 0, count: length)
+        guard bytes.withUnsafeMutableBufferPointer({ EVP_PKEY_get_octet_string_param(pointer, name, $0.baseAddress, length, &length) }) == 1 else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        return Array(bytes.prefix(length))
+    }
+
+    func utf8String(_ name: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 80)
+        var length = 0
+        guard EVP_PKEY_get_utf8_string_param(pointer, name, &buffer, buffer.count, &length) == 1 else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    func rawPublicKey() -> [UInt8]? {
+        var length = 0
+        guard EVP_PKEY_get_raw_public_key(pointer, nil, &length) == 1 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: length)
+        guard bytes.withUnsafeMutableBufferPointer({ EVP_PKEY_get_raw_public_key(pointer, $0.baseAddress, &length) }) == 1 else { return nil }
+        return bytes
+    }
+
+    /// Whether the key holds private material (can sign).
+    var hasPrivateKey: Bool {
+        switch baseID {
+        case EVP_PKEY_ED25519:
+            var length = 0
+            let ok = EVP_PKEY_get_raw_private_key(pointer, nil, &length) == 1
+            OpenSSLErrors.clear()
+            return ok
+        case EVP_PKEY_EC:
+            var number: OpaquePointer?
+            let ok = EVP_PKEY_get_bn_param(pointer, OSSL_PKEY_PARAM_PRIV_KEY, &number) == 1
+            BN_clear_free(number)
+            OpenSSLErrors.clear()
+            return ok
+        default:
+            var number: OpaquePointer?
+            let ok = EVP_PKEY_get_bn_param(pointer, OSSL_PKEY_PARAM_RSA_D, &number) == 1
+            BN_clear_free(number)
+            OpenSSLErrors.clear()
+            return ok
+        }
+    }
+}
+
+enum OpenSSLErrors {
+    /// A failed verify leaves entries on the thread's error queue; clear them so the next
+    /// operation on this thread does not read a stale error.
+    static func clear() { ERR_clear_error() }
+
+    /// The most recent OpenSSL error as text (then the queue is cleared).
+    static func lastMessage() -> String? {
+        let code = ERR_peek_last_error()
+        defer { ERR_clear_error() }
+        guard code != 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &buffer, buffer.count)
+        return String(cString: buffer)
+    }
+}
+
+/// An OSSL_PARAM_BLD and the buffers it references: OpenSSL reads them only in
+/// OSSL_PARAM_BLD_to_param, so they live exactly as long as the builder.
+final class ParamBuilder {
+    let raw: OpaquePointer
+    private var numbers: [OpaquePointer] = []
+    private var buffers: [UnsafeMutableRawPointer] = []
+
+    init() throws(JOSEError) {
+        guard let raw = OSSL_PARAM_BLD_new() else { throw .cryptoFailure(reason: "OSSL_PARAM_BLD_new failed") }
+        self.raw = raw
+    }
+
+    deinit {
+        numbers.forEach { BN_clear_free($0) }
+        buffers.forEach { free($0) }
+        OSSL_PARAM_BLD_free(raw)
+    }
+
+    /// The builder keeps the parameter name pointer too, so names are copied: a Swift String passed
+    /// as `const char *` is only valid for the duration of the call.
+    private func retainedName(_ name: String) throws(JOSEError) -> UnsafeMutablePointer<CChar> {
+        guard let copy = strdup(name) else { throw .cryptoFailure(reason: "out of memory") }
+        buffers.append(UnsafeMutableRawPointer(copy))
+        return copy
+    }
+
+    func bigNumber(_ name: String, _ bytes: [UInt8]) throws(JOSEError) {
+        let number: OpaquePointer? = bytes.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, Int32($0.count), nil) }
+        guard let number else { throw .cryptoFailure(reason: "BN_bin2bn failed") }
+        numbers.append(number)
+        guard OSSL_PARAM_BLD_push_BN(raw, try retainedName(name), number) == 1 else { throw .cryptoFailure(reason: "OSSL_PARAM_BLD_push_BN failed") }
+    }
+
+    func utf8(_ name: String, _ value: String) throws(JOSEError) {
+        guard let copy = strdup(value) else { throw .cryptoFailure(reason: "out of memory") }
+        buffers.append(UnsafeMutableRawPointer(copy))
+        guard OSSL_PARAM_BLD_push_utf8_string(raw, try retainedName(name), copy, 0) == 1 else { throw .cryptoFailure(reason: "OSSL_PARAM_BLD_push_utf8_string failed") }
+    }
+
+    func octets(_ name: String, _ bytes: [UInt8]) throws(JOSEError) {
+        guard let copy = malloc(max(1, bytes.count)) else { throw .cryptoFailure(reason: "out of memory") }
+        buffers.append(copy)
+        bytes.withUnsafeBytes { source in if let base = source.baseAddress { copy.copyMemory(from: base, byteCount: bytes.count) } }
+        guard OSSL_PARAM_BLD_push_octet_string(raw, try retainedName(name), copy, bytes.count) == 1 else { throw .cryptoFailure(reason: "OSSL_PARAM_BLD_push_octet_string failed") }
+    }
+}

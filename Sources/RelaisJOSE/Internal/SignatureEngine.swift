@@ -1,0 +1,144 @@
+import COpenSSL
+
+/// The signature primitives, on OpenSSL EVP only. Callers have already checked that the key suits
+/// the algorithm (``JWK/check(for:)``).
+enum SignatureEngine {
+    static func verify(_ algorithm: JWSAlgorithm, key: JWK, input: [UInt8], signature: [UInt8]) throws(JOSEError) -> Bool {
+        switch key.material {
+        case .symmetric(let secret):
+            let expected = try hmac(algorithm, secret: secret, data: input)
+            return constantTimeEquals(expected, signature)
+        case .asymmetric(let openSSLKey):
+            var der = signature
+            if case .ecdsa(let curve) = algorithm.family {
+                // JOSE carries r||s, each left-padded to the curve size; OpenSSL wants DER.
+                guard signature.count == 2 * curve.coordinateSize else { return false }
+                der = try ecdsaRawToDER(signature, coordinateSize: curve.coordinateSize)
+            }
+            return try withDigestContext(algorithm, key: openSSLKey, signing: false) { context in
+                let result = der.withUnsafeBufferPointer { sig in
+                    input.withUnsafeBufferPointer { data in
+                        EVP_DigestVerify(context, sig.baseAddress, sig.count, data.baseAddress, data.count)
+                    }
+                }
+                OpenSSLErrors.clear()
+                return result == 1
+            }
+        }
+    }
+
+    static func sign(_ algorithm: JWSAlgorithm, key: JWK, input: [UInt8]) throws(JOSEError) -> [UInt8] {
+        switch key.material {
+        case .symmetric(let secret):
+            return try hmac(algorithm, secret: secret, data: input)
+        case .asymmetric(let openSSLKey):
+            let signature = try withDigestContext(algorithm, key: openSSLKey, signing: true) { context throws(JOSEError) in
+                var length = 0
+                guard input.withUnsafeBufferPointer({ EVP_DigestSign(context, nil, &length, $0.baseAddress, $0.count) }) == 1 else {
+                    throw JOSEError.cryptoFailure(reason: "EVP_DigestSign (size) failed")
+                }
+                var output = [UInt8](repeating: 0, count: length)
+                let status = output.withUnsafeMutableBufferPointer { out in
+                    input.withUnsafeBufferPointer { data in EVP_DigestSign(context, out.baseAddress, &length, data.baseAddress, data.count) }
+                }
+                guard status == 1 else {
+                    OpenSSLErrors.clear()
+                    throw JOSEError.cryptoFailure(reason: "EVP_DigestSign failed")
+                }
+                return Array(output.prefix(length))
+            }
+            if case .ecdsa(let curve) = algorithm.family {
+                return try ecdsaDERToRaw(signature, coordinateSize: curve.coordinateSize)
+            }
+            return signature
+        }
+    }
+
+    static func hmac(_ algorithm: JWSAlgorithm, secret: [UInt8], data: [UInt8]) throws(JOSEError) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: 64)
+        var length = 0
+        let result = secret.withUnsafeBufferPointer { key in
+            data.withUnsafeBufferPointer { input in
+                output.withUnsafeMutableBufferPointer { out in
+                    EVP_Q_mac(nil, "HMAC", nil, algorithm.digestName, nil, key.baseAddress, key.count, input.baseAddress, input.count, out.baseAddress, out.count, &length)
+                }
+            }
+        }
+        guard result != nil else {
+            OpenSSLErrors.clear()
+            throw .cryptoFailure(reason: "HMAC failed")
+        }
+        return Array(output.prefix(length))
+    }
+
+    /// Compares every byte whatever the first difference (CRYPTO_memcmp).
+    static func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+        guard lhs.count == rhs.count, !lhs.isEmpty else { return lhs.count == rhs.count && lhs.isEmpty }
+        return lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 } }
+    }
+
+    private static func withDigestContext<Result>(
+        _ algorithm: JWSAlgorithm,
+        key: OpenSSLKey,
+        signing: Bool,
+        _ body: (OpaquePointer) throws(JOSEError) -> Result
+    ) throws(JOSEError) -> Result {
+        guard let context = EVP_MD_CTX_new() else { throw .cryptoFailure(reason: "EVP_MD_CTX_new failed") }
+        defer { EVP_MD_CTX_free(context) }
+        var keyContext: OpaquePointer?
+        let initialized =
+            signing
+            ? EVP_DigestSignInit(context, &keyContext, algorithm.digest, nil, key.pointer)
+            : EVP_DigestVerifyInit(context, &keyContext, algorithm.digest, nil, key.pointer)
+        guard initialized == 1 else {
+            OpenSSLErrors.clear()
+            throw .cryptoFailure(reason: "cannot initialise \(algorithm.rawValue) with this key")
+        }
+        if algorithm.family == .rsaPSS {
+            // RFC 7518 §3.5: MGF1 with the same hash, salt as long as the hash.
+            guard EVP_PKEY_CTX_set_rsa_padding(keyContext, RSA_PKCS1_PSS_PADDING) == 1,
+                EVP_PKEY_CTX_set_rsa_pss_saltlen(keyContext, Int32(algorithm.hashLength)) == 1
+            else {
+                OpenSSLErrors.clear()
+                throw .cryptoFailure(reason: "cannot configure RSA-PSS")
+            }
+        }
+        return try body(context)
+    }
+
+    static func ecdsaRawToDER(_ raw: [UInt8], coordinateSize: Int) throws(JOSEError) -> [UInt8] {
+        guard let signature = ECDSA_SIG_new() else { throw .cryptoFailure(reason: "ECDSA_SIG_new failed") }
+        defer { ECDSA_SIG_free(signature) }
+        let r = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, Int32(coordinateSize), nil) }
+        let s = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + coordinateSize, Int32(coordinateSize), nil) }
+        guard let r, let s, ECDSA_SIG_set0(signature, r, s) == 1 else {
+            BN_free(r)
+            BN_free(s)
+            throw .cryptoFailure(reason: "ECDSA_SIG_set0 failed")
+        }
+        let length = i2d_ECDSA_SIG(signature, nil)
+        guard length > 0 else { throw .cryptoFailure(reason: "i2d_ECDSA_SIG failed") }
+        var der = [UInt8](repeating: 0, count: Int(length))
+        der.withUnsafeMutableBufferPointer { buffer in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            _ = i2d_ECDSA_SIG(signature, &cursor)
+        }
+        return der
+    }
+
+    static func ecdsaDERToRaw(_ der: [UInt8], coordinateSize: Int) throws(JOSEError) -> [UInt8] {
+        let signature: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_ECDSA_SIG(nil, &cursor, buffer.count)
+        }
+        guard let signature else { throw .cryptoFailure(reason: "d2i_ECDSA_SIG failed") }
+        defer { ECDSA_SIG_free(signature) }
+        var raw = [UInt8](repeating: 0, count: 2 * coordinateSize)
+        let ok = raw.withUnsafeMutableBufferPointer { buffer in
+            BN_bn2binpad(ECDSA_SIG_get0_r(signature), buffer.baseAddress, Int32(coordinateSize)) == Int32(coordinateSize)
+                && BN_bn2binpad(ECDSA_SIG_get0_s(signature), buffer.baseAddress! + coordinateSize, Int32(coordinateSize)) == Int32(coordinateSize)
+        }
+        guard ok else { throw .cryptoFailure(reason: "BN_bn2binpad failed") }
+        return raw
+    }
+}

@@ -1,0 +1,111 @@
+import RelaisCrypto
+
+/// A JWS in compact serialization (RFC 7515 §7.1), parsed but not yet trusted.
+///
+/// Parsing checks the shape; ``verify(with:)`` checks the signature. Nothing in ``payload`` should
+/// be believed before a verify call returns.
+///
+/// ```swift
+/// let jws = try JWS.parse(idToken)
+/// let key = try providerKeys.key(for: jws.algorithm, keyID: jws.keyID)
+/// try jws.verify(with: key)
+/// let claims = JSONValue.object(from: jws.payload)
+/// ```
+public struct JWS: Sendable {
+    /// Largest token accepted by default: FranceConnect tokens are a few KiB.
+    public static let defaultMaxLength = 16 * 1024
+
+    /// The decoded protected header.
+    public let header: [String: JSONValue]
+    public let algorithm: JWSAlgorithm
+    public let keyID: String?
+    /// The decoded payload bytes (JSON claims for a JWT).
+    public let payload: [UInt8]
+    let signingInput: [UInt8]
+    let signature: [UInt8]
+
+    /// Header parameters this implementation processes; any other name in `crit` fails the token.
+    static let understoodCriticalParameters: Set<String> = []
+
+    /// Parses `header.payload.signature`.
+    /// - Throws: ``JOSEError/tokenTooLarge(limit:)``, ``JOSEError/malformedToken(reason:)``,
+    ///   ``JOSEError/unsupportedAlgorithm(_:)`` (including `none`), ``JOSEError/unsupportedCriticalHeader(_:)``.
+    public static func parse(_ compact: String, maxLength: Int = defaultMaxLength) throws(JOSEError) -> JWS {
+        let bytes = Array(compact.utf8)
+        guard bytes.count <= maxLength else { throw .tokenTooLarge(limit: maxLength) }
+        let segments = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard segments.count == 3 else {
+            throw .malformedToken(reason: segments.count == 5 ? "this is a JWE (5 segments): decrypt it first" : "expected 3 segments, found \(segments.count)")
+        }
+        guard let headerBytes = Base64URL.decode(String(decoding: segments[0], as: UTF8.self)),
+            let header = JSONValue.object(from: headerBytes)
+        else {
+            throw .malformedToken(reason: "the header is not base64url-encoded JSON")
+        }
+        guard let payload = Base64URL.decode(String(decoding: segments[1], as: UTF8.self)) else {
+            throw .malformedToken(reason: "the payload is not base64url")
+        }
+        guard let signature = Base64URL.decode(String(decoding: segments[2], as: UTF8.self)) else {
+            throw .malformedToken(reason: "the signature is not base64url")
+        }
+        guard let algName = header["alg"]?.stringValue else { throw .unsupportedAlgorithm(header["alg"] == nil ? "(missing)" : "(not a string)") }
+        guard let algorithm = JWSAlgorithm(rawValue: algName) else { throw .unsupportedAlgorithm(algName) }
+        if let crit = header["crit"] {
+            guard let names = crit.arrayValue?.compactMap(\.stringValue), !names.isEmpty, names.count == crit.arrayValue?.count else {
+                throw .malformedToken(reason: "'crit' must be a non-empty array of strings")
+            }
+            let unknown = names.filter { !understoodCriticalParameters.contains($0) }
+            if !unknown.isEmpty { throw .unsupportedCriticalHeader(unknown) }
+        }
+        let keyID: String?
+        if let kid = header["kid"] {
+            guard let text = kid.stringValue else { throw .malformedToken(reason: "'kid' must be a string") }
+            keyID = text
+        } else {
+            keyID = nil
+        }
+        return JWS(
+            header: header,
+            algorithm: algorithm,
+            keyID: keyID,
+            payload: payload,
+            signingInput: Array(bytes[0..<(segments[0].count + 1 + segments[1].count)]),
+            signature: signature
+        )
+    }
+
+    /// Verifies the signature with `key`, after checking that the key suits the token's algorithm.
+    /// - Throws: ``JOSEError/keyAlgorithmMismatch(reason:)`` or ``JOSEError/invalidSignature``.
+    public func verify(with key: JWK) throws(JOSEError) {
+        try key.check(for: algorithm)
+        guard try SignatureEngine.verify(algorithm, key: key, input: signingInput, signature: signature) else {
+            throw .invalidSignature
+        }
+    }
+
+    /// Selects the key from `keys` (see ``JWKSet/key(for:keyID:)``), verifies, and returns the key used.
+    @discardableResult
+    public func verify(with keys: JWKSet) throws(JOSEError) -> JWK {
+        let key = try keys.key(for: algorithm, keyID: keyID)
+        try verify(with: key)
+        return key
+    }
+
+    /// Signs `payload` and returns the compact serialization. The header carries `alg`, the key's
+    /// `kid` when it has one, and `extraHeader` (e.g. `typ`).
+    public static func sign(
+        payload: [UInt8],
+        with key: JWK,
+        algorithm: JWSAlgorithm,
+        extraHeader: [String: JSONValue] = [:]
+    ) throws(JOSEError) -> String {
+        try key.check(for: algorithm)
+        guard key.isPrivate else { throw .keyAlgorithmMismatch(reason: "a public key cannot sign") }
+        var header = extraHeader
+        header["alg"] = .string(algorithm.rawValue)
+        if let keyID = key.keyID { header["kid"] = .string(keyID) }
+        let input = Base64URL.encode(JSONValue.object(header).serialized()) + "." + Base64URL.encode(payload)
+        let signature = try SignatureEngine.sign(algorithm, key: key, input: Array(input.utf8))
+        return input + "." + Base64URL.encode(signature)
+    }
+}

@@ -1,0 +1,63 @@
+import COpenSSL
+
+/// A JWS signing algorithm (RFC 7518 §3, RFC 8037). `none` is deliberately not representable.
+public enum JWSAlgorithm: String, Sendable, CaseIterable, Codable {
+    case rs256 = "RS256", rs384 = "RS384", rs512 = "RS512"
+    case ps256 = "PS256", ps384 = "PS384", ps512 = "PS512"
+    case es256 = "ES256", es384 = "ES384", es512 = "ES512"
+    case edDSA = "EdDSA"
+    case hs256 = "HS256", hs384 = "HS384", hs512 = "HS512"
+
+    enum Family: Equatable {
+        case rsaPKCS1, rsaPSS, ecdsa(curve: JWK.Curve), edDSA, hmac
+    }
+
+    var family: Family {
+        switch self {
+        case .rs256, .rs384, .rs512: .rsaPKCS1
+        case .ps256, .ps384, .ps512: .rsaPSS
+        case .es256: .ecdsa(curve: .p256)
+        case .es384: .ecdsa(curve: .p384)
+        case .es512: .ecdsa(curve: .p521)
+        case .edDSA: .edDSA
+        case .hs256, .hs384, .hs512: .hmac
+        }
+    }
+
+    /// Digest length in bytes (the HMAC minimum key length, the PSS salt length).
+    var hashLength: Int {
+        switch self {
+        case .rs256, .ps256, .es256, .hs256: 32
+        case .rs384, .ps384, .es384, .hs384: 48
+        case .rs512, .ps512, .es512, .hs512: 64
+        case .edDSA: 0
+        }
+    }
+
+    var digestName: String {
+        switch hashLength {
+        case 32: "SHA256"
+        case 48: "SHA384"
+        default: "SHA512"
+        }
+    }
+
+    var digest: OpaquePointer? {
+        switch hashLength {
+        case 32: EVP_sha256()
+        case 48: EVP_sha384()
+        case 64: EVP_sha512()
+        default: nil  // EdDSA hashes internally
+        }
+    }
+
+    /// The key type a key must have to be used with this algorithm.
+    public var keyType: JWK.KeyType {
+        switch family {
+        case .rsaPKCS1, .rsaPSS: .rsa
+        case .ecdsa: .ec
+        case .edDSA: .okp
+        case .hmac: .oct
+        }
+    }
+}
