@@ -1,0 +1,178 @@
+import FoundationEssentials
+
+/// The claim checks a token must pass, in the order they run. Each failure is reported as
+/// ``JOSEError/claimRejected(check:reason:)`` with its check, so logs say exactly which one failed.
+public enum ClaimCheck: String, Sendable, CaseIterable {
+    /// The payload is a JSON object.
+    case payload
+    /// The `typ` header equals the expected one.
+    case type = "typ"
+    /// `iss` equals the expected issuer exactly.
+    case issuer = "iss"
+    /// `aud` is or contains the expected audience.
+    case audience = "aud"
+    /// With several audiences, `azp` is present and equals the expected audience (OIDC Core §3.1.3.7).
+    case authorizedParty = "azp"
+    /// `exp` is present and not past (with leeway).
+    case expiration = "exp"
+    /// `nbf`, when present, is not in the future (with leeway).
+    case notBefore = "nbf"
+    /// `iat`, when present or required, is not in the future and not older than the maximum age.
+    case issuedAt = "iat"
+    /// `nonce` equals the one sent with the authorization request.
+    case nonce
+    /// `acr` is at least the required level in the ordered list.
+    case authenticationLevel = "acr"
+    /// A required claim is missing.
+    case required
+}
+
+/// What a verified token's claims must satisfy: one explicit value, built per provider or per API.
+///
+/// ```swift
+/// var policy = ClaimsPolicy(issuer: "https://oidc.franceconnect.gouv.fr/api/v2", audience: clientID)
+/// policy.nonce = transaction.nonce
+/// policy.minimumACR = "eidas1"
+/// policy.acrOrder = ["eidas1", "eidas2", "eidas3"]
+/// let claims = try policy.validate(jws)   // after jws.verify(with:)
+/// ```
+public struct ClaimsPolicy: Sendable {
+    /// Expected `iss`, compared exactly. Nil skips the check (only for tokens whose signature already pins the issuer).
+    public var issuer: String?
+    /// Expected audience (our client id, or an API's identifier).
+    public var audience: String?
+    /// Clock skew tolerated on `exp`, `nbf` and `iat`.
+    public var leeway: Duration = .seconds(30)
+    /// Reject tokens whose `iat` is older than this (requires `iat`).
+    public var maxAge: Duration?
+    public var requireExpiration = true
+    public var requireIssuedAt = false
+    /// Expected `nonce`; nil skips the check.
+    public var nonce: String?
+    /// Minimum `acr`, compared by position in ``acrOrder``.
+    public var minimumACR: String?
+    public var acrOrder: [String] = []
+    /// Claims that must be present, whatever their value.
+    public var requiredClaims: [String] = []
+    /// Expected `typ` header (case-insensitive, `application/` prefix ignored, RFC 7515 §4.1.9); nil skips the check.
+    public var expectedType: String?
+    /// Seconds since 1970; injectable for tests.
+    public var now: @Sendable () -> Double = { Date().timeIntervalSince1970 }
+
+    public init(issuer: String? = nil, audience: String? = nil) {
+        self.issuer = issuer
+        self.audience = audience
+    }
+
+    /// Runs every check on an already verified token and returns its claims.
+    public func validate(_ jws: JWS) throws(JOSEError) -> VerifiedClaims {
+        guard let claims = JSONValue.object(from: jws.payload) else {
+            throw .claimRejected(check: .payload, reason: "the payload is not a JSON object")
+        }
+        if let expectedType {
+            let actual = jws.header["typ"]?.stringValue
+            guard let actual, Self.normalizedType(actual) == Self.normalizedType(expectedType) else {
+                throw .claimRejected(check: .type, reason: "typ is \(actual.map { "'\($0)'" } ?? "missing"), expected '\(expectedType)'")
+            }
+        }
+        return try validate(claims: claims)
+    }
+
+    /// Runs the claim checks on a claims object (for userinfo JSON that arrives unsigned over TLS).
+    public func validate(claims: [String: JSONValue]) throws(JOSEError) -> VerifiedClaims {
+        let verified = VerifiedClaims(claims: claims)
+        let now = self.now()
+        let leewaySeconds = Double(leeway.components.seconds)
+
+        if let issuer {
+            guard let actual = claims["iss"]?.stringValue else { throw .claimRejected(check: .issuer, reason: "iss is missing") }
+            guard actual == issuer else { throw .claimRejected(check: .issuer, reason: "iss is '\(actual)', expected '\(issuer)'") }
+        }
+        if let audience {
+            guard claims["aud"] != nil else { throw .claimRejected(check: .audience, reason: "aud is missing") }
+            let audiences = verified.audience
+            guard audiences.contains(audience) else { throw .claimRejected(check: .audience, reason: "aud does not contain '\(audience)'") }
+            if audiences.count > 1 {
+                guard let azp = claims["azp"]?.stringValue else {
+                    throw .claimRejected(check: .authorizedParty, reason: "several audiences and no azp")
+                }
+                guard azp == audience else { throw .claimRejected(check: .authorizedParty, reason: "azp is '\(azp)', expected '\(audience)'") }
+            }
+        }
+        let exp = try timestamp(claims, "exp", check: .expiration)
+        if let exp {
+            guard now < exp + leewaySeconds else { throw .claimRejected(check: .expiration, reason: "expired \(Int(now - exp)) s ago") }
+        } else if requireExpiration {
+            throw .claimRejected(check: .expiration, reason: "exp is missing")
+        }
+        if let nbf = try timestamp(claims, "nbf", check: .notBefore), nbf > now + leewaySeconds {
+            throw .claimRejected(check: .notBefore, reason: "not valid for another \(Int(nbf - now)) s")
+        }
+        let iat = try timestamp(claims, "iat", check: .issuedAt)
+        if let iat {
+            guard iat <= now + leewaySeconds else { throw .claimRejected(check: .issuedAt, reason: "issued \(Int(iat - now)) s in the future") }
+            if let maxAge, now - iat > Double(maxAge.components.seconds) + leewaySeconds {
+                throw .claimRejected(check: .issuedAt, reason: "issued \(Int(now - iat)) s ago, more than the allowed \(maxAge.components.seconds) s")
+            }
+        } else if requireIssuedAt || maxAge != nil {
+            throw .claimRejected(check: .issuedAt, reason: "iat is missing")
+        }
+        if let nonce {
+            guard let actual = claims["nonce"]?.stringValue else { throw .claimRejected(check: .nonce, reason: "nonce is missing") }
+            // The nonce is a secret of the sign-in transaction: compare in constant time, never echo it.
+            guard SignatureEngine.constantTimeEquals(Array(actual.utf8), Array(nonce.utf8)) else {
+                throw .claimRejected(check: .nonce, reason: "nonce does not match the authorization request")
+            }
+        }
+        if let minimumACR {
+            guard let actual = claims["acr"]?.stringValue else { throw .claimRejected(check: .authenticationLevel, reason: "acr is missing") }
+            guard let required = acrOrder.firstIndex(of: minimumACR) else {
+                throw .claimRejected(check: .authenticationLevel, reason: "'\(minimumACR)' is not in the configured acr order")
+            }
+            guard let level = acrOrder.firstIndex(of: actual) else {
+                throw .claimRejected(check: .authenticationLevel, reason: "acr '\(actual)' is not a known level")
+            }
+            guard level >= required else { throw .claimRejected(check: .authenticationLevel, reason: "acr '\(actual)' is below '\(minimumACR)'") }
+        }
+        for name in requiredClaims where claims[name] == nil || claims[name] == .null {
+            throw .claimRejected(check: .required, reason: "claim '\(name)' is missing")
+        }
+        return verified
+    }
+
+    private func timestamp(_ claims: [String: JSONValue], _ name: String, check: ClaimCheck) throws(JOSEError) -> Double? {
+        guard let value = claims[name] else { return nil }
+        guard let number = value.numberValue, number.isFinite else {
+            throw .claimRejected(check: check, reason: "\(name) must be a number of seconds since 1970")
+        }
+        return number
+    }
+
+    static func normalizedType(_ type: String) -> String {
+        let lowered = type.lowercased()
+        return lowered.hasPrefix("application/") ? String(lowered.dropFirst("application/".count)) : lowered
+    }
+}
+
+/// Claims that passed a ``ClaimsPolicy``, with typed accessors for the registered ones.
+public struct VerifiedClaims: Sendable, Equatable {
+    public let claims: [String: JSONValue]
+
+    public subscript(_ name: String) -> JSONValue? { claims[name] }
+    public func string(_ name: String) -> String? { claims[name]?.stringValue }
+
+    public var issuer: String? { string("iss") }
+    public var subject: String? { string("sub") }
+    public var nonce: String? { string("nonce") }
+    public var acr: String? { string("acr") }
+    /// `aud` as a list, whether the token carries one string or an array.
+    public var audience: [String] {
+        switch claims["aud"] {
+        case .string(let single): [single]
+        case .array(let many): many.compactMap(\.stringValue)
+        default: []
+        }
+    }
+    public var expiration: Double? { claims["exp"]?.numberValue }
+    public var issuedAt: Double? { claims["iat"]?.numberValue }
+}
