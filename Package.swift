@@ -131,7 +131,8 @@ let package = Package(
         .testTarget(name: "RelaisCryptoTests", dependencies: ["RelaisCrypto"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RelaisJOSETests",
-            dependencies: ["RelaisJOSE", "RelaisCrypto"],
+            dependencies: ["RelaisJOSE", "RelaisCrypto", "RelaisHTTPClient", "RelaisTestSupport",
+                           .product(name: "Hummingbird", package: "hummingbird")],
             resources: [.copy("Vectors")],
             swiftSettings: swiftSettings
         ),

@@ -20,6 +20,8 @@ public enum JOSEError: Error, Equatable, Sendable, CustomStringConvertible {
     case noMatchingKey(reason: String)
     /// OpenSSL failed an operation that should not fail (out of memory, internal error).
     case cryptoFailure(reason: String)
+    /// The key set could not be fetched and no earlier copy is available.
+    case keySetUnavailable(reason: String)
     /// The signature is good but a claim check of the ``ClaimsPolicy`` failed; `check` names which.
     case claimRejected(check: ClaimCheck, reason: String)
 
@@ -34,6 +36,7 @@ public enum JOSEError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidKey: "jose_invalid_key"
         case .noMatchingKey: "jose_no_matching_key"
         case .cryptoFailure: "jose_crypto_failure"
+        case .keySetUnavailable: "jose_jwks_unavailable"
         case .claimRejected(let check, _): "jwt_\(check.rawValue)"
         }
     }
@@ -49,6 +52,7 @@ public enum JOSEError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidKey(let reason): "\(code): \(reason)"
         case .noMatchingKey(let reason): "\(code): \(reason)"
         case .cryptoFailure(let reason): "\(code): \(reason)"
+        case .keySetUnavailable(let reason): "\(code): \(reason)"
         case .claimRejected(_, let reason): "\(code): \(reason)"
         }
     }
