@@ -12,6 +12,7 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
+#include <openssl/x509.h>
 
 static inline void relais_openssl_free(void *pointer) {
     OPENSSL_free(pointer);

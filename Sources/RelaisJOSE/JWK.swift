@@ -173,6 +173,16 @@ public struct JWK: Sendable {
         material = .symmetric(secret)
     }
 
+    init(keyType: KeyType, keyID: String?, use: String?, algorithm: String?, curve: Curve?, isPrivate: Bool, material: Material) {
+        self.keyType = keyType
+        self.keyID = keyID
+        self.use = use
+        self.algorithm = algorithm
+        self.curve = curve
+        self.isPrivate = isPrivate
+        self.material = material
+    }
+
     // MARK: - Checks
 
     /// Refuses the key for `algorithm` unless its type, curve and size suit it, and any pinned `alg` is that one.

@@ -10,6 +10,7 @@ struct Vector: Decodable, Sendable {
     let payload: String
     let token: String
     let thumbprint: String
+    let pem: [String: String]?
 }
 
 enum Vectors {
