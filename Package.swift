@@ -104,6 +104,8 @@ let package = Package(
             dependencies: [
                 "RelaisConfig",
                 "RelaisServer",
+                "RelaisJOSE",
+                "RelaisHTTPClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -154,7 +156,7 @@ let package = Package(
         .testTarget(
             name: "RelaisServerTests",
             dependencies: [
-                "RelaisServer", "RelaisConfig", "RelaisStore", "RelaisHTTPClient", "RelaisTestSupport",
+                "RelaisServer", "RelaisConfig", "RelaisStore", "RelaisHTTPClient", "RelaisTestSupport", "RelaisJOSE",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -50,10 +50,10 @@ public enum JSONValue: Sendable, Equatable, Codable {
         (try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)))?.objectValue
     }
 
-    /// Serializes with sorted keys and no whitespace.
-    public func serialized() -> [UInt8] {
+    /// Serializes with sorted keys, compact or indented for people.
+    public func serialized(pretty: Bool = false) -> [UInt8] {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting = pretty ? [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted] : [.sortedKeys, .withoutEscapingSlashes]
         return Array((try? encoder.encode(self)) ?? Data())
     }
 }

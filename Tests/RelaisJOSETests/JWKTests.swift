@@ -135,3 +135,16 @@ struct SplitMix64 {
         return z ^ (z >> 31)
     }
 }
+
+@Suite struct KeyGenerationTests {
+    @Test(arguments: JWSAlgorithm.allCases)
+    func generatedKeysSignAndTheirPublicHalfVerifies(algorithm: JWSAlgorithm) throws {
+        let key = try JWK.generate(for: algorithm, keyID: "gen-\(algorithm.rawValue)")
+        #expect(key.isPrivate && key.algorithm == algorithm.rawValue && key.keyID == "gen-\(algorithm.rawValue)")
+        let token = try JWS.sign(payload: Array("{}".utf8), with: key, algorithm: algorithm)
+        let verifier = try key.publicJSON().map { try JWK(object: $0) } ?? key
+        #expect(!verifier.isPrivate || algorithm.keyType == .oct)
+        try JWS.parse(token).verify(with: verifier)
+        #expect(try JWK.generate(for: algorithm).thumbprint() != key.thumbprint())
+    }
+}

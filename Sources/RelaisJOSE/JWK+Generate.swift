@@ -1,0 +1,43 @@
+import COpenSSL
+
+extension JWK {
+    /// Generates a new private key suited to `algorithm`: RSA 2048 (3072 for PS384, 4096 for
+    /// PS512/RS512), EC on the algorithm's curve, Ed25519, or a random HMAC secret of the hash length.
+    /// For Relais' own signing keys, the development provider and tests.
+    public static func generate(for algorithm: JWSAlgorithm, keyID: String? = nil, pinAlgorithm: Bool = true) throws(JOSEError) -> JWK {
+        let pinned = pinAlgorithm ? algorithm.rawValue : nil
+        switch algorithm.family {
+        case .hmac:
+            var secret = [UInt8](repeating: 0, count: algorithm.hashLength)
+            guard secret.withUnsafeMutableBufferPointer({ RAND_bytes($0.baseAddress, Int32($0.count)) }) == 1 else {
+                throw .cryptoFailure(reason: "RAND_bytes failed")
+            }
+            return JWK(symmetric: secret, keyID: keyID, algorithm: pinned)
+        case .edDSA:
+            return try JWK(openSSLKey: try generate(type: "ED25519") { _ in 1 }, keyID: keyID, use: "sig", algorithm: pinned)
+        case .ecdsa(let curve):
+            let key = try generate(type: "EC") { context in EVP_PKEY_CTX_set_group_name(context, curve.openSSLGroup) }
+            return try JWK(openSSLKey: key, keyID: keyID, use: "sig", algorithm: pinned)
+        case .rsaPKCS1, .rsaPSS:
+            let bits: Int32 =
+                switch algorithm {
+                case .ps384: 3072
+                case .ps512, .rs512: 4096
+                default: 2048
+                }
+            let key = try generate(type: "RSA") { context in EVP_PKEY_CTX_set_rsa_keygen_bits(context, bits) }
+            return try JWK(openSSLKey: key, keyID: keyID, use: "sig", algorithm: pinned)
+        }
+    }
+
+    private static func generate(type: String, configure: (OpaquePointer) -> Int32) throws(JOSEError) -> OpenSSLKey {
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, type, nil) else { throw .cryptoFailure(reason: "no OpenSSL key type \(type)") }
+        defer { EVP_PKEY_CTX_free(context) }
+        var key: OpaquePointer?
+        guard EVP_PKEY_keygen_init(context) == 1, configure(context) == 1, EVP_PKEY_generate(context, &key) == 1, let key else {
+            OpenSSLErrors.clear()
+            throw .cryptoFailure(reason: "\(type) key generation failed")
+        }
+        return OpenSSLKey(taking: key)
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import RelaisJOSE
+import RelaisTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `relais jwt decode` and `relais jwt verify`, run as the operator would.
+@Suite struct JWTCommandTests {
+    static let key = try! JWK.generate(for: .es256, keyID: "cli-key")
+    static let now = Date().timeIntervalSince1970
+
+    private func path(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("relais-jwt-\(UUID().uuidString)-\(name)").path
+    }
+
+    private func run(_ arguments: [String]) throws -> (status: Int32?, stdout: String, stderr: String) {
+        let out = path("out")
+        let err = path("err")
+        let process = try ChildProcess.spawn(CommandLineTests.binary, arguments, standardOutput: out, standardError: err)
+        let status = process.waitForExit(timeout: .seconds(30))
+        if status == nil { process.terminate(with: SIGKILL) }
+        return (status, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "", (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
+    private func token(_ claims: [String: JSONValue] = [:]) throws -> String {
+        var all: [String: JSONValue] = [
+            "iss": .string("https://idp.example/api/v2"), "aud": .string("app"), "sub": .string("user-1"),
+            "exp": .number(Self.now + 300), "iat": .number(Self.now), "acr": .string("eidas1"),
+        ]
+        all.merge(claims) { _, new in new }
+        return try JWS.sign(payload: JSONValue.object(all).serialized(), with: Self.key, algorithm: .es256, extraHeader: ["typ": .string("JWT")])
+    }
+
+    private func keyFile() throws -> String {
+        let file = path("jwks.json")
+        try Data(JWKSet(keys: [Self.key]).publicJSON()).write(to: URL(fileURLWithPath: file))
+        return file
+    }
+
+    @Test func decodeLabelsItsOutputAsUnverified() throws {
+        let result = try run(["jwt", "decode", try token()])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("NOT VERIFIED"))
+        #expect(result.stdout.contains(#""sub" : "user-1""#))
+        let jwe = try run(["jwt", "decode", Base64URLHeader.jwe + ".a.b.c.d"])
+        #expect(jwe.status == 0 && jwe.stdout.contains("payload is encrypted"))
+        let garbage = try run(["jwt", "decode", "garbage"])
+        #expect(garbage.status == 1)
+    }
+
+    @Test func verifyPrintsTheVerifiedClaims() throws {
+        let result = try run(["jwt", "verify", try token(), "--jwks", try keyFile(), "--iss", "https://idp.example/api/v2", "--aud", "app", "--acr", "eidas1"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#""verified" : true"#))
+        #expect(result.stdout.contains(#""key" : "cli-key""#))
+    }
+
+    @Test func verifyNamesTheFailedCheck() throws {
+        let keys = try keyFile()
+        let wrongIssuer = try run(["jwt", "verify", try token(), "--jwks", keys, "--iss", "https://other.example"])
+        #expect(wrongIssuer.status == 1)
+        #expect(wrongIssuer.stderr.contains("rejected: jwt_iss"))
+        let expired = try run(["jwt", "verify", try token(["exp": .number(Self.now - 3600)]), "--jwks", keys])
+        #expect(expired.status == 1 && expired.stderr.contains("rejected: jwt_exp"))
+        let lowACR = try run(["jwt", "verify", try token(), "--jwks", keys, "--acr", "eidas2"])
+        #expect(lowACR.status == 1 && lowACR.stderr.contains("rejected: jwt_acr"))
+        var parts = try token().split(separator: ".").map(String.init)
+        parts[1] = Base64URLHeader.encode(#"{"sub":"admin"}"#)
+        let tampered = try run(["jwt", "verify", parts.joined(separator: "."), "--jwks", keys])
+        #expect(tampered.status == 1 && tampered.stderr.contains("rejected: jose_invalid_signature"))
+        let missingKeys = try run(["jwt", "verify", try token()])
+        #expect(missingKeys.status != 0 && missingKeys.stderr.contains("--jwks"))
+    }
+
+    @Test func verifyFetchesAJWKSURL() async throws {
+        let document = JWKSet(keys: [Self.key]).publicJSON()
+        let router = Router()
+        router.get("/jwks") { _, _ in Response(status: .ok, body: .init(byteBuffer: ByteBuffer(bytes: document))) }
+        let token = try token()
+        try await LoopbackHTTPServer.with(router: router) { server in
+            let result = try run(["jwt", "verify", token, "--jwks", server.baseURL + "/jwks"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let missing = try run(["jwt", "verify", token, "--jwks", server.baseURL + "/nope"])
+            #expect(missing.status == 2 && missing.stderr.contains("HTTP 404"))
+        }
+    }
+}
+
+enum Base64URLHeader {
+    static let jwe = encode(#"{"alg":"RSA-OAEP-256","enc":"A256GCM"}"#)
+    static func encode(_ text: String) -> String {
+        Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
