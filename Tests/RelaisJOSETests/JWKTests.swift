@@ -145,6 +145,8 @@ struct SplitMix64 {
         let verifier = try key.publicJSON().map { try JWK(object: $0) } ?? key
         #expect(!verifier.isPrivate || algorithm.keyType == .oct)
         try JWS.parse(token).verify(with: verifier)
-        #expect(try JWK.generate(for: algorithm).thumbprint() != key.thumbprint())
+        if algorithm.keyType != .rsa {  // RSA generation is slow; one key per algorithm is enough there
+            #expect(try JWK.generate(for: algorithm).thumbprint() != key.thumbprint())
+        }
     }
 }
