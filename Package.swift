@@ -114,6 +114,7 @@ let package = Package(
             name: "relais-bench",
             dependencies: [
                 "RelaisHTTPClient",
+                "RelaisJOSE",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

@@ -52,13 +52,28 @@ echo "wrk /readyz (one Redis PING per request)..."
 read -r readyz_rps readyz_p50 readyz_p99 < <(run_wrk "http://127.0.0.1:$relais_port/readyz")
 
 echo "libcurl client, keep-alive vs new connection per request..."
-.build/release/relais-bench --url "http://127.0.0.1:$relais_port/healthz" --requests "$CURL_REQUESTS" --concurrency 4 >"$work/curl.txt"
+.build/release/relais-bench http-client --url "http://127.0.0.1:$relais_port/healthz" --requests "$CURL_REQUESTS" --concurrency 4 >"$work/curl.txt"
 reuse_rps=$(awk '/mode=reuse/ {for (i=1;i<=NF;i++) if ($i ~ /^rps=/) print substr($i,5)}' "$work/curl.txt")
 reuse_conns=$(awk '/mode=reuse/ {for (i=1;i<=NF;i++) if ($i ~ /^new_connections=/) print substr($i,17)}' "$work/curl.txt")
 fresh_rps=$(awk '/mode=fresh/ {for (i=1;i<=NF;i++) if ($i ~ /^rps=/) print substr($i,5)}' "$work/curl.txt")
 fresh_conns=$(awk '/mode=fresh/ {for (i=1;i<=NF;i++) if ($i ~ /^new_connections=/) print substr($i,17)}' "$work/curl.txt")
 
 ratio() { python3 -c "print(f'{float($1)/float($2):.2f}')"; }
+
+# JWS verification (single thread): Relais end to end versus OpenSSL's raw verify, same run.
+echo "JWS verification vs openssl speed..."
+.build/release/relais-bench jose --seconds "${BENCH_JOSE_SECONDS:-3}" >"$work/jose.txt"
+openssl speed -seconds "${BENCH_JOSE_SECONDS:-3}" rsa2048 ecdsap256 ed25519 2>/dev/null >"$work/speed.txt"
+openssl speed -seconds "${BENCH_JOSE_SECONDS:-3}" -hmac sha256 2>/dev/null >"$work/hmac.txt"
+relais_rate() { awk -v alg="$1" '$1=="alg="alg {for (i=1;i<=NF;i++) if ($i ~ /^per_second=/) print substr($i,12)}' "$work/jose.txt"; }
+openssl_es256=$(awk '/ecdsa \(nistp256\)/ {print $NF}' "$work/speed.txt")
+openssl_rs256=$(awk '/^rsa 2048 bits/ {print $NF}' "$work/speed.txt")
+openssl_eddsa=$(awk '/EdDSA \(Ed25519\)/ {print $NF}' "$work/speed.txt")
+# openssl reports HMAC in 1000s of bytes/s per block size; a token's signing input is ~300-600 bytes: use the 256-byte column.
+openssl_hs256=$(awk '/^hmac\(sha256\)/ {gsub("k","",$4); printf "%d", $4 * 1000 / 256}' "$work/hmac.txt")
+jose_row() {  # alg relais_rate openssl_rate
+    python3 -c "r=float('$2'); o=float('$3'); print(f'| $1 | {r:,.0f} | {1e6/r:.1f} µs | {o:,.0f} | {1e6/o:.1f} µs | {o/r:.2f}× |')"
+}
 relais_rss_kb=$(awk '/VmRSS/ {print $2}' "/proc/$relais_pid/status")
 
 mkdir -p bench
@@ -76,5 +91,18 @@ mkdir -p bench
     echo "| libcurl client, new connection per request ($fresh_conns new connections) | $fresh_rps | | | $(ratio "$fresh_rps" "$reuse_rps") of keep-alive |"
     echo
     echo "Relais resident memory after the run: $((relais_rss_kb / 1024)) MiB."
+    echo
+    echo "## JWS verification, one thread"
+    echo
+    echo "Relais: parse the compact id_token (~800 bytes, FranceConnect-like claims), select the key, verify the"
+    echo "signature, run the claim checks (iss, aud, exp, iat, nonce, acr). OpenSSL: \\`openssl speed\\` raw verify of"
+    echo "a digest (HMAC: the 256-byte block rate). Cost ratio = Relais time per token / OpenSSL time per verify."
+    echo
+    echo "| alg | Relais verifies/s | Relais per token | OpenSSL verifies/s | OpenSSL per verify | cost ratio |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    jose_row ES256 "$(relais_rate ES256)" "$openssl_es256"
+    jose_row RS256 "$(relais_rate RS256)" "$openssl_rs256"
+    jose_row EdDSA "$(relais_rate EdDSA)" "$openssl_eddsa"
+    jose_row HS256 "$(relais_rate HS256)" "$openssl_hs256"
 } > bench/results.md
 cat bench/results.md

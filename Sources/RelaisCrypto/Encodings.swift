@@ -29,23 +29,25 @@ public enum Base64URL {
     /// Decodes base64url without padding; nil for any character outside the alphabet, for padding,
     /// or for a length that no encoding produces.
     public static func decode(_ string: String) -> [UInt8]? {
-        let input = Array(string.utf8)
+        var string = string
+        return string.withUTF8 { decode(buffer: $0) }
+    }
+
+    /// Decodes base64url text given as bytes (a segment of a compact token, without a String copy).
+    public static func decode(bytes: ArraySlice<UInt8>) -> [UInt8]? {
+        bytes.withUnsafeBufferPointer { decode(buffer: $0) }
+    }
+
+    public static func decode(buffer input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         if input.count % 4 == 1 { return nil }
         var output = [UInt8]()
         output.reserveCapacity(input.count * 3 / 4)
         var accumulator: UInt32 = 0
         var bits = 0
         for character in input {
-            let value: UInt32
-            switch character {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = UInt32(character - UInt8(ascii: "A"))
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = UInt32(character - UInt8(ascii: "a")) + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt32(character - UInt8(ascii: "0")) + 52
-            case UInt8(ascii: "-"): value = 62
-            case UInt8(ascii: "_"): value = 63
-            default: return nil
-            }
-            accumulator = accumulator << 6 | value
+            let value = decodingTable[Int(character)]
+            guard value != 0xFF else { return nil }
+            accumulator = accumulator << 6 | UInt32(value)
             bits += 6
             if bits >= 8 {
                 bits -= 8
@@ -56,6 +58,13 @@ public enum Base64URL {
         if bits > 0, accumulator & ((1 << UInt32(bits)) - 1) != 0 { return nil }
         return output
     }
+
+    /// 0xFF marks bytes outside the base64url alphabet.
+    private static let decodingTable: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (index, character) in alphabet.enumerated() { table[Int(character)] = UInt8(index) }
+        return table
+    }()
 }
 
 /// Lowercase hexadecimal.

@@ -45,9 +45,15 @@ public enum JSONValue: Sendable, Equatable, Codable {
     public var objectValue: [String: JSONValue]? { if case .object(let value) = self { value } else { nil } }
     public var arrayValue: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
 
-    /// Parses a JSON object; nil when the bytes are not a JSON object.
+    /// Parses a JSON object strictly (duplicate member names and trailing data are refused); nil
+    /// when the bytes are not exactly one JSON object.
     public static func object(from bytes: [UInt8]) -> [String: JSONValue]? {
-        (try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)))?.objectValue
+        JSONParser.parse(bytes)?.objectValue
+    }
+
+    /// Parses any JSON value strictly; nil when the bytes are not exactly one JSON value.
+    public static func parse(_ bytes: [UInt8]) -> JSONValue? {
+        JSONParser.parse(bytes)
     }
 
     /// Serializes with sorted keys, compact or indented for people.

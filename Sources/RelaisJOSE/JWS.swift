@@ -37,15 +37,15 @@ public struct JWS: Sendable {
         guard segments.count == 3 else {
             throw .malformedToken(reason: segments.count == 5 ? "this is a JWE (5 segments): decrypt it first" : "expected 3 segments, found \(segments.count)")
         }
-        guard let headerBytes = Base64URL.decode(String(decoding: segments[0], as: UTF8.self)),
+        guard let headerBytes = Base64URL.decode(bytes: segments[0]),
             let header = JSONValue.object(from: headerBytes)
         else {
             throw .malformedToken(reason: "the header is not base64url-encoded JSON")
         }
-        guard let payload = Base64URL.decode(String(decoding: segments[1], as: UTF8.self)) else {
+        guard let payload = Base64URL.decode(bytes: segments[1]) else {
             throw .malformedToken(reason: "the payload is not base64url")
         }
-        guard let signature = Base64URL.decode(String(decoding: segments[2], as: UTF8.self)) else {
+        guard let signature = Base64URL.decode(bytes: segments[2]) else {
             throw .malformedToken(reason: "the signature is not base64url")
         }
         guard let algName = header["alg"]?.stringValue else { throw .unsupportedAlgorithm(header["alg"] == nil ? "(missing)" : "(not a string)") }

@@ -42,11 +42,13 @@ public enum JWSAlgorithm: String, Sendable, CaseIterable, Codable {
         }
     }
 
+    /// The digest, fetched once per process: with OpenSSL 3, passing EVP_sha256() makes every
+    /// DigestVerifyInit fetch the implementation again, which costs as much as an ECDSA verify.
     var digest: OpaquePointer? {
         switch hashLength {
-        case 32: EVP_sha256()
-        case 48: EVP_sha384()
-        case 64: EVP_sha512()
+        case 32: FetchedDigests.shared.sha256
+        case 48: FetchedDigests.shared.sha384
+        case 64: FetchedDigests.shared.sha512
         default: nil  // EdDSA hashes internally
         }
     }
@@ -59,5 +61,20 @@ public enum JWSAlgorithm: String, Sendable, CaseIterable, Codable {
         case .edDSA: .okp
         case .hmac: .oct
         }
+    }
+}
+
+/// Message digests fetched from the default provider at first use and kept for the process.
+/// Fetched EVP_MD objects are immutable and safe to share between threads.
+final class FetchedDigests: @unchecked Sendable {
+    static let shared = FetchedDigests()
+    let sha256: OpaquePointer?
+    let sha384: OpaquePointer?
+    let sha512: OpaquePointer?
+
+    private init() {
+        sha256 = EVP_MD_fetch(nil, "SHA256", nil)
+        sha384 = EVP_MD_fetch(nil, "SHA384", nil)
+        sha512 = EVP_MD_fetch(nil, "SHA512", nil)
     }
 }

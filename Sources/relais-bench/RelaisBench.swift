@@ -7,6 +7,14 @@ import RelaisHTTPClient
 struct RelaisBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relais-bench",
+        abstract: "Micro-benchmarks driven by `make bench`.",
+        subcommands: [HTTPClientBench.self, JOSEBench.self]
+    )
+}
+
+struct HTTPClientBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "http-client",
         abstract: "libcurl client throughput against a loopback URL, keep-alive versus a new connection per request."
     )
 
@@ -50,7 +58,7 @@ struct RelaisBench: AsyncParsableCommand {
     }
 }
 
-private func format3(_ value: Double) -> String {
+func format3(_ value: Double) -> String {
     let scaled = Int((value * 1000).rounded())
     let fraction = String(scaled % 1000)
     return "\(scaled / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"

@@ -1,0 +1,231 @@
+/// A strict JSON parser (RFC 8259) for token headers, claims and JWKs, on bytes.
+///
+/// Why not JSONDecoder: it costs more than the signature check of an ES256 token, and it keeps
+/// duplicate member names silently. JOSE requires rejecting them (RFC 7515 §4), since two parsers
+/// disagreeing on which `alg` or `iss` counts is an attack. Depth is capped so hostile input cannot
+/// exhaust the stack.
+struct JSONParser {
+    enum Failure: Error { case invalid }
+
+    static let maxDepth = 32
+
+    private let bytes: [UInt8]
+    private var index = 0
+
+    private init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    static func parse(_ bytes: [UInt8]) -> JSONValue? {
+        var parser = JSONParser(bytes)
+        do {
+            parser.skipWhitespace()
+            let value = try parser.value(depth: 0)
+            parser.skipWhitespace()
+            return parser.index == bytes.count ? value : nil
+        } catch {
+            return nil
+        }
+    }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+            index += 1
+        }
+    }
+
+    private mutating func value(depth: Int) throws(Failure) -> JSONValue {
+        guard depth < Self.maxDepth, index < bytes.count else { throw .invalid }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try object(depth: depth)
+        case UInt8(ascii: "["): return try array(depth: depth)
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+        case UInt8(ascii: "n"): try literal("null"); return .null
+        default: return .number(try number())
+        }
+    }
+
+    private mutating func literal(_ word: StaticString) throws(Failure) {
+        let count = word.utf8CodeUnitCount
+        guard index + count <= bytes.count else { throw .invalid }
+        let matches = word.withUTF8Buffer { expected in
+            (0..<count).allSatisfy { bytes[index + $0] == expected[$0] }
+        }
+        guard matches else { throw .invalid }
+        index += count
+    }
+
+    private mutating func object(depth: Int) throws(Failure) -> JSONValue {
+        index += 1  // {
+        var members: [String: JSONValue] = [:]
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw .invalid }
+            let name = try string()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw .invalid }
+            index += 1
+            skipWhitespace()
+            let member = try value(depth: depth + 1)
+            guard members.updateValue(member, forKey: name) == nil else { throw .invalid }  // duplicate name
+            skipWhitespace()
+            guard index < bytes.count else { throw .invalid }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return .object(members)
+            } else {
+                throw .invalid
+            }
+        }
+    }
+
+    private mutating func array(depth: Int) throws(Failure) -> JSONValue {
+        index += 1  // [
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return .array(elements)
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try value(depth: depth + 1))
+            skipWhitespace()
+            guard index < bytes.count else { throw .invalid }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                return .array(elements)
+            } else {
+                throw .invalid
+            }
+        }
+    }
+
+    private mutating func string() throws(Failure) -> String {
+        index += 1  // opening quote
+        let start = index
+        // Fast path: no escapes.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let text = String(validating: bytes[start..<index], as: UTF8.self)
+                index += 1
+                guard let text else { throw .invalid }
+                return text
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            guard byte >= 0x20 else { throw .invalid }
+            index += 1
+        }
+        var scalars = String.UnicodeScalarView()
+        guard let prefix = String(validating: bytes[start..<index], as: UTF8.self) else { throw .invalid }
+        scalars.append(contentsOf: prefix.unicodeScalars)
+        var runStart = index
+        func flush(_ end: Int) throws(Failure) {
+            guard let run = String(validating: bytes[runStart..<end], as: UTF8.self) else { throw .invalid }
+            scalars.append(contentsOf: run.unicodeScalars)
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                try flush(index)
+                index += 1
+                return String(scalars)
+            }
+            guard byte >= 0x20 else { throw .invalid }
+            if byte != UInt8(ascii: "\\") {
+                index += 1
+                continue
+            }
+            try flush(index)
+            index += 1
+            guard index < bytes.count else { throw .invalid }
+            let escape = bytes[index]
+            index += 1
+            switch escape {
+            case UInt8(ascii: "\""): scalars.append("\"")
+            case UInt8(ascii: "\\"): scalars.append("\\")
+            case UInt8(ascii: "/"): scalars.append("/")
+            case UInt8(ascii: "b"): scalars.append("\u{08}")
+            case UInt8(ascii: "f"): scalars.append("\u{0C}")
+            case UInt8(ascii: "n"): scalars.append("\n")
+            case UInt8(ascii: "r"): scalars.append("\r")
+            case UInt8(ascii: "t"): scalars.append("\t")
+            case UInt8(ascii: "u"):
+                let high = try hex4()
+                if (0xD800...0xDBFF).contains(high) {
+                    // A surrogate pair: \uD83D\uDE00.
+                    guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { throw .invalid }
+                    index += 2
+                    let low = try hex4()
+                    guard (0xDC00...0xDFFF).contains(low),
+                        let scalar = Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+                    else { throw .invalid }
+                    scalars.append(scalar)
+                } else {
+                    guard let scalar = Unicode.Scalar(high) else { throw .invalid }  // lone low surrogate
+                    scalars.append(scalar)
+                }
+            default:
+                throw .invalid
+            }
+            runStart = index
+        }
+        throw .invalid
+    }
+
+    private mutating func hex4() throws(Failure) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw .invalid }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw .invalid
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    /// RFC 8259 number grammar, then Double's own parser on the validated text.
+    private mutating func number() throws(Failure) -> Double {
+        let start = index
+        func digits() -> Int {
+            let from = index
+            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
+            return index - from
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count else { throw .invalid }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else {
+            guard digits() > 0 else { throw .invalid }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard digits() > 0 else { throw .invalid }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard digits() > 0 else { throw .invalid }
+        }
+        guard let value = Double(String(decoding: bytes[start..<index], as: UTF8.self)), value.isFinite else { throw .invalid }
+        return value
+    }
+}
