@@ -40,23 +40,33 @@ public enum Base64URL {
 
     public static func decode(buffer input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         if input.count % 4 == 1 { return nil }
-        var output = [UInt8]()
-        output.reserveCapacity(input.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for character in input {
-            let value = decodingTable[Int(character)]
-            guard value != 0xFF else { return nil }
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+        let outputCount = input.count * 3 / 4
+        var valid = true
+        let output = [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
+            var accumulator: UInt32 = 0
+            var bits = 0
+            var written = 0
+            decodingTable.withUnsafeBufferPointer { table in
+                for character in input {
+                    let value = table[Int(character)]
+                    if value == 0xFF {
+                        valid = false
+                        break
+                    }
+                    accumulator = accumulator << 6 | UInt32(value)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        out[written] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
+                        written += 1
+                    }
+                }
             }
+            // Leftover bits must be zero, or two strings would decode to the same bytes.
+            if bits > 0, accumulator & ((1 << UInt32(bits)) - 1) != 0 { valid = false }
+            initialized = written
         }
-        // Leftover bits must be zero, or two strings would decode to the same bytes.
-        if bits > 0, accumulator & ((1 << UInt32(bits)) - 1) != 0 { return nil }
-        return output
+        return valid ? output : nil
     }
 
     /// 0xFF marks bytes outside the base64url alphabet.

@@ -33,19 +33,25 @@ public struct JWS: Sendable {
     public static func parse(_ compact: String, maxLength: Int = defaultMaxLength) throws(JOSEError) -> JWS {
         let bytes = Array(compact.utf8)
         guard bytes.count <= maxLength else { throw .tokenTooLarge(limit: maxLength) }
-        let segments = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard segments.count == 3 else {
-            throw .malformedToken(reason: segments.count == 5 ? "this is a JWE (5 segments): decrypt it first" : "expected 3 segments, found \(segments.count)")
+        let dot = UInt8(ascii: ".")
+        guard let firstDot = bytes.firstIndex(of: dot),
+            let secondDot = bytes[(firstDot + 1)...].firstIndex(of: dot)
+        else {
+            throw .malformedToken(reason: "expected 3 segments, found \(bytes.split(separator: dot, omittingEmptySubsequences: false).count)")
         }
-        guard let headerBytes = Base64URL.decode(bytes: segments[0]),
+        if bytes[(secondDot + 1)...].contains(dot) {
+            let count = bytes.split(separator: dot, omittingEmptySubsequences: false).count
+            throw .malformedToken(reason: count == 5 ? "this is a JWE (5 segments): decrypt it first" : "expected 3 segments, found \(count)")
+        }
+        guard let headerBytes = Base64URL.decode(bytes: bytes[..<firstDot]),
             let header = JSONValue.object(from: headerBytes)
         else {
             throw .malformedToken(reason: "the header is not base64url-encoded JSON")
         }
-        guard let payload = Base64URL.decode(bytes: segments[1]) else {
+        guard let payload = Base64URL.decode(bytes: bytes[(firstDot + 1)..<secondDot]) else {
             throw .malformedToken(reason: "the payload is not base64url")
         }
-        guard let signature = Base64URL.decode(bytes: segments[2]) else {
+        guard let signature = Base64URL.decode(bytes: bytes[(secondDot + 1)...]) else {
             throw .malformedToken(reason: "the signature is not base64url")
         }
         guard let algName = header["alg"]?.stringValue else { throw .unsupportedAlgorithm(header["alg"] == nil ? "(missing)" : "(not a string)") }
@@ -69,7 +75,7 @@ public struct JWS: Sendable {
             algorithm: algorithm,
             keyID: keyID,
             payload: payload,
-            signingInput: Array(bytes[0..<(segments[0].count + 1 + segments[1].count)]),
+            signingInput: Array(bytes[..<secondDot]),
             signature: signature
         )
     }

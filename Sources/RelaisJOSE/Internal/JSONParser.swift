@@ -9,20 +9,23 @@ struct JSONParser {
 
     static let maxDepth = 32
 
-    private let bytes: [UInt8]
+    // Reads through an unsafe view of the caller's array, valid for the duration of `parse` only.
+    private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
 
-    private init(_ bytes: [UInt8]) { self.bytes = bytes }
+    private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
-    static func parse(_ bytes: [UInt8]) -> JSONValue? {
-        var parser = JSONParser(bytes)
-        do {
-            parser.skipWhitespace()
-            let value = try parser.value(depth: 0)
-            parser.skipWhitespace()
-            return parser.index == bytes.count ? value : nil
-        } catch {
-            return nil
+    static func parse(_ input: [UInt8]) -> JSONValue? {
+        input.withUnsafeBufferPointer { buffer in
+            var parser = JSONParser(buffer)
+            do {
+                parser.skipWhitespace()
+                let value = try parser.value(depth: 0)
+                parser.skipWhitespace()
+                return parser.index == buffer.count ? value : nil
+            } catch {
+                return nil
+            }
         }
     }
 
@@ -58,6 +61,7 @@ struct JSONParser {
     private mutating func object(depth: Int) throws(Failure) -> JSONValue {
         index += 1  // {
         var members: [String: JSONValue] = [:]
+        members.reserveCapacity(16)
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -117,7 +121,7 @@ struct JSONParser {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let text = String(validating: bytes[start..<index], as: UTF8.self)
+                let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
                 index += 1
                 guard let text else { throw .invalid }
                 return text
@@ -127,11 +131,11 @@ struct JSONParser {
             index += 1
         }
         var scalars = String.UnicodeScalarView()
-        guard let prefix = String(validating: bytes[start..<index], as: UTF8.self) else { throw .invalid }
+        guard let prefix = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self) else { throw .invalid }
         scalars.append(contentsOf: prefix.unicodeScalars)
         var runStart = index
         func flush(_ end: Int) throws(Failure) {
-            guard let run = String(validating: bytes[runStart..<end], as: UTF8.self) else { throw .invalid }
+            guard let run = String(validating: UnsafeBufferPointer(rebasing: bytes[runStart..<end]), as: UTF8.self) else { throw .invalid }
             scalars.append(contentsOf: run.unicodeScalars)
         }
         while index < bytes.count {
@@ -225,7 +229,7 @@ struct JSONParser {
             if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
             guard digits() > 0 else { throw .invalid }
         }
-        guard let value = Double(String(decoding: bytes[start..<index], as: UTF8.self)), value.isFinite else { throw .invalid }
+        guard let value = Double(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)), value.isFinite else { throw .invalid }
         return value
     }
 }
