@@ -20,6 +20,9 @@ public enum JOSEError: Error, Equatable, Sendable, CustomStringConvertible {
     case noMatchingKey(reason: String)
     /// OpenSSL failed an operation that should not fail (out of memory, internal error).
     case cryptoFailure(reason: String)
+    /// A JWE did not decrypt: wrong key, tampered ciphertext, header or tag. Deliberately one
+    /// error for every cause, so that failures do not become an oracle.
+    case decryptionFailed
     /// The key set could not be fetched and no earlier copy is available.
     case keySetUnavailable(reason: String)
     /// The signature is good but a claim check of the ``ClaimsPolicy`` failed; `check` names which.
@@ -36,6 +39,7 @@ public enum JOSEError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidKey: "jose_invalid_key"
         case .noMatchingKey: "jose_no_matching_key"
         case .cryptoFailure: "jose_crypto_failure"
+        case .decryptionFailed: "jose_decryption_failed"
         case .keySetUnavailable: "jose_jwks_unavailable"
         case .claimRejected(let check, _): "jwt_\(check.rawValue)"
         }
@@ -52,6 +56,7 @@ public enum JOSEError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidKey(let reason): "\(code): \(reason)"
         case .noMatchingKey(let reason): "\(code): \(reason)"
         case .cryptoFailure(let reason): "\(code): \(reason)"
+        case .decryptionFailed: "\(code): the token could not be decrypted"
         case .keySetUnavailable(let reason): "\(code): \(reason)"
         case .claimRejected(_, let reason): "\(code): \(reason)"
         }

@@ -4,7 +4,8 @@ extension JWK {
     /// Generates a new private key suited to `algorithm`: RSA 2048 (3072 for PS384, 4096 for
     /// PS512/RS512), EC on the algorithm's curve, Ed25519, or a random HMAC secret of the hash length.
     /// For Relais' own signing keys, the development provider and tests.
-    public static func generate(for algorithm: JWSAlgorithm, keyID: String? = nil, pinAlgorithm: Bool = true) throws(JOSEError) -> JWK {
+    /// `use` defaults to `sig`; pass `"enc"` (and `pinAlgorithm: false`) for an ECDH-ES or RSA-OAEP decryption key.
+    public static func generate(for algorithm: JWSAlgorithm, keyID: String? = nil, use: String? = "sig", pinAlgorithm: Bool = true) throws(JOSEError) -> JWK {
         let pinned = pinAlgorithm ? algorithm.rawValue : nil
         switch algorithm.family {
         case .hmac:
@@ -14,10 +15,10 @@ extension JWK {
             }
             return JWK(symmetric: secret, keyID: keyID, algorithm: pinned)
         case .edDSA:
-            return try JWK(openSSLKey: try generate(type: "ED25519") { _ in 1 }, keyID: keyID, use: "sig", algorithm: pinned)
+            return try JWK(openSSLKey: try generate(type: "ED25519") { _ in 1 }, keyID: keyID, use: use, algorithm: pinned)
         case .ecdsa(let curve):
             let key = try generate(type: "EC") { context in EVP_PKEY_CTX_set_group_name(context, curve.openSSLGroup) }
-            return try JWK(openSSLKey: key, keyID: keyID, use: "sig", algorithm: pinned)
+            return try JWK(openSSLKey: key, keyID: keyID, use: use, algorithm: pinned)
         case .rsaPKCS1, .rsaPSS:
             let bits: Int32 =
                 switch algorithm {
@@ -26,8 +27,14 @@ extension JWK {
                 default: 2048
                 }
             let key = try generate(type: "RSA") { context in EVP_PKEY_CTX_set_rsa_keygen_bits(context, bits) }
-            return try JWK(openSSLKey: key, keyID: keyID, use: "sig", algorithm: pinned)
+            return try JWK(openSSLKey: key, keyID: keyID, use: use, algorithm: pinned)
         }
+    }
+
+    /// An EC key pair on `curve` (ECDH-ES ephemeral keys).
+    static func generateEC(curve: Curve) throws(JOSEError) -> JWK {
+        let key = try generate(type: "EC") { context in EVP_PKEY_CTX_set_group_name(context, curve.openSSLGroup) }
+        return try JWK(openSSLKey: key, keyID: nil, use: nil, algorithm: nil)
     }
 
     private static func generate(type: String, configure: (OpaquePointer) -> Int32) throws(JOSEError) -> OpenSSLKey {

@@ -55,12 +55,16 @@ enum SignatureEngine {
     }
 
     static func hmac(_ algorithm: JWSAlgorithm, secret: [UInt8], data: [UInt8]) throws(JOSEError) -> [UInt8] {
+        try hmac(digestName: algorithm.digestName, secret: secret, data: data)
+    }
+
+    static func hmac(digestName: String, secret: [UInt8], data: [UInt8]) throws(JOSEError) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 64)
         var length = 0
         let result = secret.withUnsafeBufferPointer { key in
             data.withUnsafeBufferPointer { input in
                 output.withUnsafeMutableBufferPointer { out in
-                    EVP_Q_mac(nil, "HMAC", nil, algorithm.digestName, nil, key.baseAddress, key.count, input.baseAddress, input.count, out.baseAddress, out.count, &length)
+                    EVP_Q_mac(nil, "HMAC", nil, digestName, nil, key.baseAddress, key.count, input.baseAddress, input.count, out.baseAddress, out.count, &length)
                 }
             }
         }
