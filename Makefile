@@ -1,14 +1,16 @@
 # Relais — the two commands that matter: `make demo` and `make test`.
 SHELL := /bin/bash
 SWIFT ?= swift
-DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev redis-server pkg-config openssl
+DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev redis-server pkg-config openssl python3 python3-pip
 BENCH_PACKAGES := wrk curl
 
 .PHONY: deps bench-deps build release test demo bench check-config clean
 
-## Install the Debian packages Relais builds and tests with, only those missing.
+## Install the Debian packages Relais builds and tests with, only those missing; and joserfc
+## (PyPI), the independent JOSE implementation the cross-check tests compare against.
 deps:
 	@scripts/ensure-debian-packages.sh $(DEBIAN_PACKAGES)
+	@scripts/ensure-python-packages.sh
 
 bench-deps: deps
 	@scripts/ensure-debian-packages.sh $(BENCH_PACKAGES)

@@ -57,3 +57,32 @@ extension JWK {
         self.init(keyType: keyType, keyID: keyID, use: use, algorithm: algorithm, curve: curve, isPrivate: key.hasPrivateKey, material: .asymmetric(key))
     }
 }
+
+extension JWK {
+    /// The private key as PKCS#8 PEM (unencrypted): how Relais' own signing and decryption keys are
+    /// stored in files and secrets. Nil for public and symmetric keys.
+    public func privateKeyPEM() -> String? {
+        guard isPrivate, case .asymmetric(let key) = material else { return nil }
+        return writePEM { PEM_write_bio_PrivateKey($0, key.pointer, nil, nil, 0, nil, nil) }
+    }
+
+    /// The public key as SubjectPublicKeyInfo PEM. Nil for symmetric keys.
+    public func publicKeyPEM() -> String? {
+        guard case .asymmetric(let key) = material else { return nil }
+        return writePEM { PEM_write_bio_PUBKEY($0, key.pointer) }
+    }
+
+    private func writePEM(_ write: (OpaquePointer) -> Int32) -> String? {
+        guard let bio = BIO_new(BIO_s_mem()) else { return nil }
+        defer { BIO_free(bio) }
+        guard write(bio) == 1 else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        let pending = Int(BIO_ctrl_pending(bio))
+        var bytes = [UInt8](repeating: 0, count: pending)
+        let read = bytes.withUnsafeMutableBytes { BIO_read(bio, $0.baseAddress, Int32(pending)) }
+        guard read == pending else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

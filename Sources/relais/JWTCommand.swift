@@ -75,6 +75,9 @@ struct JWTCommand: AsyncParsableCommand {
         @Option(help: "Ordered acr levels, lowest first.")
         var acrOrder: String = "eidas1,eidas2,eidas3"
 
+        @Option(help: "Our decryption key (JWK, JWKS or PEM) for a JWE, as FranceConnect+ sends; the nested JWT is then verified.")
+        var decryptKey: String?
+
         @Option(help: "Clock skew tolerated, in seconds.")
         var leeway: Int = 30
 
@@ -86,8 +89,19 @@ struct JWTCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let compact = try readToken(token)
+            var compact = try readToken(token)
             do {
+                if compact.split(separator: ".", omittingEmptySubsequences: false).count == 5 {
+                    guard let decryptKey else {
+                        printError("this token is a JWE: give --decrypt-key")
+                        throw ExitCode(2)
+                    }
+                    let jwe = try JWE.parse(compact)
+                    let keys = try await loadKeys(decryptKey)
+                    // A single key file (often a PEM, with no kid) is the key to use whatever the token's kid.
+                    let decrypted = try keys.keys.count == 1 ? jwe.decrypt(with: keys.keys[0]) : jwe.decrypt(with: keys)
+                    compact = decrypted.plaintextString
+                }
                 let jws = try JWS.parse(compact)
                 let key: JWK
                 if let secretFile {

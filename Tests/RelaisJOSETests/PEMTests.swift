@@ -21,6 +21,20 @@ import Testing
         }
     }
 
+    @Test(arguments: [JWSAlgorithm.rs256, .es384, .edDSA])
+    func exportedPEMReimportsAsTheSameKey(algorithm: JWSAlgorithm) throws {
+        let key = try JWK.generate(for: algorithm)
+        let privatePEM = try #require(key.privateKeyPEM())
+        #expect(privatePEM.hasPrefix("-----BEGIN PRIVATE KEY-----"))
+        let reimported = try JWK(pem: privatePEM)
+        #expect(reimported.isPrivate && reimported.thumbprint() == key.thumbprint())
+        let publicPEM = try #require(key.publicKeyPEM())
+        let publicKey = try JWK(pem: publicPEM)
+        #expect(!publicKey.isPrivate && publicKey.thumbprint() == key.thumbprint())
+        #expect(publicKey.privateKeyPEM() == nil)
+        #expect(JWK(symmetric: [1, 2, 3]).privateKeyPEM() == nil)
+    }
+
     @Test func garbageAndEncryptedPEMAreRefused() {
         #expect(throws: JOSEError.invalidKey(reason: "not a PEM private key, public key or certificate")) {
             try JWK(pem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")

@@ -77,6 +77,23 @@ import Glibc
         #expect(missingKeys.status != 0 && missingKeys.stderr.contains("--jwks"))
     }
 
+    @Test func verifyDecryptsANestedJWEFirst() throws {
+        let decryptionKey = try JWK.generate(for: .es256, keyID: "our-enc", use: "enc", pinAlgorithm: false)
+        let recipient = try JWK(object: decryptionKey.publicJSON()!)
+        let nested = try JWE.encrypt(Array(try token().utf8), to: recipient, keyAlgorithm: .ecdhES, contentAlgorithm: .a256GCM, extraHeader: ["cty": .string("JWT")])
+        let keyPath = path("enc.pem")
+        try decryptionKey.privateKeyPEM()!.write(toFile: keyPath, atomically: true, encoding: .utf8)
+        let result = try run(["jwt", "verify", nested, "--jwks", try keyFile(), "--decrypt-key", keyPath, "--iss", "https://idp.example/api/v2"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#""sub" : "user-1""#))
+        let withoutKey = try run(["jwt", "verify", nested, "--jwks", try keyFile()])
+        #expect(withoutKey.status == 2 && withoutKey.stderr.contains("--decrypt-key"))
+        let wrongKeyPath = path("other.pem")
+        try JWK.generate(for: .es256, use: "enc", pinAlgorithm: false).privateKeyPEM()!.write(toFile: wrongKeyPath, atomically: true, encoding: .utf8)
+        let wrongKey = try run(["jwt", "verify", nested, "--jwks", try keyFile(), "--decrypt-key", wrongKeyPath])
+        #expect(wrongKey.status == 1 && wrongKey.stderr.contains("jose_decryption_failed"))
+    }
+
     @Test func verifyFetchesAJWKSURL() async throws {
         let document = JWKSet(keys: [Self.key]).publicJSON()
         let router = Router()
