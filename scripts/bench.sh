@@ -60,15 +60,21 @@ fresh_conns=$(awk '/mode=fresh/ {for (i=1;i<=NF;i++) if ($i ~ /^new_connections=
 
 ratio() { python3 -c "print(f'{float($1)/float($2):.2f}')"; }
 
-# JWS verification (single thread): Relais end to end versus OpenSSL's raw verify, same run.
-echo "JWS verification vs openssl speed..."
-.build/release/relais-bench jose --seconds "${BENCH_JOSE_SECONDS:-3}" >"$work/jose.txt"
-openssl speed -seconds "${BENCH_JOSE_SECONDS:-3}" rsa2048 ecdsap256 ed25519 2>/dev/null >"$work/speed.txt"
-openssl speed -seconds "${BENCH_JOSE_SECONDS:-3}" -hmac sha256 2>/dev/null >"$work/hmac.txt"
-relais_rate() { awk -v alg="$1" '$1=="alg="alg {for (i=1;i<=NF;i++) if ($i ~ /^per_second=/) print substr($i,12)}' "$work/jose.txt"; }
-openssl_es256=$(awk '/ecdsa \(nistp256\)/ {print $NF}' "$work/speed.txt")
-openssl_rs256=$(awk '/^rsa 2048 bits/ {print $NF}' "$work/speed.txt")
-openssl_eddsa=$(awk '/EdDSA \(Ed25519\)/ {print $NF}' "$work/speed.txt")
+# JWS verification (single thread): Relais end to end versus OpenSSL's raw verify, same run. The
+# two alternate for three rounds and the best round of each counts, so that a burst of load from
+# another tenant does not land on one side only.
+echo "JWS verification vs openssl speed (3 alternating rounds)..."
+: >"$work/jose.txt"; : >"$work/speed.txt"; : >"$work/hmac.txt"
+for round in 1 2 3; do
+    openssl speed -seconds "${BENCH_JOSE_SECONDS:-2}" rsa2048 ecdsap256 ed25519 2>/dev/null >>"$work/speed.txt"
+    .build/release/relais-bench jose --seconds "${BENCH_JOSE_SECONDS:-2}" >>"$work/jose.txt"
+done
+openssl speed -seconds "${BENCH_JOSE_SECONDS:-2}" -hmac sha256 2>/dev/null >"$work/hmac.txt"
+relais_rate() { awk -v alg="$1" '$1=="alg="alg {for (i=1;i<=NF;i++) if ($i ~ /^per_second=/) { v=substr($i,12)+0; if (v>best) best=v } } END {print best}' "$work/jose.txt"; }
+best_of() { awk -v pattern="$1" '$0 ~ pattern { v=$NF+0; if (v>best) best=v } END {print best}' "$work/speed.txt"; }
+openssl_es256=$(best_of 'ecdsa \\(nistp256\\)')
+openssl_rs256=$(best_of '^rsa 2048 bits')
+openssl_eddsa=$(best_of 'EdDSA \\(Ed25519\\)')
 # openssl reports HMAC in 1000s of bytes/s per block size; a token's signing input is ~300-600 bytes: use the 256-byte column.
 openssl_hs256=$(awk '/^hmac\(sha256\)/ {gsub("k","",$4); printf "%d", $4 * 1000 / 256}' "$work/hmac.txt")
 jose_row() {  # alg relais_rate openssl_rate
@@ -94,7 +100,7 @@ mkdir -p bench
     echo
     echo "## JWS verification, one thread"
     echo
-    echo "Relais: parse the compact id_token (~800 bytes, FranceConnect-like claims), select the key, verify the"
+    echo "Best of 3 alternating rounds each. Relais: parse the compact id_token (~800 bytes, FranceConnect-like claims), select the key, verify the"
     echo 'signature, run the claim checks (iss, aud, exp, iat, nonce, acr). OpenSSL: `openssl speed` raw verify of'
     echo 'a digest (HMAC: the 256-byte block rate). Cost ratio = Relais time per token / OpenSSL time per verify.'
     echo 'Targets: ES256 and RS256 at most 1.3x. For HS256 the MAC itself costs ~0.3 µs, so its ratio only shows'

@@ -101,10 +101,11 @@ import Testing
     @Test func parsersSurviveMutatedInput() throws {
         var generator = SplitMix64(seed: 0x5EED_2026)
         let keys = JWKSet(keys: try Vectors.all.map { try JWK(object: $0.public_jwk ?? $0.private_jwk) })
-        let seeds = Vectors.all.map(\.token)
+        let seeds = Vectors.all.map(\.token) + JWEVectors.all.map(\.token)
+        let decryptionKeys = JWKSet(keys: try JWEVectors.all.map { try JWK(object: $0.private_jwk) })
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/{}\":,[]".utf8)
         var verified = 0
-        for round in 0..<3000 {
+        for round in 0..<4000 {
             var bytes = Array(seeds[round % seeds.count].utf8)
             for _ in 0..<(1 + Int(generator.next() % 4)) {
                 let position = Int(generator.next() % UInt64(max(1, bytes.count)))
@@ -114,7 +115,9 @@ import Testing
                 default: bytes.insert(alphabet[Int(generator.next() % UInt64(alphabet.count))], at: min(position, bytes.count))
                 }
             }
-            if let jws = try? JWS.parse(String(decoding: bytes, as: UTF8.self)), (try? jws.verify(with: keys)) != nil { verified += 1 }
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let jws = try? JWS.parse(text), (try? jws.verify(with: keys)) != nil { verified += 1 }
+            if let jwe = try? JWE.parse(text), (try? jwe.decrypt(with: decryptionKeys)) != nil { verified += 1 }
             _ = try? JWK(json: bytes)
             _ = try? JWKSet(json: bytes)
         }

@@ -1,4 +1,5 @@
 import COpenSSL
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -8,12 +9,41 @@ import Glibc
 /// for signing and verification once built; this wrapper never mutates the key after creation.
 final class OpenSSLKey: @unchecked Sendable {
     let pointer: OpaquePointer
+    /// Verification contexts set up once per algorithm (padding, digest) and duplicated per call:
+    /// EVP_PKEY_CTX_dup skips the provider lookups that a fresh init repeats every time.
+    private let verifyTemplates = Mutex<[JWSAlgorithm: OpaquePointer]>([:])
 
     init(taking pointer: OpaquePointer) {
         self.pointer = pointer
     }
 
-    deinit { EVP_PKEY_free(pointer) }
+    deinit {
+        verifyTemplates.withLock { $0.values.forEach { EVP_PKEY_CTX_free($0) } }
+        EVP_PKEY_free(pointer)
+    }
+
+    /// A fresh verification context for `algorithm` (RSA and ECDSA); the caller frees it.
+    func verifyContext(for algorithm: JWSAlgorithm) -> OpaquePointer? {
+        verifyTemplates.withLock { templates in
+            if let template = templates[algorithm] { return EVP_PKEY_CTX_dup(template) }
+            guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return nil }
+            var ok = EVP_PKEY_verify_init(context) == 1 && EVP_PKEY_CTX_set_signature_md(context, algorithm.digest) == 1
+            if ok, algorithm.family == .rsaPSS {
+                ok = EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PSS_PADDING) == 1
+                    && EVP_PKEY_CTX_set_rsa_pss_saltlen(context, Int32(algorithm.hashLength)) == 1
+                    && EVP_PKEY_CTX_set_rsa_mgf1_md(context, algorithm.digest) == 1
+            } else if ok, algorithm.family == .rsaPKCS1 {
+                ok = EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PADDING) == 1
+            }
+            guard ok else {
+                EVP_PKEY_CTX_free(context)
+                OpenSSLErrors.clear()
+                return nil
+            }
+            templates[algorithm] = context
+            return EVP_PKEY_CTX_dup(context)
+        }
+    }
 
     var baseID: Int32 { EVP_PKEY_get_base_id(pointer) }
     var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }

@@ -15,6 +15,23 @@ enum SignatureEngine {
                 guard signature.count == 2 * curve.coordinateSize else { return false }
                 der = try ecdsaRawToDER(signature, coordinateSize: curve.coordinateSize)
             }
+            if algorithm.family != .edDSA, let context = openSSLKey.verifyContext(for: algorithm) {
+                // Hash once with the fetched digest, then verify the digest with a duplicated context.
+                defer { EVP_PKEY_CTX_free(context) }
+                var digest = [UInt8](repeating: 0, count: 64)
+                var digestLength: UInt32 = 0
+                let hashed = input.withUnsafeBufferPointer { data in
+                    digest.withUnsafeMutableBufferPointer { out in
+                        EVP_Digest(data.baseAddress, data.count, out.baseAddress, &digestLength, algorithm.digest, nil)
+                    }
+                }
+                guard hashed == 1 else { throw .cryptoFailure(reason: "EVP_Digest failed") }
+                let result = der.withUnsafeBufferPointer { sig in
+                    digest.withUnsafeBufferPointer { d in EVP_PKEY_verify(context, sig.baseAddress, sig.count, d.baseAddress, Int(digestLength)) }
+                }
+                OpenSSLErrors.clear()
+                return result == 1
+            }
             return try withDigestContext(algorithm, key: openSSLKey, signing: false) { context in
                 let result = der.withUnsafeBufferPointer { sig in
                     input.withUnsafeBufferPointer { data in
