@@ -220,6 +220,20 @@ struct JSONParser {
         } else {
             guard digits() > 0 else { throw .invalid }
         }
+        // Fast path: a plain integer of up to 15 digits (exp, iat, auth_time) is exact in a Double
+        // and needs no text round trip.
+        let integerEnd = index
+        let isPlainInteger = index >= bytes.count
+            || (bytes[index] != UInt8(ascii: ".") && bytes[index] != UInt8(ascii: "e") && bytes[index] != UInt8(ascii: "E"))
+        if isPlainInteger {
+            let negative = bytes[start] == UInt8(ascii: "-")
+            let first = negative ? start + 1 : start
+            if integerEnd - first <= 15 {
+                var value: Int64 = 0
+                for position in first..<integerEnd { value = value * 10 + Int64(bytes[position] - UInt8(ascii: "0")) }
+                return Double(negative ? -value : value)
+            }
+        }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             index += 1
             guard digits() > 0 else { throw .invalid }
