@@ -39,32 +39,53 @@ public enum Base64URL {
     }
 
     public static func decode(buffer input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        if input.count % 4 == 1 { return nil }
-        let outputCount = input.count * 3 / 4
+        let remainder = input.count % 4
+        if remainder == 1 { return nil }
+        let fullGroups = input.count / 4
+        let outputCount = fullGroups * 3 + (remainder == 0 ? 0 : remainder - 1)
         var valid = true
         let output = [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
-            var accumulator: UInt32 = 0
-            var bits = 0
-            var written = 0
             decodingTable.withUnsafeBufferPointer { table in
-                for character in input {
-                    let value = table[Int(character)]
-                    if value == 0xFF {
+                // Four characters make three bytes; an invalid character sets the high bit (0xFF)
+                // of its value, checked once per group rather than per character.
+                var written = 0
+                for group in 0..<fullGroups {
+                    let base = group * 4
+                    let a = UInt32(table[Int(input[base])]), b = UInt32(table[Int(input[base + 1])])
+                    let c = UInt32(table[Int(input[base + 2])]), d = UInt32(table[Int(input[base + 3])])
+                    if (a | b | c | d) & 0x80 != 0 {
                         valid = false
-                        break
+                        return
                     }
-                    accumulator = accumulator << 6 | UInt32(value)
-                    bits += 6
-                    if bits >= 8 {
-                        bits -= 8
-                        out[written] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
+                    let chunk = a << 18 | b << 12 | c << 6 | d
+                    out[written] = UInt8(truncatingIfNeeded: chunk >> 16)
+                    out[written + 1] = UInt8(truncatingIfNeeded: chunk >> 8)
+                    out[written + 2] = UInt8(truncatingIfNeeded: chunk)
+                    written += 3
+                }
+                if remainder > 0 {
+                    let base = fullGroups * 4
+                    let a = UInt32(table[Int(input[base])]), b = UInt32(table[Int(input[base + 1])])
+                    let c = remainder == 3 ? UInt32(table[Int(input[base + 2])]) : 0
+                    if (a | b | c) & 0x80 != 0 {
+                        valid = false
+                        return
+                    }
+                    let chunk = a << 18 | b << 12 | c << 6
+                    // Leftover bits must be zero, or two strings would decode to the same bytes.
+                    if remainder == 2 && chunk & 0xFFFF != 0 || remainder == 3 && chunk & 0xFF != 0 {
+                        valid = false
+                        return
+                    }
+                    out[written] = UInt8(truncatingIfNeeded: chunk >> 16)
+                    written += 1
+                    if remainder == 3 {
+                        out[written] = UInt8(truncatingIfNeeded: chunk >> 8)
                         written += 1
                     }
                 }
             }
-            // Leftover bits must be zero, or two strings would decode to the same bytes.
-            if bits > 0, accumulator & ((1 << UInt32(bits)) - 1) != 0 { valid = false }
-            initialized = written
+            initialized = valid ? outputCount : 0
         }
         return valid ? output : nil
     }

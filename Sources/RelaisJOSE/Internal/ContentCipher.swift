@@ -94,22 +94,27 @@ enum ContentCipher {
                 }
             }
             guard initialized == 1 else { throw JOSEError.cryptoFailure(reason: "\(name) init failed") }
-            var output = [UInt8](repeating: 0, count: input.count + 32)
-            var written: Int32 = 0
-            var final: Int32 = 0
-            let ok = output.withUnsafeMutableBufferPointer { out in
-                input.withUnsafeBufferPointer { i in
-                    if encrypt {
-                        return EVP_EncryptUpdate(context, out.baseAddress, &written, i.baseAddress, Int32(i.count)) == 1
-                            && EVP_EncryptFinal_ex(context, out.baseAddress! + Int(written), &final) == 1
-                    }
-                    return EVP_DecryptUpdate(context, out.baseAddress, &written, i.baseAddress, Int32(i.count)) == 1
-                        && EVP_DecryptFinal_ex(context, out.baseAddress! + Int(written), &final) == 1
-                }
-            }
-            guard ok else { throw JOSEError.decryptionFailed }
-            return Array(output.prefix(Int(written + final)))
+            return try updateAndFinish(context, encrypt: encrypt, input: input)
         }
+    }
+
+    /// One Update and one Final over the whole input (CBC with padding, key wrap).
+    private static func updateAndFinish(_ context: OpaquePointer, encrypt: Bool, input: [UInt8]) throws(JOSEError) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: input.count + 32)
+        var written: Int32 = 0
+        var final: Int32 = 0
+        let ok = output.withUnsafeMutableBufferPointer { out in
+            input.withUnsafeBufferPointer { i in
+                if encrypt {
+                    return EVP_EncryptUpdate(context, out.baseAddress, &written, i.baseAddress, Int32(i.count)) == 1
+                        && EVP_EncryptFinal_ex(context, out.baseAddress! + Int(written), &final) == 1
+                }
+                return EVP_DecryptUpdate(context, out.baseAddress, &written, i.baseAddress, Int32(i.count)) == 1
+                    && EVP_DecryptFinal_ex(context, out.baseAddress! + Int(written), &final) == 1
+            }
+        }
+        guard ok else { throw JOSEError.decryptionFailed }
+        return Array(output.prefix(Int(written + final)))
     }
 
     /// AES key wrap (RFC 3394) for A128KW/A256KW and the ECDH-ES+AxxxKW variants.
@@ -120,21 +125,7 @@ enum ContentCipher {
                 encrypt ? EVP_EncryptInit_ex2(context, cipher, k.baseAddress, nil, nil) : EVP_DecryptInit_ex2(context, cipher, k.baseAddress, nil, nil)
             }
             guard initialized == 1, input.count >= 16 || encrypt, input.count % 8 == 0 else { throw JOSEError.decryptionFailed }
-            var output = [UInt8](repeating: 0, count: input.count + 16)
-            var written: Int32 = 0
-            var final: Int32 = 0
-            let ok = output.withUnsafeMutableBufferPointer { out in
-                input.withUnsafeBufferPointer { i in
-                    if encrypt {
-                        return EVP_EncryptUpdate(context, out.baseAddress, &written, i.baseAddress, Int32(i.count)) == 1
-                            && EVP_EncryptFinal_ex(context, out.baseAddress! + Int(written), &final) == 1
-                    }
-                    return EVP_DecryptUpdate(context, out.baseAddress, &written, i.baseAddress, Int32(i.count)) == 1
-                        && EVP_DecryptFinal_ex(context, out.baseAddress! + Int(written), &final) == 1
-                }
-            }
-            guard ok else { throw JOSEError.decryptionFailed }
-            return Array(output.prefix(Int(written + final)))
+            return try updateAndFinish(context, encrypt: encrypt, input: input)
         }
     }
 
