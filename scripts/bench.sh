@@ -61,11 +61,11 @@ fresh_conns=$(awk '/mode=fresh/ {for (i=1;i<=NF;i++) if ($i ~ /^new_connections=
 ratio() { python3 -c "print(f'{float($1)/float($2):.2f}')"; }
 
 # JWS verification (single thread): Relais end to end versus OpenSSL's raw verify, same run. The
-# two alternate for three rounds and the best round of each counts, so that a burst of load from
+# two alternate for five rounds and the best round of each counts, so that a burst of load from
 # another tenant does not land on one side only.
-echo "JWS verification vs openssl speed (3 alternating rounds)..."
+echo "JWS verification vs openssl speed (5 alternating rounds)..."
 : >"$work/jose.txt"; : >"$work/speed.txt"; : >"$work/hmac.txt"
-for round in 1 2 3; do
+for round in 1 2 3 4 5; do
     openssl speed -seconds "${BENCH_JOSE_SECONDS:-2}" rsa2048 ecdsap256 ed25519 2>/dev/null >>"$work/speed.txt"
     .build/release/relais-bench jose --seconds "${BENCH_JOSE_SECONDS:-2}" >>"$work/jose.txt"
 done
@@ -100,7 +100,7 @@ mkdir -p bench
     echo
     echo "## JWS verification, one thread"
     echo
-    echo "Best of 3 alternating rounds each. Relais: parse the compact id_token (~800 bytes, FranceConnect-like claims), select the key, verify the"
+    echo "Best of 5 alternating rounds each. Relais: parse the compact id_token (~800 bytes, FranceConnect-like claims), select the key, verify the"
     echo 'signature, run the claim checks (iss, aud, exp, iat, nonce, acr). OpenSSL: `openssl speed` raw verify of'
     echo 'a digest (HMAC: the 256-byte block rate). Cost ratio = Relais time per token / OpenSSL time per verify.'
     echo 'Targets: ES256 and RS256 at most 1.3x. For HS256 the MAC itself costs ~0.3 µs, so its ratio only shows'

@@ -66,7 +66,8 @@ public struct ClaimsPolicy: Sendable {
 
     /// Runs every check on an already verified token and returns its claims.
     public func validate(_ jws: JWS) throws(JOSEError) -> VerifiedClaims {
-        guard let claims = JSONValue.object(from: jws.payload) else {
+        // The payload is indexed, not decoded: only the claims checked here are decoded now.
+        guard let members = JSONParser.index(jws.payload) else {
             throw .claimRejected(check: .payload, reason: "the payload is not a JSON object")
         }
         if let expectedType {
@@ -75,12 +76,20 @@ public struct ClaimsPolicy: Sendable {
                 throw .claimRejected(check: .type, reason: "typ is \(actual.map { "'\($0)'" } ?? "missing"), expected '\(expectedType)'")
             }
         }
-        return try validate(claims: claims)
+        let verified = VerifiedClaims(storage: .indexed(payload: jws.payload, members: members))
+        try check(verified)
+        return verified
     }
 
     /// Runs the claim checks on a claims object (for userinfo JSON that arrives unsigned over TLS).
     public func validate(claims: [String: JSONValue]) throws(JOSEError) -> VerifiedClaims {
         let verified = VerifiedClaims(claims: claims)
+        try check(verified)
+        return verified
+    }
+
+    private func check(_ claims: VerifiedClaims) throws(JOSEError) {
+        let verified = claims
         let now = self.now()
         let leewaySeconds = Double(leeway.components.seconds)
 
@@ -137,10 +146,9 @@ public struct ClaimsPolicy: Sendable {
         for name in requiredClaims where claims[name] == nil || claims[name] == .null {
             throw .claimRejected(check: .required, reason: "claim '\(name)' is missing")
         }
-        return verified
     }
 
-    private func timestamp(_ claims: [String: JSONValue], _ name: String, check: ClaimCheck) throws(JOSEError) -> Double? {
+    private func timestamp(_ claims: VerifiedClaims, _ name: String, check: ClaimCheck) throws(JOSEError) -> Double? {
         guard let value = claims[name] else { return nil }
         guard let number = value.numberValue, number.isFinite else {
             throw .claimRejected(check: check, reason: "\(name) must be a number of seconds since 1970")
@@ -155,11 +163,48 @@ public struct ClaimsPolicy: Sendable {
 }
 
 /// Claims that passed a ``ClaimsPolicy``, with typed accessors for the registered ones.
+///
+/// Claims from a token stay in their JSON text until read: each accessor decodes one member.
 public struct VerifiedClaims: Sendable, Equatable {
-    public let claims: [String: JSONValue]
+    enum Storage: Sendable, Equatable {
+        case indexed(payload: [UInt8], members: JSONMemberIndex)
+        case decoded([String: JSONValue])
+    }
 
-    public subscript(_ name: String) -> JSONValue? { claims[name] }
-    public func string(_ name: String) -> String? { claims[name]?.stringValue }
+    let storage: Storage
+
+    init(storage: Storage) { self.storage = storage }
+
+    public init(claims: [String: JSONValue]) { storage = .decoded(claims) }
+
+    /// Every claim, decoded.
+    public var claims: [String: JSONValue] {
+        switch storage {
+        case .decoded(let claims):
+            return claims
+        case .indexed(let payload, let members):
+            var claims: [String: JSONValue] = [:]
+            for entry in members.entries { claims[members.name(of: entry, in: payload)] = JSONParser.parse(payload, range: entry.value) }
+            return claims
+        }
+    }
+
+    /// The names of the claims present.
+    public var names: Set<String> {
+        switch storage {
+        case .decoded(let claims): Set(claims.keys)
+        case .indexed(let payload, let members): Set(members.entries.map { members.name(of: $0, in: payload) })
+        }
+    }
+
+    public subscript(_ name: String) -> JSONValue? {
+        switch storage {
+        case .decoded(let claims): claims[name]
+        case .indexed(let payload, let members): members.valueRange(of: name, in: payload).flatMap { JSONParser.parse(payload, range: $0) }
+        }
+    }
+
+    public func string(_ name: String) -> String? { self[name]?.stringValue }
 
     public var issuer: String? { string("iss") }
     public var subject: String? { string("sub") }
@@ -167,12 +212,14 @@ public struct VerifiedClaims: Sendable, Equatable {
     public var acr: String? { string("acr") }
     /// `aud` as a list, whether the token carries one string or an array.
     public var audience: [String] {
-        switch claims["aud"] {
+        switch self["aud"] {
         case .string(let single): [single]
         case .array(let many): many.compactMap(\.stringValue)
         default: []
         }
     }
-    public var expiration: Double? { claims["exp"]?.numberValue }
-    public var issuedAt: Double? { claims["iat"]?.numberValue }
+    public var expiration: Double? { self["exp"]?.numberValue }
+    public var issuedAt: Double? { self["iat"]?.numberValue }
+
+    public static func == (lhs: VerifiedClaims, rhs: VerifiedClaims) -> Bool { lhs.claims == rhs.claims }
 }

@@ -38,3 +38,35 @@ import Testing
         #expect(throws: JOSEError.malformedToken(reason: "the header is not base64url-encoded JSON")) { try JWS.parse("\(header).e30.AA") }
     }
 }
+
+@Suite struct ClaimsIndexTests {
+    private func claims(_ json: String) throws -> VerifiedClaims {
+        let key = JWK(symmetric: Array(repeating: 1, count: 32))
+        var policy = ClaimsPolicy()
+        policy.requireExpiration = false
+        return try policy.validate(try JWS.parse(JWS.sign(payload: Array(json.utf8), with: key, algorithm: .hs256)))
+    }
+
+    @Test func indexedClaimsDecodeOnDemandLikeAFullParse() throws {
+        let json = #"{"sub":"a\"b","gi\u0076en_name":"Zoé","aud":["x","y"],"n":1.5e1,"o":{"p":[true,null]},"e":""}"#
+        let verified = try claims(json)
+        #expect(verified.claims == JSONValue.object(from: Array(json.utf8)))
+        #expect(verified.subject == "a\"b")
+        #expect(verified.string("given_name") == "Zoé")  // an escaped name matches its decoded form
+        #expect(verified.audience == ["x", "y"])
+        #expect(verified["n"] == .number(15))
+        #expect(verified.names == ["sub", "given_name", "aud", "n", "o", "e"])
+        #expect(verified["missing"] == nil)
+    }
+
+    @Test func duplicatesAreRefusedEvenWhenOneNameIsEscaped() throws {
+        #expect(throws: JOSEError.claimRejected(check: .payload, reason: "the payload is not a JSON object")) {
+            try claims(#"{"sub":"a","s\u0075b":"b"}"#)
+        }
+        #expect(throws: JOSEError.self) { try claims(#"{"sub":"a","sub":"b"}"#) }
+        #expect(throws: JOSEError.self) { try claims(#"{"sub":"a" "x":1}"#) }
+        #expect(throws: JOSEError.self) { try claims("{\"sub\":\"raw\ttab\"}") }  // a raw control character
+        #expect(try claims(#"{"sub":"escaped\ttab"}"#).subject == "escaped\ttab")
+        #expect(throws: JOSEError.self) { try claims(#"{"sub":"a"} trailing"#) }
+    }
+}

@@ -29,6 +29,96 @@ struct JSONParser {
         }
     }
 
+    /// Locates the members of a top-level object without decoding string values: the whole document
+    /// is still checked against the same grammar (duplicates refused), but a claim nobody reads costs
+    /// no allocation. Values are decoded on demand with ``parse(_:range:)``.
+    static func index(_ input: [UInt8]) -> JSONMemberIndex? {
+        input.withUnsafeBufferPointer { buffer in
+            var parser = JSONParser(buffer)
+            var index = JSONMemberIndex()
+            do {
+                parser.skipWhitespace()
+                guard parser.index < buffer.count, buffer[parser.index] == UInt8(ascii: "{") else { return nil }
+                parser.index += 1
+                parser.skipWhitespace()
+                if parser.index < buffer.count, buffer[parser.index] == UInt8(ascii: "}") {
+                    parser.index += 1
+                } else {
+                    while true {
+                        parser.skipWhitespace()
+                        guard parser.index < buffer.count, buffer[parser.index] == UInt8(ascii: "\"") else { return nil }
+                        let nameStart = parser.index + 1
+                        let escaped = try parser.skipString()
+                        let nameRange = nameStart..<(parser.index - 1)
+                        // An escaped name is compared by its decoded bytes.
+                        let decodedName: [UInt8]? = escaped ? Array(try JSONParser.decodeString(buffer, from: nameStart - 1).utf8) : nil
+                        parser.skipWhitespace()
+                        guard parser.index < buffer.count, buffer[parser.index] == UInt8(ascii: ":") else { return nil }
+                        parser.index += 1
+                        parser.skipWhitespace()
+                        let start = parser.index
+                        if start < buffer.count, buffer[start] == UInt8(ascii: "\"") {
+                            _ = try parser.skipString()
+                        } else {
+                            _ = try parser.value(depth: 1)
+                        }
+                        guard index.append(name: nameRange, decodedName: decodedName, value: start..<parser.index, in: buffer) else { return nil }
+                        parser.skipWhitespace()
+                        guard parser.index < buffer.count else { return nil }
+                        if buffer[parser.index] == UInt8(ascii: ",") {
+                            parser.index += 1
+                        } else if buffer[parser.index] == UInt8(ascii: "}") {
+                            parser.index += 1
+                            break
+                        } else {
+                            return nil
+                        }
+                    }
+                }
+                parser.skipWhitespace()
+                return parser.index == buffer.count ? index : nil
+            } catch {
+                return nil
+            }
+        }
+    }
+
+    private static func decodeString(_ buffer: UnsafeBufferPointer<UInt8>, from quote: Int) throws(Failure) -> String {
+        var parser = JSONParser(buffer)
+        parser.index = quote
+        return try parser.string()
+    }
+
+    /// Decodes one value located by ``index(_:)``.
+    static func parse(_ input: [UInt8], range: Range<Int>) -> JSONValue? {
+        input.withUnsafeBufferPointer { buffer in
+            var parser = JSONParser(UnsafeBufferPointer(rebasing: buffer[range]))
+            return try? parser.value(depth: 1)
+        }
+    }
+
+    /// Checks a string token without building it: plain ASCII needs no work; escapes and non-ASCII
+    /// bytes go through the full decoder, whose result is dropped. Returns whether it held escapes.
+    private mutating func skipString() throws(Failure) -> Bool {
+        let start = index
+        index += 1
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return false
+            }
+            if byte == UInt8(ascii: "\\") || byte >= 0x80 {
+                index = start
+                _ = try string()
+                return bytes[start..<index].contains(UInt8(ascii: "\\"))
+            }
+            guard byte >= 0x20 else { throw .invalid }
+            index += 1
+        }
+        throw .invalid
+    }
+
     private mutating func skipWhitespace() {
         while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
             index += 1
@@ -245,5 +335,52 @@ struct JSONParser {
         }
         guard let value = Double(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)), value.isFinite else { throw .invalid }
         return value
+    }
+}
+
+/// Where each member of a JSON object sits in its text. Names are compared as bytes (JSON compares
+/// member names by code points, without normalization); escaped names by their decoded bytes.
+/// A token's claims are few, so a linear scan beats hashing every name.
+struct JSONMemberIndex: Sendable, Equatable {
+    struct Entry: Sendable, Equatable {
+        var name: Range<Int>
+        var decodedName: [UInt8]?
+        var value: Range<Int>
+    }
+
+    private(set) var entries: [Entry] = []
+
+    /// Adds a member; false when the name is already present (a duplicate).
+    mutating func append(name: Range<Int>, decodedName: [UInt8]?, value: Range<Int>, in buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        for entry in entries where Self.equal(entry, in: buffer, to: name, decodedName) { return false }
+        entries.append(Entry(name: name, decodedName: decodedName, value: value))
+        return true
+    }
+
+    func valueRange(of name: String, in payload: [UInt8]) -> Range<Int>? {
+        var name = name
+        return name.withUTF8 { wanted in
+            payload.withUnsafeBufferPointer { buffer in
+                entries.first { entry in
+                    if let decoded = entry.decodedName { return decoded.elementsEqual(wanted) }
+                    return entry.name.count == wanted.count && UnsafeBufferPointer(rebasing: buffer[entry.name]).elementsEqual(wanted)
+                }?.value
+            }
+        }
+    }
+
+    func name(of entry: Entry, in payload: [UInt8]) -> String {
+        String(decoding: entry.decodedName ?? Array(payload[entry.name]), as: UTF8.self)
+    }
+
+    private static func equal(_ entry: Entry, in buffer: UnsafeBufferPointer<UInt8>, to name: Range<Int>, _ decodedName: [UInt8]?) -> Bool {
+        switch (entry.decodedName, decodedName) {
+        case (let existing?, let candidate?): return existing == candidate
+        case (let existing?, nil): return existing.count == name.count && existing.elementsEqual(UnsafeBufferPointer(rebasing: buffer[name]))
+        case (nil, let candidate?): return candidate.count == entry.name.count && candidate.elementsEqual(UnsafeBufferPointer(rebasing: buffer[entry.name]))
+        case (nil, nil):
+            return entry.name.count == name.count
+                && UnsafeBufferPointer(rebasing: buffer[entry.name]).elementsEqual(UnsafeBufferPointer(rebasing: buffer[name]))
+        }
     }
 }
