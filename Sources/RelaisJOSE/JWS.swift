@@ -21,7 +21,8 @@ public struct JWS: Sendable {
     public let keyID: String?
     /// The decoded payload bytes (JSON claims for a JWT).
     public let payload: [UInt8]
-    let signingInput: [UInt8]
+    /// `header.payload` as sent: a view into the token's bytes, not a copy.
+    let signingInput: ArraySlice<UInt8>
     let signature: [UInt8]
 
     /// Header parameters this implementation processes; any other name in `crit` fails the token.
@@ -75,7 +76,7 @@ public struct JWS: Sendable {
             algorithm: algorithm,
             keyID: keyID,
             payload: payload,
-            signingInput: Array(bytes[..<secondDot]),
+            signingInput: bytes[..<secondDot],
             signature: signature
         )
     }

@@ -37,7 +37,7 @@ enum ContentCipher {
     private static func cbcTag(_ algorithm: JWEContentAlgorithm, macKey: [UInt8], aad: [UInt8], iv: [UInt8], ciphertext: [UInt8]) throws(JOSEError) -> [UInt8] {
         let bits = UInt64(aad.count) * 8
         let al = (0..<8).map { UInt8(truncatingIfNeeded: bits >> (56 - 8 * UInt64($0))) }
-        let mac = try SignatureEngine.hmac(digestName: algorithm == .a128CBCHS256 ? "SHA256" : "SHA512", secret: macKey, data: aad + iv + ciphertext + al)
+        let mac = try SignatureEngine.hmac(digestName: algorithm == .a128CBCHS256 ? "SHA256" : "SHA512", secret: macKey, data: (aad + iv + ciphertext + al)[...])
         return Array(mac.prefix(macKey.count))
     }
 

@@ -9,40 +9,55 @@ import Glibc
 /// for signing and verification once built; this wrapper never mutates the key after creation.
 final class OpenSSLKey: @unchecked Sendable {
     let pointer: OpaquePointer
-    /// Verification contexts set up once per algorithm (padding, digest) and duplicated per call:
-    /// EVP_PKEY_CTX_dup skips the provider lookups that a fresh init repeats every time.
-    private let verifyTemplates = Mutex<[JWSAlgorithm: OpaquePointer]>([:])
+    /// Verification contexts set up once per algorithm (padding, digest) and reused: a context
+    /// initialised for verification verifies any number of signatures, one caller at a time. Idle
+    /// contexts wait here; a busy moment adds duplicates, bounded per algorithm.
+    private let verifyContexts = Mutex<[JWSAlgorithm: [IdleContext]]>([:])
+    /// An EVP_PKEY_CTX owned by the pool while idle, by exactly one caller while in use.
+    private struct IdleContext: @unchecked Sendable { let pointer: OpaquePointer }
+    private static let maxIdleContexts = 8
 
     init(taking pointer: OpaquePointer) {
         self.pointer = pointer
     }
 
     deinit {
-        verifyTemplates.withLock { $0.values.forEach { EVP_PKEY_CTX_free($0) } }
+        verifyContexts.withLock { $0.values.joined().forEach { EVP_PKEY_CTX_free($0.pointer) } }
         EVP_PKEY_free(pointer)
     }
 
-    /// A fresh verification context for `algorithm` (RSA and ECDSA); the caller frees it.
-    func verifyContext(for algorithm: JWSAlgorithm) -> OpaquePointer? {
-        verifyTemplates.withLock { templates in
-            if let template = templates[algorithm] { return EVP_PKEY_CTX_dup(template) }
-            guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return nil }
-            var ok = EVP_PKEY_verify_init(context) == 1 && EVP_PKEY_CTX_set_signature_md(context, algorithm.digest) == 1
-            if ok, algorithm.family == .rsaPSS {
-                ok = EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PSS_PADDING) == 1
-                    && EVP_PKEY_CTX_set_rsa_pss_saltlen(context, Int32(algorithm.hashLength)) == 1
-                    && EVP_PKEY_CTX_set_rsa_mgf1_md(context, algorithm.digest) == 1
-            } else if ok, algorithm.family == .rsaPKCS1 {
-                ok = EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PADDING) == 1
-            }
-            guard ok else {
-                EVP_PKEY_CTX_free(context)
-                OpenSSLErrors.clear()
-                return nil
-            }
-            templates[algorithm] = context
-            return EVP_PKEY_CTX_dup(context)
+    /// Runs `body` with a verification context for `algorithm` (RSA and ECDSA); nil when OpenSSL
+    /// cannot set one up, in which case the caller falls back to a one-off context.
+    func withVerifyContext<Result>(for algorithm: JWSAlgorithm, _ body: (OpaquePointer) -> Result) -> Result? {
+        let idle = verifyContexts.withLock { $0[algorithm]?.popLast() }
+        guard let context = idle?.pointer ?? makeVerifyContext(for: algorithm) else { return nil }
+        let result = body(context)
+        let returning = IdleContext(pointer: context)
+        let kept = verifyContexts.withLock { contexts in
+            guard contexts[algorithm, default: []].count < Self.maxIdleContexts else { return false }
+            contexts[algorithm, default: []].append(returning)
+            return true
         }
+        if !kept { EVP_PKEY_CTX_free(context) }
+        return result
+    }
+
+    private func makeVerifyContext(for algorithm: JWSAlgorithm) -> OpaquePointer? {
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return nil }
+        var ok = EVP_PKEY_verify_init(context) == 1 && EVP_PKEY_CTX_set_signature_md(context, algorithm.digest) == 1
+        if ok, algorithm.family == .rsaPSS {
+            ok = EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PSS_PADDING) == 1
+                && EVP_PKEY_CTX_set_rsa_pss_saltlen(context, Int32(algorithm.hashLength)) == 1
+                && EVP_PKEY_CTX_set_rsa_mgf1_md(context, algorithm.digest) == 1
+        } else if ok, algorithm.family == .rsaPKCS1 {
+            ok = EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PADDING) == 1
+        }
+        guard ok else {
+            EVP_PKEY_CTX_free(context)
+            OpenSSLErrors.clear()
+            return nil
+        }
+        return context
     }
 
     var baseID: Int32 { EVP_PKEY_get_base_id(pointer) }

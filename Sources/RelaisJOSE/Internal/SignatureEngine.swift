@@ -3,7 +3,7 @@ import COpenSSL
 /// The signature primitives, on OpenSSL EVP only. Callers have already checked that the key suits
 /// the algorithm (``JWK/check(for:)``).
 enum SignatureEngine {
-    static func verify(_ algorithm: JWSAlgorithm, key: JWK, input: [UInt8], signature: [UInt8]) throws(JOSEError) -> Bool {
+    static func verify(_ algorithm: JWSAlgorithm, key: JWK, input: ArraySlice<UInt8>, signature: [UInt8]) throws(JOSEError) -> Bool {
         switch key.material {
         case .symmetric(let secret):
             let expected = try hmac(algorithm, secret: secret, data: input)
@@ -15,9 +15,8 @@ enum SignatureEngine {
                 guard signature.count == 2 * curve.coordinateSize else { return false }
                 der = try ecdsaRawToDER(signature, coordinateSize: curve.coordinateSize)
             }
-            if algorithm.family != .edDSA, let context = openSSLKey.verifyContext(for: algorithm) {
-                // Hash once with the fetched digest, then verify the digest with a duplicated context.
-                defer { EVP_PKEY_CTX_free(context) }
+            if algorithm.family != .edDSA {
+                // Hash once with the fetched digest, then verify the digest with a pooled context.
                 var digest = [UInt8](repeating: 0, count: 64)
                 var digestLength: UInt32 = 0
                 let hashed = input.withUnsafeBufferPointer { data in
@@ -26,11 +25,15 @@ enum SignatureEngine {
                     }
                 }
                 guard hashed == 1 else { throw .cryptoFailure(reason: "EVP_Digest failed") }
-                let result = der.withUnsafeBufferPointer { sig in
-                    digest.withUnsafeBufferPointer { d in EVP_PKEY_verify(context, sig.baseAddress, sig.count, d.baseAddress, Int(digestLength)) }
+                let verified = openSSLKey.withVerifyContext(for: algorithm) { context in
+                    der.withUnsafeBufferPointer { sig in
+                        digest.withUnsafeBufferPointer { d in EVP_PKEY_verify(context, sig.baseAddress, sig.count, d.baseAddress, Int(digestLength)) }
+                    } == 1
                 }
-                OpenSSLErrors.clear()
-                return result == 1
+                if let verified {
+                    if !verified { OpenSSLErrors.clear() }
+                    return verified
+                }
             }
             return try withDigestContext(algorithm, key: openSSLKey, signing: false) { context in
                 let result = der.withUnsafeBufferPointer { sig in
@@ -47,7 +50,7 @@ enum SignatureEngine {
     static func sign(_ algorithm: JWSAlgorithm, key: JWK, input: [UInt8]) throws(JOSEError) -> [UInt8] {
         switch key.material {
         case .symmetric(let secret):
-            return try hmac(algorithm, secret: secret, data: input)
+            return try hmac(algorithm, secret: secret, data: input[...])
         case .asymmetric(let openSSLKey):
             let signature = try withDigestContext(algorithm, key: openSSLKey, signing: true) { context throws(JOSEError) in
                 var length = 0
@@ -71,11 +74,11 @@ enum SignatureEngine {
         }
     }
 
-    static func hmac(_ algorithm: JWSAlgorithm, secret: [UInt8], data: [UInt8]) throws(JOSEError) -> [UInt8] {
+    static func hmac(_ algorithm: JWSAlgorithm, secret: [UInt8], data: ArraySlice<UInt8>) throws(JOSEError) -> [UInt8] {
         try hmac(digestName: algorithm.digestName, secret: secret, data: data)
     }
 
-    static func hmac(digestName: String, secret: [UInt8], data: [UInt8]) throws(JOSEError) -> [UInt8] {
+    static func hmac(digestName: String, secret: [UInt8], data: ArraySlice<UInt8>) throws(JOSEError) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 64)
         var length = 0
         let result = secret.withUnsafeBufferPointer { key in
