@@ -118,7 +118,8 @@ public enum ConfigurationLoader {
 
     // MARK: - Files
 
-    static func readFile(_ path: String) -> Result<String, ConfigProblem> {
+    /// Reads a text file of at most 4 MiB (configuration, secrets, keys); the failure names the path.
+    public static func readFile(_ path: String) -> Result<String, ConfigProblem> {
         guard let handle = fopen(path, "r") else {
             return .failure(ConfigProblem("(file)", "cannot open \(path): \(String(cString: strerror(errno)))"))
         }

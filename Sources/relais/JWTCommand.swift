@@ -1,4 +1,5 @@
 import ArgumentParser
+import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
@@ -183,19 +184,13 @@ private func readStandardInput() -> String {
 }
 
 private func readFile(_ path: String) throws -> String {
-    guard let handle = fopen(path, "r") else {
-        printError("cannot open \(path)")
+    switch ConfigurationLoader.readFile(path) {
+    case .success(let text):
+        return text
+    case .failure(let problem):
+        printError(problem.message)
         throw ExitCode(2)
     }
-    defer { fclose(handle) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-    while true {
-        let count = fread(&buffer, 1, buffer.count, handle)
-        if count <= 0 { break }
-        bytes += buffer[0..<count]
-    }
-    return String(decoding: bytes, as: UTF8.self)
 }
 
 extension String {

@@ -73,6 +73,8 @@ import Glibc
         parts[1] = Base64URLHeader.encode(#"{"sub":"admin"}"#)
         let tampered = try run(["jwt", "verify", parts.joined(separator: "."), "--jwks", keys])
         #expect(tampered.status == 1 && tampered.stderr.contains("rejected: jose_invalid_signature"))
+        let unreadable = try run(["jwt", "verify", try token(), "--jwks", "/nonexistent/jwks.json"])
+        #expect(unreadable.status == 2 && unreadable.stderr.contains("cannot open /nonexistent/jwks.json"))
         let missingKeys = try run(["jwt", "verify", try token()])
         #expect(missingKeys.status != 0 && missingKeys.stderr.contains("--jwks"))
     }
