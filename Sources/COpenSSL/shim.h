@@ -14,10 +14,6 @@
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
 
-static inline void relais_openssl_free(void *pointer) {
-    OPENSSL_free(pointer);
-}
-
 static inline int relais_evp_pkey_public_key_selection(void) {
     return EVP_PKEY_PUBLIC_KEY;
 }

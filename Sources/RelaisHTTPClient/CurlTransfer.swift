@@ -52,7 +52,6 @@ final class CurlTransferState {
     var headers: [(name: String, value: String)] = []
     let maxBytes: Int
     var exceededLimit = false
-    let cancelled = Atomic<Bool>(false)
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     init(maxBytes: Int) {

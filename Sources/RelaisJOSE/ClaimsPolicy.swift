@@ -1,4 +1,5 @@
 import FoundationEssentials
+import RelaisCrypto
 
 /// The claim checks a token must pass, in the order they run. Each failure is reported as
 /// ``JOSEError/claimRejected(check:reason:)`` with its check, so logs say exactly which one failed.
@@ -129,7 +130,7 @@ public struct ClaimsPolicy: Sendable {
         if let nonce {
             guard let actual = claims["nonce"]?.stringValue else { throw .claimRejected(check: .nonce, reason: "nonce is missing") }
             // The nonce is a secret of the sign-in transaction: compare in constant time, never echo it.
-            guard SignatureEngine.constantTimeEquals(Array(actual.utf8), Array(nonce.utf8)) else {
+            guard ConstantTime.equals(actual, nonce) else {
                 throw .claimRejected(check: .nonce, reason: "nonce does not match the authorization request")
             }
         }

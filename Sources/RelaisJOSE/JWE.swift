@@ -28,11 +28,8 @@ public struct JWE: Sendable {
         public let key: JWK
         public var plaintextString: String { String(decoding: plaintext, as: UTF8.self) }
         /// True when `cty` says the plaintext is itself a JWT (a nested, signed token).
-        public var isNestedJWT: Bool { header["cty"]?.stringValue.map { JWSParsing.normalizedType($0) == "jwt" } ?? false }
+        public var isNestedJWT: Bool { header["cty"]?.stringValue.map { ClaimsPolicy.normalizedType($0) == "jwt" } ?? false }
     }
-
-    /// Header parameters this implementation processes; any other name in `crit` fails the token.
-    static let understoodCriticalParameters: Set<String> = []
 
     /// Parses `header.encryptedKey.iv.ciphertext.tag`.
     public static func parse(_ compact: String, maxLength: Int = JWS.defaultMaxLength * 2) throws(JOSEError) -> JWE {
@@ -58,13 +55,7 @@ public struct JWE: Sendable {
         }
         // Compression invites decompression bombs and length leaks; no provider of ours uses it.
         if header["zip"] != nil { throw .unsupportedAlgorithm("zip") }
-        if let crit = header["crit"] {
-            guard let names = crit.arrayValue?.compactMap(\.stringValue), !names.isEmpty, names.count == crit.arrayValue?.count else {
-                throw .malformedToken(reason: "'crit' must be a non-empty array of strings")
-            }
-            let unknown = names.filter { !understoodCriticalParameters.contains($0) }
-            if !unknown.isEmpty { throw .unsupportedCriticalHeader(unknown) }
-        }
+        try CriticalHeader.check(header)
         if let kid = header["kid"], kid.stringValue == nil { throw .malformedToken(reason: "'kid' must be a string") }
         return JWE(
             header: header, keyAlgorithm: keyAlgorithm, contentAlgorithm: contentAlgorithm, keyID: header["kid"]?.stringValue,
@@ -206,10 +197,6 @@ public struct JWE: Sendable {
         let (ciphertext, tag) = try ContentCipher.encrypt(contentAlgorithm, key: cek, iv: iv, aad: Array(protected.utf8), plaintext: plaintext)
         return [protected, Base64URL.encode(encryptedKey), Base64URL.encode(iv), Base64URL.encode(ciphertext), Base64URL.encode(tag)].joined(separator: ".")
     }
-}
-
-enum JWSParsing {
-    static func normalizedType(_ type: String) -> String { ClaimsPolicy.normalizedType(type) }
 }
 
 extension KeyManagement {

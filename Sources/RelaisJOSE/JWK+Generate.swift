@@ -1,4 +1,5 @@
 import COpenSSL
+import RelaisCrypto
 
 extension JWK {
     /// Generates a new private key suited to `algorithm`: RSA 2048 (3072 for PS384, 4096 for
@@ -9,11 +10,7 @@ extension JWK {
         let pinned = pinAlgorithm ? algorithm.rawValue : nil
         switch algorithm.family {
         case .hmac:
-            var secret = [UInt8](repeating: 0, count: algorithm.hashLength)
-            guard secret.withUnsafeMutableBufferPointer({ RAND_bytes($0.baseAddress, Int32($0.count)) }) == 1 else {
-                throw .cryptoFailure(reason: "RAND_bytes failed")
-            }
-            return JWK(symmetric: secret, keyID: keyID, algorithm: pinned)
+            return JWK(symmetric: SecureRandom.bytes(algorithm.hashLength), keyID: keyID, algorithm: pinned)
         case .edDSA:
             return try JWK(openSSLKey: try generate(type: "ED25519") { _ in 1 }, keyID: keyID, use: use, algorithm: pinned)
         case .ecdsa(let curve):

@@ -25,9 +25,6 @@ public struct JWS: Sendable {
     let signingInput: ArraySlice<UInt8>
     let signature: [UInt8]
 
-    /// Header parameters this implementation processes; any other name in `crit` fails the token.
-    static let understoodCriticalParameters: Set<String> = []
-
     /// Parses `header.payload.signature`.
     /// - Throws: ``JOSEError/tokenTooLarge(limit:)``, ``JOSEError/malformedToken(reason:)``,
     ///   ``JOSEError/unsupportedAlgorithm(_:)`` (including `none`), ``JOSEError/unsupportedCriticalHeader(_:)``.
@@ -57,13 +54,7 @@ public struct JWS: Sendable {
         }
         guard let algName = header["alg"]?.stringValue else { throw .unsupportedAlgorithm(header["alg"] == nil ? "(missing)" : "(not a string)") }
         guard let algorithm = JWSAlgorithm(rawValue: algName) else { throw .unsupportedAlgorithm(algName) }
-        if let crit = header["crit"] {
-            guard let names = crit.arrayValue?.compactMap(\.stringValue), !names.isEmpty, names.count == crit.arrayValue?.count else {
-                throw .malformedToken(reason: "'crit' must be a non-empty array of strings")
-            }
-            let unknown = names.filter { !understoodCriticalParameters.contains($0) }
-            if !unknown.isEmpty { throw .unsupportedCriticalHeader(unknown) }
-        }
+        try CriticalHeader.check(header)
         let keyID: String?
         if let kid = header["kid"] {
             guard let text = kid.stringValue else { throw .malformedToken(reason: "'kid' must be a string") }

@@ -35,9 +35,6 @@ public final class EmbeddedStore: KeyValueStore {
         self.sweepInterval = max(1, sweepInterval)
     }
 
-    /// Number of entries held, expired-but-unswept included (for tests and metrics).
-    public var storedEntryCount: Int { state.withLock { $0.entries.count } }
-
     public func set(_ key: String, _ value: [UInt8], ttl: Duration?) async throws {
         try write { state, now in
             state.entries[key] = Entry(value: .bytes(value), expiresAt: ttl.map { now + $0 })

@@ -127,20 +127,20 @@ private func code(_ body: () throws -> Void) -> String? {
         let crit = Base64URL.encode(Array(#"{"alg":"ES256","crit":["exp"],"exp":1}"#.utf8))
         #expect(throws: JOSEError.unsupportedCriticalHeader(["exp"])) { try JWS.parse("\(crit).\(payload).AA") }
         let empty = Base64URL.encode(Array(#"{"alg":"ES256","crit":[]}"#.utf8))
-        #expect(code { try JWS.parse("\(empty).\(payload).AA") } == "jose_malformed")
+        #expect(code { _ = try JWS.parse("\(empty).\(payload).AA") } == "jose_malformed")
     }
 
     @Test func malformedTokensGetTypedErrors() {
         let good = Vectors.named("ES256").token
         let parts = good.split(separator: ".").map(String.init)
-        #expect(code { try JWS.parse(parts[0] + "." + parts[1]) } == "jose_malformed")
-        #expect(code { try JWS.parse(good + ".x") } == "jose_malformed")
+        #expect(code { _ = try JWS.parse(parts[0] + "." + parts[1]) } == "jose_malformed")
+        #expect(code { _ = try JWS.parse(good + ".x") } == "jose_malformed")
         #expect(throws: JOSEError.malformedToken(reason: "this is a JWE (5 segments): decrypt it first")) { try JWS.parse("a.b.c.d.e") }
-        #expect(code { try JWS.parse("!!!." + parts[1] + "." + parts[2]) } == "jose_malformed")
-        #expect(code { try JWS.parse(Base64URL.encode(Array("not json".utf8)) + "." + parts[1] + "." + parts[2]) } == "jose_malformed")
-        #expect(code { try JWS.parse(Base64URL.encode(Array("[1]".utf8)) + "." + parts[1] + "." + parts[2]) } == "jose_malformed")
-        #expect(code { try JWS.parse(parts[0] + ".$$." + parts[2]) } == "jose_malformed")
-        #expect(code { try JWS.parse(parts[0] + "." + parts[1] + ".a=") } == "jose_malformed")
+        #expect(code { _ = try JWS.parse("!!!." + parts[1] + "." + parts[2]) } == "jose_malformed")
+        #expect(code { _ = try JWS.parse(Base64URL.encode(Array("not json".utf8)) + "." + parts[1] + "." + parts[2]) } == "jose_malformed")
+        #expect(code { _ = try JWS.parse(Base64URL.encode(Array("[1]".utf8)) + "." + parts[1] + "." + parts[2]) } == "jose_malformed")
+        #expect(code { _ = try JWS.parse(parts[0] + ".$$." + parts[2]) } == "jose_malformed")
+        #expect(code { _ = try JWS.parse(parts[0] + "." + parts[1] + ".a=") } == "jose_malformed")
         #expect(throws: JOSEError.tokenTooLarge(limit: 100)) { try JWS.parse(good, maxLength: 100) }
         #expect(throws: JOSEError.tokenTooLarge(limit: JWS.defaultMaxLength)) { try JWS.parse(String(repeating: "a", count: 20_000)) }
     }

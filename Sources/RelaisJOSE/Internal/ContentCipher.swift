@@ -1,4 +1,5 @@
 import COpenSSL
+import RelaisCrypto
 
 /// Content encryption and decryption (RFC 7518 §5) on OpenSSL EVP.
 enum ContentCipher {
@@ -14,7 +15,7 @@ enum ContentCipher {
             let half = key.count / 2
             let expected = try cbcTag(algorithm, macKey: Array(key[..<half]), aad: aad, iv: iv, ciphertext: ciphertext)
             // The tag is checked before anything is decrypted, in constant time.
-            guard SignatureEngine.constantTimeEquals(expected, tag) else { throw .decryptionFailed }
+            guard ConstantTime.equals(expected, tag) else { throw .decryptionFailed }
             return try cbc(encrypt: false, name: algorithm == .a128CBCHS256 ? "AES-128-CBC" : "AES-256-CBC", key: Array(key[half...]), iv: iv, input: ciphertext)
         }
     }

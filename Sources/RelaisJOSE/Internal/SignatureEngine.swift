@@ -1,4 +1,5 @@
 import COpenSSL
+import RelaisCrypto
 
 /// The signature primitives, on OpenSSL EVP only. Callers have already checked that the key suits
 /// the algorithm (``JWK/check(for:)``).
@@ -7,7 +8,7 @@ enum SignatureEngine {
         switch key.material {
         case .symmetric(let secret):
             let expected = try hmac(algorithm, secret: secret, data: input)
-            return constantTimeEquals(expected, signature)
+            return ConstantTime.equals(expected, signature)
         case .asymmetric(let openSSLKey):
             var der = signature
             if case .ecdsa(let curve) = algorithm.family {
@@ -93,12 +94,6 @@ enum SignatureEngine {
             throw .cryptoFailure(reason: "HMAC failed")
         }
         return Array(output.prefix(length))
-    }
-
-    /// Compares every byte whatever the first difference (CRYPTO_memcmp).
-    static func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        guard lhs.count == rhs.count, !lhs.isEmpty else { return lhs.count == rhs.count && lhs.isEmpty }
-        return lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 } }
     }
 
     private static func withDigestContext<Result>(
