@@ -68,16 +68,16 @@ public struct ClaimsPolicy: Sendable {
     /// Runs every check on an already verified token and returns its claims.
     public func validate(_ jws: JWS) throws(JOSEError) -> VerifiedClaims {
         // The payload is indexed, not decoded: only the claims checked here are decoded now.
-        guard let members = JSONParser.index(jws.payload) else {
+        guard let payload = JSONObjectView(jws.payload) else {
             throw .claimRejected(check: .payload, reason: "the payload is not a JSON object")
         }
         if let expectedType {
-            let actual = jws.header["typ"]?.stringValue
+            let actual = jws.headerValue("typ")?.stringValue
             guard let actual, Self.normalizedType(actual) == Self.normalizedType(expectedType) else {
                 throw .claimRejected(check: .type, reason: "typ is \(actual.map { "'\($0)'" } ?? "missing"), expected '\(expectedType)'")
             }
         }
-        let verified = VerifiedClaims(storage: .indexed(payload: jws.payload, members: members))
+        let verified = VerifiedClaims(storage: .indexed(payload))
         try check(verified)
         return verified
     }
@@ -90,23 +90,33 @@ public struct ClaimsPolicy: Sendable {
     }
 
     private func check(_ claims: VerifiedClaims) throws(JOSEError) {
-        let verified = claims
         let now = self.now()
         let leewaySeconds = Double(leeway.components.seconds)
 
         if let issuer {
-            guard let actual = claims["iss"]?.stringValue else { throw .claimRejected(check: .issuer, reason: "iss is missing") }
-            guard actual == issuer else { throw .claimRejected(check: .issuer, reason: "iss is '\(actual)', expected '\(issuer)'") }
+            switch claims.compareString("iss", to: issuer) {
+            case .equal: break
+            case .missing, .notString: throw .claimRejected(check: .issuer, reason: "iss is missing")
+            case .different: throw .claimRejected(check: .issuer, reason: "iss is '\(claims.issuer ?? "")', expected '\(issuer)'")
+            }
         }
         if let audience {
-            guard claims["aud"] != nil else { throw .claimRejected(check: .audience, reason: "aud is missing") }
-            let audiences = verified.audience
-            guard audiences.contains(audience) else { throw .claimRejected(check: .audience, reason: "aud does not contain '\(audience)'") }
-            if audiences.count > 1 {
-                guard let azp = claims["azp"]?.stringValue else {
-                    throw .claimRejected(check: .authorizedParty, reason: "several audiences and no azp")
+            // One audience as a string is the common case, compared on the bytes.
+            switch claims.compareString("aud", to: audience) {
+            case .equal: break
+            case .missing: throw .claimRejected(check: .audience, reason: "aud is missing")
+            case .different: throw .claimRejected(check: .audience, reason: "aud does not contain '\(audience)'")
+            case .notString:
+                let audiences = claims.audience
+                guard audiences.contains(audience) else { throw .claimRejected(check: .audience, reason: "aud does not contain '\(audience)'") }
+                if audiences.count > 1 {
+                    switch claims.compareString("azp", to: audience) {
+                    case .equal: break
+                    case .missing, .notString: throw .claimRejected(check: .authorizedParty, reason: "several audiences and no azp")
+                    case .different:
+                        throw .claimRejected(check: .authorizedParty, reason: "azp is '\(claims.string("azp") ?? "")', expected '\(audience)'")
+                    }
                 }
-                guard azp == audience else { throw .claimRejected(check: .authorizedParty, reason: "azp is '\(azp)', expected '\(audience)'") }
             }
         }
         let exp = try timestamp(claims, "exp", check: .expiration)
@@ -128,10 +138,11 @@ public struct ClaimsPolicy: Sendable {
             throw .claimRejected(check: .issuedAt, reason: "iat is missing")
         }
         if let nonce {
-            guard let actual = claims["nonce"]?.stringValue else { throw .claimRejected(check: .nonce, reason: "nonce is missing") }
             // The nonce is a secret of the sign-in transaction: compare in constant time, never echo it.
-            guard ConstantTime.equals(actual, nonce) else {
-                throw .claimRejected(check: .nonce, reason: "nonce does not match the authorization request")
+            switch claims.compareString("nonce", to: nonce, constantTime: true) {
+            case .equal: break
+            case .missing, .notString: throw .claimRejected(check: .nonce, reason: "nonce is missing")
+            case .different: throw .claimRejected(check: .nonce, reason: "nonce does not match the authorization request")
             }
         }
         if let minimumACR {
@@ -168,7 +179,7 @@ public struct ClaimsPolicy: Sendable {
 /// Claims from a token stay in their JSON text until read: each accessor decodes one member.
 public struct VerifiedClaims: Sendable, Equatable {
     enum Storage: Sendable, Equatable {
-        case indexed(payload: [UInt8], members: JSONMemberIndex)
+        case indexed(JSONObjectView)
         case decoded([String: JSONValue])
     }
 
@@ -181,12 +192,8 @@ public struct VerifiedClaims: Sendable, Equatable {
     /// Every claim, decoded.
     public var claims: [String: JSONValue] {
         switch storage {
-        case .decoded(let claims):
-            return claims
-        case .indexed(let payload, let members):
-            var claims: [String: JSONValue] = [:]
-            for entry in members.entries { claims[members.name(of: entry, in: payload)] = JSONParser.parse(payload, range: entry.value) }
-            return claims
+        case .decoded(let claims): claims
+        case .indexed(let payload): payload.dictionary
         }
     }
 
@@ -194,14 +201,25 @@ public struct VerifiedClaims: Sendable, Equatable {
     public var names: Set<String> {
         switch storage {
         case .decoded(let claims): Set(claims.keys)
-        case .indexed(let payload, let members): Set(members.entries.map { members.name(of: $0, in: payload) })
+        case .indexed(let payload): Set(payload.names)
         }
     }
 
     public subscript(_ name: String) -> JSONValue? {
         switch storage {
         case .decoded(let claims): claims[name]
-        case .indexed(let payload, let members): members.valueRange(of: name, in: payload).flatMap { JSONParser.parse(payload, range: $0) }
+        case .indexed(let payload): payload[name]
+        }
+    }
+
+    func compareString(_ name: String, to expected: String, constantTime: Bool = false) -> StringComparison {
+        switch storage {
+        case .indexed(let payload):
+            return payload.compareString(name, to: expected, constantTime: constantTime)
+        case .decoded(let claims):
+            guard let value = claims[name] else { return .missing }
+            guard let actual = value.stringValue else { return .notString }
+            return (constantTime ? ConstantTime.equals(actual, expected) : actual == expected) ? .equal : .different
         }
     }
 

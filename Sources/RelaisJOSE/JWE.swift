@@ -55,7 +55,7 @@ public struct JWE: Sendable {
         }
         // Compression invites decompression bombs and length leaks; no provider of ours uses it.
         if header["zip"] != nil { throw .unsupportedAlgorithm("zip") }
-        try CriticalHeader.check(header)
+        try CriticalHeader.check(header["crit"])
         if let kid = header["kid"], kid.stringValue == nil { throw .malformedToken(reason: "'kid' must be a string") }
         return JWE(
             header: header, keyAlgorithm: keyAlgorithm, contentAlgorithm: contentAlgorithm, keyID: header["kid"]?.stringValue,

@@ -16,7 +16,9 @@ public struct JWS: Sendable {
     public static let defaultMaxLength = 16 * 1024
 
     /// The decoded protected header.
-    public let header: [String: JSONValue]
+    public var header: [String: JSONValue] { protectedHeader.dictionary }
+    /// The header as sent, decoded member by member when read.
+    let protectedHeader: JSONObjectView
     public let algorithm: JWSAlgorithm
     public let keyID: String?
     /// The decoded payload bytes (JSON claims for a JWT).
@@ -42,7 +44,7 @@ public struct JWS: Sendable {
             throw .malformedToken(reason: count == 5 ? "this is a JWE (5 segments): decrypt it first" : "expected 3 segments, found \(count)")
         }
         guard let headerBytes = Base64URL.decode(bytes: bytes[..<firstDot]),
-            let header = JSONValue.object(from: headerBytes)
+            let header = JSONObjectView(headerBytes)
         else {
             throw .malformedToken(reason: "the header is not base64url-encoded JSON")
         }
@@ -54,7 +56,7 @@ public struct JWS: Sendable {
         }
         guard let algName = header["alg"]?.stringValue else { throw .unsupportedAlgorithm(header["alg"] == nil ? "(missing)" : "(not a string)") }
         guard let algorithm = JWSAlgorithm(rawValue: algName) else { throw .unsupportedAlgorithm(algName) }
-        try CriticalHeader.check(header)
+        try CriticalHeader.check(header["crit"])
         let keyID: String?
         if let kid = header["kid"] {
             guard let text = kid.stringValue else { throw .malformedToken(reason: "'kid' must be a string") }
@@ -63,7 +65,7 @@ public struct JWS: Sendable {
             keyID = nil
         }
         return JWS(
-            header: header,
+            protectedHeader: header,
             algorithm: algorithm,
             keyID: keyID,
             payload: payload,
@@ -71,6 +73,9 @@ public struct JWS: Sendable {
             signature: signature
         )
     }
+
+    /// One header parameter, decoded.
+    func headerValue(_ name: String) -> JSONValue? { protectedHeader[name] }
 
     /// Verifies the signature with `key`, after checking that the key suits the token's algorithm.
     /// - Throws: ``JOSEError/keyAlgorithmMismatch(reason:)`` or ``JOSEError/invalidSignature``.

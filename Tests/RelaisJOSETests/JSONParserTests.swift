@@ -1,3 +1,4 @@
+import RelaisCrypto
 import RelaisJOSE
 import Testing
 
@@ -68,5 +69,64 @@ import Testing
         #expect(throws: JOSEError.self) { try claims("{\"sub\":\"raw\ttab\"}") }  // a raw control character
         #expect(try claims(#"{"sub":"escaped\ttab"}"#).subject == "escaped\ttab")
         #expect(throws: JOSEError.self) { try claims(#"{"sub":"a"} trailing"#) }
+    }
+
+    @Test func stringClaimsCompareOnTheirDecodedValue() throws {
+        // Escaped forms of the expected values must match, and lookalikes must not.
+        let key = JWK(symmetric: Array(repeating: 1, count: 32))
+        var policy = ClaimsPolicy(issuer: "https://idp.example/api/v2", audience: "app")
+        policy.requireExpiration = false
+        policy.nonce = "nonce-0123456789abcdefghij"
+        func check(_ json: String) -> JOSEError? {
+            do {
+                _ = try policy.validate(try JWS.parse(JWS.sign(payload: Array(json.utf8), with: key, algorithm: .hs256)))
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(check(#"{"iss":"https:\/\/idp.example\/api\/v2","aud":"\u0061pp","nonce":"nonce-0123456789abcdefghi\u006a"}"#) == nil)
+        #expect(check(#"{"iss":"https://idp.example/api/v2","aud":"app","nonce":"nonce-0123456789abcdefghij"}"#) == nil)
+        #expect(check(#"{"iss":"https:\/\/idp.example\/api\/v3","aud":"app","nonce":"nonce-0123456789abcdefghij"}"#)
+            == .claimRejected(check: .issuer, reason: "iss is 'https://idp.example/api/v3', expected 'https://idp.example/api/v2'"))
+        #expect(check(#"{"iss":42,"aud":"app","nonce":"nonce-0123456789abcdefghij"}"#) == .claimRejected(check: .issuer, reason: "iss is missing"))
+        #expect(check(#"{"iss":"https://idp.example/api/v2","aud":"ap","nonce":"nonce-0123456789abcdefghij"}"#)
+            == .claimRejected(check: .audience, reason: "aud does not contain 'app'"))
+        #expect(check(#"{"iss":"https://idp.example/api/v2","aud":null,"nonce":"nonce-0123456789abcdefghij"}"#)
+            == .claimRejected(check: .audience, reason: "aud does not contain 'app'"))
+        #expect(check(#"{"iss":"https://idp.example/api/v2","aud":["app","api"],"azp":"\u0061pp","nonce":"nonce-0123456789abcdefghij"}"#) == nil)
+        #expect(check(#"{"iss":"https://idp.example/api/v2","aud":["app","api"],"azp":"api","nonce":"nonce-0123456789abcdefghij"}"#)
+            == .claimRejected(check: .authorizedParty, reason: "azp is 'api', expected 'app'"))
+        #expect(check(#"{"iss":"https://idp.example/api/v2","aud":"app","nonce":"nonce-0123456789abcdefghiJ"}"#)
+            == .claimRejected(check: .nonce, reason: "nonce does not match the authorization request"))
+        #expect(check(#"{"iss":"https://idp.example/api/v2","aud":"app","nonce":["nonce-0123456789abcdefghij"]}"#)
+            == .claimRejected(check: .nonce, reason: "nonce is missing"))
+    }
+
+    @Test func decodedClaimsGoThroughTheSameComparisons() throws {
+        var policy = ClaimsPolicy(issuer: "https://idp.example", audience: "app")
+        policy.requireExpiration = false
+        policy.nonce = "nonce-0123456789abcdefghij"
+        let good: [String: JSONValue] = ["iss": .string("https://idp.example"), "aud": .array([.string("app")]), "nonce": .string("nonce-0123456789abcdefghij")]
+        #expect(try policy.validate(claims: good).issuer == "https://idp.example")
+        var wrongNonce = good
+        wrongNonce["nonce"] = .string("nonce-0123456789abcdefghiX")
+        #expect(throws: JOSEError.claimRejected(check: .nonce, reason: "nonce does not match the authorization request")) { try policy.validate(claims: wrongNonce) }
+        var numericIssuer = good
+        numericIssuer["iss"] = .number(1)
+        #expect(throws: JOSEError.claimRejected(check: .issuer, reason: "iss is missing")) { try policy.validate(claims: numericIssuer) }
+    }
+
+    @Test func headerMembersAreIndexedWithTheSameStrictness() throws {
+        let payload = Base64URL.encode(Array(#"{"sub":"x"}"#.utf8))
+        func header(_ json: String) -> String { Base64URL.encode(Array(json.utf8)) + "." + payload + ".AAAA" }
+        let escaped = try JWS.parse(header(#"{"\u0061lg":"HS256","kid":"k\u0031","typ":"JWT"}"#))
+        #expect(escaped.algorithm == .hs256)
+        #expect(escaped.keyID == "k1")
+        #expect(escaped.header == ["alg": .string("HS256"), "kid": .string("k1"), "typ": .string("JWT")])
+        #expect(throws: JOSEError.malformedToken(reason: "the header is not base64url-encoded JSON")) {
+            try JWS.parse(header(#"{"alg":"HS256","\u0061lg":"none"}"#))
+        }
+        #expect(throws: JOSEError.unsupportedCriticalHeader(["exp"])) { try JWS.parse(header(#"{"alg":"HS256","crit":["exp"],"exp":1}"#)) }
     }
 }

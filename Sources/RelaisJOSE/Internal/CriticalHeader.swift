@@ -4,8 +4,9 @@ enum CriticalHeader {
     /// Header parameters Relais processes; any other name in `crit` fails the token.
     static let understood: Set<String> = []
 
-    static func check(_ header: [String: JSONValue]) throws(JOSEError) {
-        guard let crit = header["crit"] else { return }
+    /// Checks the header's `crit` value (nil when absent).
+    static func check(_ crit: JSONValue?) throws(JOSEError) {
+        guard let crit else { return }
         guard let names = crit.arrayValue?.compactMap(\.stringValue), !names.isEmpty, names.count == crit.arrayValue?.count else {
             throw .malformedToken(reason: "'crit' must be a non-empty array of strings")
         }

@@ -32,10 +32,10 @@ struct JSONParser {
     /// Locates the members of a top-level object without decoding string values: the whole document
     /// is still checked against the same grammar (duplicates refused), but a claim nobody reads costs
     /// no allocation. Values are decoded on demand with ``parse(_:range:)``.
-    static func index(_ input: [UInt8]) -> JSONMemberIndex? {
+    static func index(_ input: [UInt8]) -> JSONObjectView.Members? {
         input.withUnsafeBufferPointer { buffer in
             var parser = JSONParser(buffer)
-            var index = JSONMemberIndex()
+            var index = JSONObjectView.Members()
             do {
                 parser.skipWhitespace()
                 guard parser.index < buffer.count, buffer[parser.index] == UInt8(ascii: "{") else { return nil }
@@ -95,6 +95,11 @@ struct JSONParser {
             var parser = JSONParser(UnsafeBufferPointer(rebasing: buffer[range]))
             return try? parser.value(depth: 1)
         }
+    }
+
+    /// Decodes a string token (quotes included) located by ``index(_:)``.
+    static func decodeString(_ buffer: UnsafeBufferPointer<UInt8>, range: Range<Int>) -> String? {
+        try? decodeString(buffer, from: range.lowerBound)
     }
 
     /// Checks a string token without building it: plain ASCII needs no work; escapes and non-ASCII
@@ -208,24 +213,26 @@ struct JSONParser {
         index += 1  // opening quote
         let start = index
         // Fast path: no escapes.
+        var seen: UInt8 = 0
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                let text = Self.text(UnsafeBufferPointer(rebasing: bytes[start..<index]), isASCII: seen < 0x80)
                 index += 1
                 guard let text else { throw .invalid }
                 return text
             }
             if byte == UInt8(ascii: "\\") { break }
             guard byte >= 0x20 else { throw .invalid }
+            seen |= byte
             index += 1
         }
         var scalars = String.UnicodeScalarView()
-        guard let prefix = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self) else { throw .invalid }
+        guard let prefix = Self.text(UnsafeBufferPointer(rebasing: bytes[start..<index]), isASCII: seen < 0x80) else { throw .invalid }
         scalars.append(contentsOf: prefix.unicodeScalars)
         var runStart = index
         func flush(_ end: Int) throws(Failure) {
-            guard let run = String(validating: UnsafeBufferPointer(rebasing: bytes[runStart..<end]), as: UTF8.self) else { throw .invalid }
+            guard let run = Self.text(UnsafeBufferPointer(rebasing: bytes[runStart..<end]), isASCII: false) else { throw .invalid }
             scalars.append(contentsOf: run.unicodeScalars)
         }
         while index < bytes.count {
@@ -275,6 +282,12 @@ struct JSONParser {
             runStart = index
         }
         throw .invalid
+    }
+
+    /// ASCII needs no validation, and `String(decoding:)` is specialized where `String(validating:)`
+    /// looks up generic metadata on every call, a measurable share of a token's parse time.
+    private static func text(_ bytes: UnsafeBufferPointer<UInt8>, isASCII: Bool) -> String? {
+        isASCII ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
     }
 
     private mutating func hex4() throws(Failure) -> UInt32 {
@@ -338,49 +351,3 @@ struct JSONParser {
     }
 }
 
-/// Where each member of a JSON object sits in its text. Names are compared as bytes (JSON compares
-/// member names by code points, without normalization); escaped names by their decoded bytes.
-/// A token's claims are few, so a linear scan beats hashing every name.
-struct JSONMemberIndex: Sendable, Equatable {
-    struct Entry: Sendable, Equatable {
-        var name: Range<Int>
-        var decodedName: [UInt8]?
-        var value: Range<Int>
-    }
-
-    private(set) var entries: [Entry] = []
-
-    /// Adds a member; false when the name is already present (a duplicate).
-    mutating func append(name: Range<Int>, decodedName: [UInt8]?, value: Range<Int>, in buffer: UnsafeBufferPointer<UInt8>) -> Bool {
-        for entry in entries where Self.equal(entry, in: buffer, to: name, decodedName) { return false }
-        entries.append(Entry(name: name, decodedName: decodedName, value: value))
-        return true
-    }
-
-    func valueRange(of name: String, in payload: [UInt8]) -> Range<Int>? {
-        var name = name
-        return name.withUTF8 { wanted in
-            payload.withUnsafeBufferPointer { buffer in
-                entries.first { entry in
-                    if let decoded = entry.decodedName { return decoded.elementsEqual(wanted) }
-                    return entry.name.count == wanted.count && UnsafeBufferPointer(rebasing: buffer[entry.name]).elementsEqual(wanted)
-                }?.value
-            }
-        }
-    }
-
-    func name(of entry: Entry, in payload: [UInt8]) -> String {
-        String(decoding: entry.decodedName ?? Array(payload[entry.name]), as: UTF8.self)
-    }
-
-    private static func equal(_ entry: Entry, in buffer: UnsafeBufferPointer<UInt8>, to name: Range<Int>, _ decodedName: [UInt8]?) -> Bool {
-        switch (entry.decodedName, decodedName) {
-        case (let existing?, let candidate?): return existing == candidate
-        case (let existing?, nil): return existing.count == name.count && existing.elementsEqual(UnsafeBufferPointer(rebasing: buffer[name]))
-        case (nil, let candidate?): return candidate.count == entry.name.count && candidate.elementsEqual(UnsafeBufferPointer(rebasing: buffer[entry.name]))
-        case (nil, nil):
-            return entry.name.count == name.count
-                && UnsafeBufferPointer(rebasing: buffer[entry.name]).elementsEqual(UnsafeBufferPointer(rebasing: buffer[name]))
-        }
-    }
-}
