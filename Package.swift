@@ -73,6 +73,7 @@ let package = Package(
             name: "RelaisConfig",
             dependencies: [
                 "RelaisHTTPClient",
+                "RelaisJOSE",
                 "RelaisStore",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
@@ -87,6 +88,7 @@ let package = Package(
                 "RelaisConfig",
                 "RelaisCrypto",
                 "RelaisHTTPClient",
+                "RelaisJOSE",
                 "RelaisStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -99,10 +101,28 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "RelaisDevProvider",
+            dependencies: [
+                "RelaisConfig",
+                "RelaisCrypto",
+                "RelaisHTTPClient",
+                "RelaisJOSE",
+                "RelaisServer",
+                "RelaisStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "relais",
             dependencies: [
                 "RelaisConfig",
+                "RelaisDevProvider",
                 "RelaisServer",
                 "RelaisJOSE",
                 "RelaisHTTPClient",
@@ -152,6 +172,12 @@ let package = Package(
         .testTarget(
             name: "RelaisConfigTests",
             dependencies: ["RelaisConfig", "RelaisHTTPClient", "RelaisStore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelaisDevProviderTests",
+            dependencies: ["RelaisDevProvider", "RelaisServer", "RelaisConfig", "RelaisHTTPClient", "RelaisJOSE", "RelaisCrypto", "RelaisTestSupport",
+                           .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,29 +1,69 @@
-/// The keys Relais understands. Anything else in the file or in `RELAIS_*` variables is reported as
-/// unknown, so a typo never silently falls back to a default.
-enum ConfigSchema {
+/// The keys a configuration file may hold. Anything else in the file or in the environment is
+/// reported as unknown, so a typo never silently falls back to a default. One value per program:
+/// ``relay`` for `relais serve`, ``devProvider`` for `relais dev-provider`.
+struct ConfigSchema: Sendable {
+    /// Entries of a section keyed by id (`clients.my-app.secret`): the keys each entry may hold.
+    struct KeyedSection: Sendable {
+        var leafKeys: Set<String>
+        var listKeys: Set<String> = []
+    }
+
+    /// Environment variables that override keys start with this (`RELAIS_`).
+    let environmentPrefix: String
     /// Leaf keys (dotted paths) that take a single value.
-    static let leafKeys: Set<String> = [
+    let leafKeys: Set<String>
+    /// Leaf keys that take a list of values.
+    let listKeys: Set<String>
+    /// Sections keyed by id. Nil: entries are not checked yet (the relay's `providers` and `apps`).
+    let keyedSections: [String: KeyedSection?]
+
+    /// The sections every program shares.
+    static let commonLeafKeys: Set<String> = [
         "server.environment", "server.host", "server.port", "server.public_base_url", "server.max_body_bytes",
         "server.drain_timeout",
         "log.level", "log.format",
         "store.kind",
         "store.redis.url", "store.redis.username", "store.redis.password", "store.redis.password_file",
         "store.redis.pool_size", "store.redis.connect_timeout", "store.redis.command_timeout", "store.redis.key_prefix",
-        "http_client.connect_timeout", "http_client.timeout", "http_client.max_response_bytes",
-        "http_client.follow_redirects", "http_client.max_redirects", "http_client.max_concurrent_requests",
-        "http_client.proxy", "http_client.no_proxy", "http_client.user_agent",
-        "http_client.tls.verify", "http_client.tls.ca_bundle", "http_client.tls.client_certificate",
-        "http_client.tls.client_key", "http_client.tls.client_key_password", "http_client.tls.client_key_password_file",
-        "metrics.enabled",
     ]
 
-    /// Sections whose content the next components (providers, apps) define; only their shape is checked here.
-    static let openSections: Set<String> = ["providers", "apps"]
+    static let relay = ConfigSchema(
+        environmentPrefix: "RELAIS_",
+        leafKeys: commonLeafKeys.union([
+            "http_client.connect_timeout", "http_client.timeout", "http_client.max_response_bytes",
+            "http_client.follow_redirects", "http_client.max_redirects", "http_client.max_concurrent_requests",
+            "http_client.proxy", "http_client.no_proxy", "http_client.user_agent",
+            "http_client.tls.verify", "http_client.tls.ca_bundle", "http_client.tls.client_certificate",
+            "http_client.tls.client_key", "http_client.tls.client_key_password", "http_client.tls.client_key_password_file",
+            "metrics.enabled",
+        ]),
+        listKeys: [],
+        keyedSections: ["providers": KeyedSection?.none, "apps": KeyedSection?.none]
+    )
+
+    static let devProvider = ConfigSchema(
+        environmentPrefix: "DEV_PROVIDER_",
+        leafKeys: commonLeafKeys.union([
+            "provider.mode", "provider.identities_file", "provider.signing_key_file", "provider.pairwise_salt",
+            "provider.pairwise_salt_file", "provider.code_lifetime", "provider.access_token_lifetime",
+            "provider.id_token_lifetime", "provider.session_lifetime", "provider.test_api",
+        ]),
+        listKeys: [],
+        keyedSections: [
+            "clients": KeyedSection(
+                leafKeys: [
+                    "secret", "secret_file", "token_endpoint_auth_method", "jwks", "jwks_file", "jwks_uri",
+                    "id_token_signed_response_alg", "encryption_alg", "sector_identifier", "faults",
+                ],
+                listKeys: ["redirect_uris", "post_logout_redirect_uris"]
+            )
+        ]
+    )
 
     /// Sections that group leaf keys.
-    static let sections: Set<String> = {
+    var sections: Set<String> {
         var result = Set<String>()
-        for key in leafKeys {
+        for key in leafKeys.union(listKeys) {
             var components = key.split(separator: ".").dropLast()
             while !components.isEmpty {
                 result.insert(components.joined(separator: "."))
@@ -31,20 +71,19 @@ enum ConfigSchema {
             }
         }
         return result
-    }()
-
-    static func isUnderOpenSection(_ path: String) -> Bool {
-        openSections.contains { path == $0 || path.hasPrefix($0 + ".") }
     }
 
-    /// The environment variable that overrides a key: `RELAIS_` + the key with dots as underscores, uppercased.
-    static func environmentName(for key: String) -> String {
-        ConfigurationLoader.environmentPrefix + key.replacingDotsWithUnderscores().uppercased()
+    /// The environment variable that overrides a key: the prefix + the key with dots as underscores, uppercased.
+    func environmentName(for key: String) -> String {
+        environmentPrefix + key.replacingDotsWithUnderscores().uppercased()
     }
 
     /// The closest known key, when one is close enough to be the intended one.
-    static func suggestion(for path: String) -> String? {
-        let candidates = leafKeys.union(sections).union(openSections)
+    func suggestion(for path: String) -> String? {
+        Self.closest(to: path, among: leafKeys.union(listKeys).union(sections).union(keyedSections.keys))
+    }
+
+    static func closest(to path: String, among candidates: Set<String>) -> String? {
         let scored = candidates.map { ($0, editDistance(path, $0)) }.min { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }
         guard let (best, distance) = scored, distance <= max(2, path.count / 4) else { return nil }
         return best

@@ -15,30 +15,66 @@ import Glibc
 /// Layering is swift-configuration's (environment first, then the file, then built-in defaults);
 /// the file's structure is also walked with Yams so that unknown keys are reported, with line numbers.
 public enum ConfigurationLoader {
-    public static let environmentPrefix = "RELAIS_"
+    public static let environmentPrefix = ConfigSchema.relay.environmentPrefix
 
+    /// Loads `relais serve`'s configuration.
     public static func load(
         filePath: String?,
         environment: [String: String]
     ) async throws(ConfigurationError) -> RelaisConfiguration {
+        let source = try await ConfigSource.open(filePath: filePath, environment: environment, schema: .relay)
+        var reader = ValueReader(config: source.reader)
+        let configuration = reader.readRelay()
+        let problems = source.problems + reader.problems
+        guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
+        return configuration
+    }
+
+    /// Loads `relais dev-provider`'s configuration (environment prefix `DEV_PROVIDER_`).
+    public static func loadDevProvider(
+        filePath: String?,
+        environment: [String: String]
+    ) async throws(ConfigurationError) -> DevProviderConfiguration {
+        let source = try await ConfigSource.open(filePath: filePath, environment: environment, schema: .devProvider)
+        var reader = ValueReader(config: source.reader)
+        let configuration = reader.readDevProvider(clientIDs: source.ids(in: "clients"))
+        let problems = source.problems + reader.problems
+        guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
+        return configuration
+    }
+}
+
+/// A configuration's sources, layered the swift-configuration way (environment first, then the
+/// file, then built-in defaults), and the file's structure checked against a schema.
+struct ConfigSource {
+    let reader: ConfigReader
+    /// Ids of the entries of each keyed section, in file order.
+    let keyedIDs: [String: [String]]
+    let problems: [ConfigProblem]
+
+    func ids(in section: String) -> [String] { keyedIDs[section] ?? [] }
+
+    static func open(filePath: String?, environment: [String: String], schema: ConfigSchema) async throws(ConfigurationError) -> ConfigSource {
         var problems: [ConfigProblem] = []
         var providers: [any ConfigProvider] = []
 
-        let relaisVariables = environment.filter { $0.key.hasPrefix(environmentPrefix) }
-        problems += checkEnvironmentNames(relaisVariables.keys)
+        let ours = environment.filter { $0.key.hasPrefix(schema.environmentPrefix) }
+        problems += checkEnvironmentNames(ours.keys, schema: schema)
         providers.append(EnvironmentVariablesProvider(
-            environmentVariables: Dictionary(uniqueKeysWithValues: relaisVariables.map { (String($0.key.dropFirst(environmentPrefix.count)), $0.value) }),
-            secretsSpecifier: .dynamic { key, _ in key.hasSuffix("PASSWORD") }
+            environmentVariables: Dictionary(uniqueKeysWithValues: ours.map { (String($0.key.dropFirst(schema.environmentPrefix.count)), $0.value) }),
+            secretsSpecifier: .dynamic { key, _ in key.hasSuffix("PASSWORD") || key.hasSuffix("SECRET") || key.hasSuffix("SALT") }
         ))
 
+        var keyedIDs: [String: [String]] = [:]
         if let filePath {
-            switch readFile(filePath) {
+            switch ConfigurationLoader.readFile(filePath) {
             case .failure(let problem):
                 throw ConfigurationError(problems: problems + [problem])
             case .success(let text):
-                let structureProblems = checkStructure(yaml: text)
-                problems += structureProblems
-                if structureProblems.contains(where: { $0.keyPath == "(file)" }) {
+                let structure = checkStructure(yaml: text, schema: schema)
+                problems += structure.problems
+                keyedIDs = structure.keyedIDs
+                if structure.problems.contains(where: { $0.keyPath == "(file)" }) {
                     throw ConfigurationError(problems: problems)
                 }
                 do {
@@ -48,74 +84,129 @@ public enum ConfigurationLoader {
                 }
             }
         }
-
-        var reader = ValueReader(config: ConfigReader(providers: providers))
-        let configuration = reader.read()
-        problems += reader.problems
-        guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
-        return configuration
+        return ConfigSource(reader: ConfigReader(providers: providers), keyedIDs: keyedIDs, problems: problems)
     }
 
     // MARK: - Structure
 
-    static func checkEnvironmentNames(_ names: some Sequence<String>) -> [ConfigProblem] {
+    static func checkEnvironmentNames(_ names: some Sequence<String>, schema: ConfigSchema) -> [ConfigProblem] {
         var known = Set<String>()
-        for key in ConfigSchema.leafKeys { known.insert(ConfigSchema.environmentName(for: key)) }
-        let openPrefixes = ConfigSchema.openSections.map { ConfigSchema.environmentName(for: $0) + "_" }
+        for key in schema.leafKeys.union(schema.listKeys) { known.insert(schema.environmentName(for: key)) }
+        let keyedPrefixes = schema.keyedSections.keys.map { schema.environmentName(for: $0) + "_" }
         return names.sorted().compactMap { name in
-            if known.contains(name) || openPrefixes.contains(where: name.hasPrefix) { return nil }
+            if known.contains(name) || keyedPrefixes.contains(where: name.hasPrefix) { return nil }
             return ConfigProblem(name, "unknown environment variable (no configuration key maps to it)")
         }
     }
 
-    static func checkStructure(yaml: String) -> [ConfigProblem] {
+    static func checkStructure(yaml: String, schema: ConfigSchema) -> (problems: [ConfigProblem], keyedIDs: [String: [String]]) {
         let root: Node?
         do {
             root = try Yams.compose(yaml: yaml)
         } catch {
-            return [ConfigProblem("(file)", "not valid YAML: \(error)")]
+            return ([ConfigProblem("(file)", "not valid YAML: \(error)")], [:])
         }
-        guard let root else { return [] }  // an empty file is an empty configuration
-        guard case .mapping = root else { return [ConfigProblem("(file)", "the top level must be a mapping of sections")] }
-        var problems: [ConfigProblem] = []
-        walk(root, path: "", problems: &problems)
-        return problems
+        guard let root else { return ([], [:]) }  // an empty file is an empty configuration
+        guard case .mapping = root else { return ([ConfigProblem("(file)", "the top level must be a mapping of sections")], [:]) }
+        var walker = StructureWalker(schema: schema)
+        walker.walk(root, path: "")
+        return (walker.problems, walker.keyedIDs)
+    }
+}
+
+/// Walks the YAML tree against the schema, collecting problems (with line numbers) and the ids of
+/// keyed sections' entries.
+private struct StructureWalker {
+    let schema: ConfigSchema
+    let sections: Set<String>
+    var problems: [ConfigProblem] = []
+    var keyedIDs: [String: [String]] = [:]
+
+    init(schema: ConfigSchema) {
+        self.schema = schema
+        sections = schema.sections
     }
 
-    private static func walk(_ node: Node, path: String, problems: inout [ConfigProblem]) {
+    mutating func walk(_ node: Node, path: String) {
         guard case .mapping(let mapping) = node else { return }
         for (keyNode, value) in mapping {
             guard let key = keyNode.string else {
-                problems.append(ConfigProblem(path.isEmpty ? "(file)" : path, "keys must be strings\(line(keyNode))"))
+                problems.append(ConfigProblem(path.isEmpty ? "(file)" : path, "keys must be strings\(Self.line(keyNode))"))
                 continue
             }
             let child = path.isEmpty ? key : "\(path).\(key)"
-            if ConfigSchema.openSections.contains(child) {
-                if case .scalar(let scalar) = value, scalar.string.isEmpty || scalar.string == "null" || scalar.string == "~" { continue }
-                guard case .mapping = value else {
-                    problems.append(ConfigProblem(child, "expected a mapping keyed by id\(line(value))"))
+            if let entrySchema = schema.keyedSections[child] {
+                if case .scalar(let scalar) = value, Self.isNull(scalar) { continue }
+                guard case .mapping(let entries) = value else {
+                    problems.append(ConfigProblem(child, "expected a mapping keyed by id\(Self.line(value))"))
                     continue
                 }
-            } else if ConfigSchema.leafKeys.contains(child) {
+                for (idNode, entry) in entries {
+                    guard let id = idNode.string, Self.isValidID(id) else {
+                        problems.append(ConfigProblem(child, "ids may hold only letters, digits, '-' and '_'\(Self.line(idNode))"))
+                        continue
+                    }
+                    keyedIDs[child, default: []].append(id)
+                    if let entrySchema { check(entry: entry, path: "\(child).\(id)", schema: entrySchema) }
+                }
+            } else if schema.leafKeys.contains(child) {
                 if case .scalar = value { continue }
-                problems.append(ConfigProblem(child, "expected a single value, not a list or mapping\(line(value))"))
-            } else if ConfigSchema.sections.contains(child) {
+                problems.append(ConfigProblem(child, "expected a single value, not a list or mapping\(Self.line(value))"))
+            } else if schema.listKeys.contains(child) {
+                checkList(value, path: child)
+            } else if sections.contains(child) {
                 guard case .mapping = value else {
-                    problems.append(ConfigProblem(child, "expected a mapping\(line(value))"))
+                    problems.append(ConfigProblem(child, "expected a mapping\(Self.line(value))"))
                     continue
                 }
-                walk(value, path: child, problems: &problems)
-            } else if !ConfigSchema.isUnderOpenSection(child) {
-                let hint = ConfigSchema.suggestion(for: child).map { " (did you mean '\($0)'?)" } ?? ""
-                problems.append(ConfigProblem(child, "unknown key\(hint)\(line(keyNode))"))
+                walk(value, path: child)
+            } else if !schema.keyedSections.keys.contains(where: { child.hasPrefix($0 + ".") }) {
+                let hint = schema.suggestion(for: child).map { " (did you mean '\($0)'?)" } ?? ""
+                problems.append(ConfigProblem(child, "unknown key\(hint)\(Self.line(keyNode))"))
             }
         }
+    }
+
+    private mutating func check(entry: Node, path: String, schema entrySchema: ConfigSchema.KeyedSection) {
+        guard case .mapping(let mapping) = entry else {
+            problems.append(ConfigProblem(path, "expected a mapping of settings\(Self.line(entry))"))
+            return
+        }
+        for (keyNode, value) in mapping {
+            let key = keyNode.string ?? ""
+            if entrySchema.leafKeys.contains(key) {
+                if case .scalar = value { continue }
+                problems.append(ConfigProblem("\(path).\(key)", "expected a single value, not a list or mapping\(Self.line(value))"))
+            } else if entrySchema.listKeys.contains(key) {
+                checkList(value, path: "\(path).\(key)")
+            } else {
+                let hint = ConfigSchema.closest(to: key, among: entrySchema.leafKeys.union(entrySchema.listKeys)).map { " (did you mean '\($0)'?)" } ?? ""
+                problems.append(ConfigProblem("\(path).\(key)", "unknown key\(hint)\(Self.line(keyNode))"))
+            }
+        }
+    }
+
+    private mutating func checkList(_ value: Node, path: String) {
+        guard case .sequence(let sequence) = value, sequence.allSatisfy({ if case .scalar = $0 { true } else { false } }) else {
+            problems.append(ConfigProblem(path, "expected a list of values, such as [a, b]\(Self.line(value))"))
+            return
+        }
+    }
+
+    private static func isNull(_ scalar: Node.Scalar) -> Bool {
+        scalar.string.isEmpty || scalar.string == "null" || scalar.string == "~"
+    }
+
+    static func isValidID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.allSatisfy { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
     }
 
     private static func line(_ node: Node) -> String {
         node.mark.map { " (line \($0.line))" } ?? ""
     }
+}
 
+extension ConfigurationLoader {
     // MARK: - Files
 
     /// Reads a text file of at most 4 MiB (configuration, secrets, keys); the failure names the path.

@@ -15,35 +15,49 @@ struct ValueReader {
 
     init(config: ConfigReader) { self.config = config }
 
-    mutating func read() -> RelaisConfiguration {
+    mutating func readRelay() -> RelaisConfiguration {
         var result = RelaisConfiguration()
+        result.server = readServer(defaults: result.server)
+        result.log = readLog()
+        result.store = readStore(defaults: result.store)
+        result.httpClient = readHTTPClient(environment: result.server.environment)
+        result.metrics.enabled = boolean("metrics.enabled") ?? result.metrics.enabled
+        return result
+    }
 
-        // server
-        result.server.environment = choice("server.environment", default: result.server.environment)
-        result.server.host = text("server.host") ?? result.server.host
-        result.server.port = integer("server.port", in: 0...65535) ?? result.server.port
-        result.server.maxBodyBytes = integer("server.max_body_bytes", in: 1024...(16 << 20)) ?? result.server.maxBodyBytes
-        result.server.drainTimeout = duration("server.drain_timeout") ?? result.server.drainTimeout
+    mutating func readServer(defaults: RelaisConfiguration.Server) -> RelaisConfiguration.Server {
+        var server = defaults
+        server.environment = choice("server.environment", default: server.environment)
+        server.host = text("server.host") ?? server.host
+        server.port = integer("server.port", in: 0...65535) ?? server.port
+        server.maxBodyBytes = integer("server.max_body_bytes", in: 1024...(16 << 20)) ?? server.maxBodyBytes
+        server.drainTimeout = duration("server.drain_timeout") ?? server.drainTimeout
         if let url = text("server.public_base_url") {
-            result.server.publicBaseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+            server.publicBaseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
         } else {
-            result.server.publicBaseURL = "http://\(result.server.host):\(result.server.port)"
+            server.publicBaseURL = "http://\(server.host):\(server.port)"
         }
-        checkPublicBaseURL(result.server.publicBaseURL, environment: result.server.environment)
+        checkPublicBaseURL(server.publicBaseURL, environment: server.environment)
+        return server
+    }
 
-        // log
+    mutating func readLog() -> RelaisConfiguration.Log {
+        var log = RelaisConfiguration.Log()
         if let level = text("log.level") {
             if let parsed = Logger.Level(rawValue: level.lowercased()) {
-                result.log.level = parsed
+                log.level = parsed
             } else {
                 problem("log.level", "expected one of trace, debug, info, notice, warning, error, critical; got '\(level)'")
             }
         }
-        result.log.format = choice("log.format", default: result.log.format)
+        log.format = choice("log.format", default: log.format)
+        return log
+    }
 
-        // store
-        result.store.kind = choice("store.kind", default: result.store.kind)
-        var redis = result.store.redis
+    mutating func readStore(defaults: RelaisConfiguration.Store) -> RelaisConfiguration.Store {
+        var store = defaults
+        store.kind = choice("store.kind", default: store.kind)
+        var redis = store.redis
         if let url = text("store.redis.url") {
             do {
                 try redis.apply(url: url)
@@ -57,10 +71,12 @@ struct ValueReader {
         redis.connectTimeout = duration("store.redis.connect_timeout") ?? redis.connectTimeout
         redis.commandTimeout = duration("store.redis.command_timeout") ?? redis.commandTimeout
         if let prefix = text("store.redis.key_prefix", allowEmpty: true) { redis.keyPrefix = prefix }
-        result.store.redis = redis
+        store.redis = redis
+        return store
+    }
 
-        // http_client
-        var http = result.httpClient
+    private mutating func readHTTPClient(environment: RelaisConfiguration.Environment) -> HTTPClientConfiguration {
+        var http = HTTPClientConfiguration()
         http.connectTimeout = duration("http_client.connect_timeout") ?? http.connectTimeout
         http.totalTimeout = duration("http_client.timeout") ?? http.totalTimeout
         http.maxResponseBytes = integer("http_client.max_response_bytes", in: 1024...(64 << 20)) ?? http.maxResponseBytes
@@ -78,7 +94,7 @@ struct ValueReader {
         http.noProxy = text("http_client.no_proxy") ?? http.noProxy
         http.userAgent = text("http_client.user_agent") ?? http.userAgent
         http.tls.verifyPeer = boolean("http_client.tls.verify") ?? http.tls.verifyPeer
-        if !http.tls.verifyPeer && result.server.environment == .production {
+        if !http.tls.verifyPeer && environment == .production {
             problem("http_client.tls.verify", "TLS verification can only be turned off with server.environment: development")
         }
         http.tls.caBundlePath = readableFile("http_client.tls.ca_bundle")
@@ -93,27 +109,24 @@ struct ValueReader {
         if http.connectTimeout > http.totalTimeout {
             problem("http_client.connect_timeout", "is longer than http_client.timeout, which includes it")
         }
-        result.httpClient = http
-
-        result.metrics.enabled = boolean("metrics.enabled") ?? result.metrics.enabled
-        return result
+        return http
     }
 
     // MARK: - Typed readers
 
-    private mutating func problem(_ key: String, _ message: String) {
+    mutating func problem(_ key: String, _ message: String) {
         problems.append(ConfigProblem(key, message))
     }
 
     /// The raw text of a key; empty text counts as unset unless `allowEmpty`.
-    private func text(_ key: String, allowEmpty: Bool = false, isSecret: Bool = false) -> String? {
+    func text(_ key: String, allowEmpty: Bool = false, isSecret: Bool = false) -> String? {
         guard let value = config.string(forKey: ConfigKey(key), isSecret: isSecret) else { return nil }
         let trimmed = value.trimmingSpaces()
         if trimmed.isEmpty && !allowEmpty { return nil }
         return trimmed
     }
 
-    private mutating func integer(_ key: String, in range: ClosedRange<Int>) -> Int? {
+    mutating func integer(_ key: String, in range: ClosedRange<Int>) -> Int? {
         guard let raw = text(key) else { return nil }
         guard let value = Int(raw) else {
             problem(key, "expected a whole number, got '\(raw)'")
@@ -126,7 +139,7 @@ struct ValueReader {
         return value
     }
 
-    private mutating func boolean(_ key: String) -> Bool? {
+    mutating func boolean(_ key: String) -> Bool? {
         guard let raw = text(key) else { return nil }
         switch raw.lowercased() {
         case "true", "yes", "on", "1": return true
@@ -137,7 +150,7 @@ struct ValueReader {
         }
     }
 
-    private mutating func choice<Value: RawRepresentable & CaseIterable>(_ key: String, default value: Value) -> Value
+    mutating func choice<Value: RawRepresentable & CaseIterable>(_ key: String, default value: Value) -> Value
     where Value.RawValue == String {
         guard let raw = text(key) else { return value }
         guard let parsed = Value(rawValue: raw.lowercased()) else {
@@ -148,7 +161,7 @@ struct ValueReader {
     }
 
     /// Durations are written with a unit: `250ms`, `3s`, `5m`, `1h`.
-    private mutating func duration(_ key: String) -> Duration? {
+    mutating func duration(_ key: String) -> Duration? {
         guard let raw = text(key) else { return nil }
         guard let parsed = DurationText.parse(raw), parsed > .zero else {
             problem(key, "expected a positive duration with a unit (250ms, 3s, 5m, 1h), got '\(raw)'")
@@ -159,7 +172,7 @@ struct ValueReader {
 
     /// A secret comes from its key or, preferably, from a file named by `<key>_file` (Docker and
     /// Kubernetes secrets); setting both is ambiguous and refused. The value is never echoed.
-    private mutating func secret(_ key: String) -> String? {
+    mutating func secret(_ key: String) -> String? {
         let inline = text(key, isSecret: true)
         guard let path = text(key + "_file") else { return inline }
         if inline != nil {
@@ -182,7 +195,7 @@ struct ValueReader {
         }
     }
 
-    private mutating func readableFile(_ key: String) -> String? {
+    mutating func readableFile(_ key: String) -> String? {
         guard let path = text(key) else { return nil }
         guard access(path, R_OK) == 0 else {
             problem(key, "cannot read \(path): \(String(cString: strerror(errno)))")

@@ -61,9 +61,9 @@ public struct HTTPClientResponse: Sendable {
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
 }
 
-enum FormEncoding {
+public enum FormEncoding {
     /// application/x-www-form-urlencoded escaping: unreserved characters stay, space becomes '+'.
-    static func escape(_ string: String) -> String {
+    public static func escape(_ string: String) -> String {
         var output = ""
         for byte in string.utf8 {
             switch byte {

@@ -55,6 +55,17 @@ public actor JWKSCache {
         }
     }
 
+    /// The whole current set, fetched first when none is held or it is older than `maxAge`: for
+    /// choosing a key by something other than a token's `kid` (an encryption key, for instance).
+    public func currentSet() async throws(JOSEError) -> JWKSet {
+        let now = clock()
+        if keySet == nil || fetchedAt.map({ now - $0 >= maxAge }) ?? true {
+            try await refresh(force: keySet == nil)
+        }
+        guard let current = keySet else { throw .keySetUnavailable(reason: "no key set fetched from \(url)") }
+        return current
+    }
+
     /// Verifies `jws` with the selected key and returns that key.
     @discardableResult
     public func verify(_ jws: JWS) async throws(JOSEError) -> JWK {

@@ -12,7 +12,7 @@ struct Relais: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relais",
         abstract: "A backend-for-frontend relay: mobile apps sign in with FranceConnect and other OpenID providers without holding a provider secret or token.",
-        subcommands: [Serve.self, CheckConfig.self, JWTCommand.self]
+        subcommands: [Serve.self, CheckConfig.self, JWTCommand.self, DevProviderCommand.self]
     )
 }
 
@@ -37,16 +37,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try await options.load()
-        LoggingSystem.bootstrap { label in
-            switch configuration.log.format {
-            case .json:
-                return JSONLogHandler(label: label, level: configuration.log.level)
-            case .text:
-                var handler = StreamLogHandler.standardOutput(label: label)
-                handler.logLevel = configuration.log.level
-                return handler
-            }
-        }
+        bootstrapLogging(configuration.log)
         let logger = Logger(label: "relais")
         do {
             try await RelaisRunner.run(configuration: configuration, logger: logger)
@@ -73,6 +64,19 @@ struct CheckConfig: AsyncParsableCommand {
         } catch {
             printError(error.description)
             throw ExitCode(1)
+        }
+    }
+}
+
+func bootstrapLogging(_ log: RelaisConfiguration.Log) {
+    LoggingSystem.bootstrap { label in
+        switch log.format {
+        case .json:
+            return JSONLogHandler(label: label, level: log.level)
+        case .text:
+            var handler = StreamLogHandler.standardOutput(label: label)
+            handler.logLevel = log.level
+            return handler
         }
     }
 }

@@ -1,0 +1,126 @@
+import Hummingbird
+import RelaisConfig
+import RelaisCrypto
+import RelaisServer
+import RelaisStore
+
+/// `/authorize` (GET and POST), then the interaction: the login page and its form.
+struct AuthorizeRoutes {
+    let provider: DevProvider
+
+    func register(on router: Router<RelaisRequestContext>) {
+        let prefix = provider.prefix
+        router.get("\(prefix)/authorize") { request, _ in
+            try await authorize(FormParameters.query(of: request), request: request)
+        }
+        router.post("\(prefix)/authorize") { request, _ in
+            try await authorize(try await FormParameters.body(of: request, limit: 64 * 1024), request: request)
+        }
+        router.get("\(prefix)/interaction/:uid") { request, context in
+            try await interactionPage(uid: context.parameters.get("uid") ?? "", request: request)
+        }
+        router.post("\(prefix)/interaction/:uid/login") { request, context in
+            try await login(uid: context.parameters.get("uid") ?? "", request: request)
+        }
+    }
+
+    private func authorize(_ parameters: FormParameters?, request: Request) async throws -> Response {
+        guard let parameters else {
+            return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "The request parameters cannot be read."))
+        }
+        let faults = try await provider.faults.take([.authorize], clientID: parameters["client_id"])
+        if let failure = await DevProvider.preempt(faults, on: .authorize) {
+            return DevProvider.html(failure.status, Pages.error(code: "Y500000", message: "Injected failure: HTTP \(failure.status.code)."))
+        }
+        switch provider.validator.validate(parameters) {
+        case .errorPage(let page):
+            return DevProvider.html(.badRequest, Pages.error(code: page.code, message: page.message))
+        case .redirectError(let redirectURI, let state, let error, let description):
+            return DevProvider.redirect(to: errorRedirect(redirectURI, state: state, error: error, description: description))
+        case .valid(let authorization):
+            let uid = SecureRandom.token(bits: 128)
+            try await provider.store.set(StoreKeys.interaction(uid), Records.encode(Interaction(request: authorization)), ttl: DevProvider.interactionLifetime)
+            return DevProvider.redirect(to: "\(provider.configuration.server.publicBaseURL)\(provider.prefix)/interaction/\(uid)")
+        }
+    }
+
+    private func interactionPage(uid: String, request: Request) async throws -> Response {
+        guard let interaction = Records.decode(Interaction.self, try await provider.store.get(StoreKeys.interaction(uid))) else {
+            return Self.expiredPage()
+        }
+        var signedIn: TestIdentity?
+        if !interaction.request.prompt.contains("login"), let sessionID = provider.cookieSessionID(request),
+            let session = Records.decode(BrowserSession.self, try await provider.store.get(StoreKeys.session(sessionID)))
+        {
+            signedIn = provider.identities[session.identityID]
+        }
+        return DevProvider.html(
+            .ok,
+            Pages.login(
+                actionURL: "\(provider.prefix)/interaction/\(uid)/login",
+                client: interaction.request.clientID,
+                identities: provider.configuration.identities,
+                signedInAs: signedIn,
+                mode: provider.configuration.provider.mode
+            )
+        )
+    }
+
+    private func login(uid: String, request: Request) async throws -> Response {
+        guard let form = try await FormParameters.body(of: request, limit: 16 * 1024) else {
+            return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "The login form cannot be read."))
+        }
+        let cancelled = form["cancel"] != nil
+        let identityID = form["identity"]
+        if !cancelled {
+            guard let identityID, provider.identities[identityID] != nil else {
+                return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "Choose one of the listed identities."))
+            }
+        }
+        // One form, one outcome: consuming the interaction makes a double submit harmless.
+        guard let interaction = Records.decode(Interaction.self, try await provider.store.getAndDelete(StoreKeys.interaction(uid))) else {
+            return Self.expiredPage()
+        }
+        let authorization = interaction.request
+        if cancelled {
+            return DevProvider.redirect(
+                to: errorRedirect(authorization.redirectURI, state: authorization.state, error: "access_denied", description: "User auth aborted")
+            )
+        }
+        let identity = identityID!
+        let now = DevProvider.now()
+        var sessionID = provider.cookieSessionID(request)
+        var authTime = now
+        if let existing = sessionID, let session = Records.decode(BrowserSession.self, try await provider.store.get(StoreKeys.session(existing))),
+            session.identityID == identity, !authorization.prompt.contains("login")
+        {
+            authTime = session.authTime
+        } else {
+            sessionID = SecureRandom.token(bits: 256)
+        }
+        let lifetime = provider.configuration.provider.sessionLifetime
+        try await provider.store.set(StoreKeys.session(sessionID!), Records.encode(BrowserSession(identityID: identity, authTime: authTime)), ttl: lifetime)
+
+        let code = SecureRandom.token(bits: 256)
+        let grant = CodeGrant(request: authorization, identityID: identity, authTime: authTime, sessionID: sessionID!)
+        try await provider.store.set(StoreKeys.code(code), Records.encode(grant), ttl: provider.configuration.provider.codeLifetime)
+
+        var parameters = [("code", code), ("state", authorization.state)]
+        if provider.configuration.provider.mode != .v1 { parameters.append(("iss", provider.issuer)) }
+        var headers = HTTPFields()
+        headers[.setCookie] = "\(DevProvider.sessionCookie)=\(sessionID!); Path=/; Max-Age=\(lifetime.components.seconds); HttpOnly; SameSite=Lax"
+        return DevProvider.redirect(to: FormParameters.url(authorization.redirectURI, adding: parameters), headers: headers)
+    }
+
+    /// The error redirect FranceConnect sends back to a registered redirect URI (RFC 9207 `iss` included).
+    private func errorRedirect(_ redirectURI: String, state: String?, error: String, description: String) -> String {
+        var parameters = [("error", error), ("error_description", description)]
+        if let state { parameters.append(("state", state)) }
+        if provider.configuration.provider.mode != .v1 { parameters.append(("iss", provider.issuer)) }
+        return FormParameters.url(redirectURI, adding: parameters)
+    }
+
+    private static func expiredPage() -> Response {
+        DevProvider.html(.badRequest, Pages.error(code: "Y020001", message: "This sign-in has expired or was already completed. Start again from the service."))
+    }
+}

@@ -1,0 +1,56 @@
+import Hummingbird
+import RelaisConfig
+import RelaisJOSE
+import RelaisServer
+import RelaisStore
+
+/// `GET /session/end` (v1: `/logout`): a browser redirect with `id_token_hint`, `state` and a
+/// registered `post_logout_redirect_uri`. Ends the provider session, then 303 back with `state`.
+struct LogoutRoute {
+    let provider: DevProvider
+
+    func register(on router: Router<RelaisRequestContext>) {
+        let path = provider.configuration.provider.mode == .v1 ? "\(provider.prefix)/logout" : "\(provider.prefix)/session/end"
+        router.get(RouterPath(path)) { request, _ in try await logout(request) }
+    }
+
+    private func logout(_ request: Request) async throws -> Response {
+        guard let parameters = FormParameters.query(of: request), parameters.repeatedNames.isEmpty else {
+            return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "The logout parameters cannot be read."))
+        }
+        guard let hint = parameters["id_token_hint"], !hint.isEmpty else {
+            return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "The id_token_hint parameter is missing."))
+        }
+        guard let issued = try await recognise(hint) else {
+            return DevProvider.html(.badRequest, Pages.error(code: "Y030118", message: "The id_token_hint was not issued by this provider."))
+        }
+        let faults = try await provider.faults.take([.logout], clientID: issued.clientID)
+        if let failure = await DevProvider.preempt(faults, on: .logout) {
+            return DevProvider.html(failure.status, Pages.error(code: "Y500000", message: "Injected failure: HTTP \(failure.status.code)."))
+        }
+        guard let state = parameters["state"], !state.isEmpty else {
+            return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "The state parameter is missing."))
+        }
+        guard let target = parameters["post_logout_redirect_uri"], let client = provider.clients[issued.clientID],
+            client.postLogoutRedirectURIs.contains(target)
+        else {
+            return DevProvider.html(.badRequest, Pages.error(code: "Y030115", message: "This post_logout_redirect_uri is not registered for the service provider."))
+        }
+        _ = try await provider.store.delete(StoreKeys.session(issued.sessionID))
+        if let cookieSession = provider.cookieSessionID(request) { _ = try await provider.store.delete(StoreKeys.session(cookieSession)) }
+        var headers = HTTPFields()
+        headers[.setCookie] = "\(DevProvider.sessionCookie)=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax"
+        return DevProvider.redirect(to: FormParameters.url(target, adding: [("state", state)]), headers: headers)
+    }
+
+    /// The hint names a token this provider issued: looked up by hash (any form, even after its
+    /// 60 s lifetime), or, for a signed token from an earlier run, by its signature.
+    private func recognise(_ hint: String) async throws -> IssuedIDToken? {
+        if let issued = Records.decode(IssuedIDToken.self, try await provider.store.get(StoreKeys.issuedIDToken(hint))) { return issued }
+        guard provider.configuration.provider.mode != .v1, let jws = try? JWS.parse(hint), (try? jws.verify(with: provider.keys.publicSet)) != nil,
+            let claims = JSONValue.object(from: jws.payload), claims["iss"]?.stringValue == provider.issuer,
+            let clientID = claims["aud"]?.stringValue
+        else { return nil }
+        return IssuedIDToken(clientID: clientID, sessionID: "")
+    }
+}

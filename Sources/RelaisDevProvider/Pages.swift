@@ -1,0 +1,76 @@
+import RelaisConfig
+import RelaisServer
+
+/// The provider's HTML, for people and for browser tests: every control has a stable `id`.
+enum Pages {
+    static func login(
+        actionURL: String,
+        client: String,
+        identities: [TestIdentity],
+        signedInAs: TestIdentity?,
+        mode: DevProviderConfiguration.Mode
+    ) -> String {
+        var body = "<h1 id=\"title\">Connexion — fournisseur d'identité de développement</h1>\n"
+        body += "<p>Service : <strong id=\"client\">\(HTMLText.escape(client))</strong> · mode \(mode.rawValue)</p>\n"
+        body += "<form method=\"post\" action=\"\(HTMLText.escape(actionURL))\" id=\"login-form\">\n"
+        if let signedInAs {
+            body += "<p id=\"session\">Déjà connecté·e : \(HTMLText.escape(displayName(signedInAs)))</p>\n"
+            body += "<button type=\"submit\" name=\"identity\" value=\"\(HTMLText.escape(signedInAs.id))\" id=\"continue\" class=\"primary\">Continuer</button>\n"
+            body += "<h2>Ou choisir une autre identité</h2>\n"
+        } else {
+            body += "<h2>Choisissez une identité de test</h2>\n"
+        }
+        body += "<ul id=\"identities\">\n"
+        for identity in identities {
+            let id = HTMLText.escape(identity.id)
+            let details = [identity.claims["birthdate"], identity.claims["email"]].compactMap { $0 }.map(HTMLText.escape).joined(separator: " · ")
+            body += "<li><button type=\"submit\" name=\"identity\" value=\"\(id)\" id=\"identity-\(id)\">\(HTMLText.escape(displayName(identity)))</button> <small>\(details)</small></li>\n"
+        }
+        body += "</ul>\n"
+        body += "<button type=\"submit\" name=\"cancel\" value=\"1\" id=\"cancel\" class=\"secondary\">Annuler et revenir au service</button>\n"
+        body += "</form>\n"
+        return page(title: "Connexion", body: body)
+    }
+
+    static func error(code: String, message: String) -> String {
+        page(
+            title: "Erreur \(code)",
+            body: """
+                <h1>Une erreur est survenue</h1>
+                <p>Code : <strong id="error-code">\(HTMLText.escape(code))</strong></p>
+                <p id="error-message">\(HTMLText.escape(message))</p>
+                <p>Revenez au service et réessayez. Ce fournisseur est un outil de développement de Relais.</p>
+                """
+        )
+    }
+
+    static func displayName(_ identity: TestIdentity) -> String {
+        "\(identity.claims["given_name"] ?? "") \(identity.claims["family_name"] ?? "")"
+    }
+
+    private static func page(title: String, body: String) -> String {
+        """
+        <!doctype html>
+        <html lang="fr">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>\(HTMLText.escape(title))</title>
+        <style>
+        body { font-family: system-ui, sans-serif; max-width: 40rem; margin: 2rem auto; padding: 0 1rem; color: #161616; }
+        h1 { font-size: 1.4rem; color: #000091; }
+        ul { list-style: none; padding: 0; }
+        li { margin: .5rem 0; }
+        button { font-size: 1rem; padding: .6rem 1rem; border: 1px solid #000091; background: #fff; color: #000091; cursor: pointer; }
+        button.primary { background: #000091; color: #fff; }
+        button.secondary { border-color: #666; color: #666; margin-top: 1rem; }
+        small { color: #666; }
+        </style>
+        </head>
+        <body>
+        \(body)
+        </body>
+        </html>
+        """
+    }
+}
