@@ -171,7 +171,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RelaisConfigTests",
-            dependencies: ["RelaisConfig", "RelaisHTTPClient", "RelaisStore"],
+            dependencies: ["RelaisConfig", "RelaisHTTPClient", "RelaisStore", "RelaisJOSE"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

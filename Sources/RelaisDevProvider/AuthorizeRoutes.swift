@@ -30,7 +30,7 @@ struct AuthorizeRoutes {
         }
         let faults = try await provider.faults.take([.authorize], clientID: parameters["client_id"])
         if let failure = await DevProvider.preempt(faults, on: .authorize) {
-            return DevProvider.html(failure.status, Pages.error(code: "Y500000", message: "Injected failure: HTTP \(failure.status.code)."))
+            return DevProvider.html(failure.status, Pages.error(code: "DP_INJECTED_FAILURE", message: "Injected failure: HTTP \(failure.status.code)."))
         }
         switch provider.validator.validate(parameters) {
         case .errorPage(let page):
@@ -121,6 +121,6 @@ struct AuthorizeRoutes {
     }
 
     private static func expiredPage() -> Response {
-        DevProvider.html(.badRequest, Pages.error(code: "Y020001", message: "This sign-in has expired or was already completed. Start again from the service."))
+        DevProvider.html(.badRequest, Pages.error(code: "DP_INTERACTION_EXPIRED", message: "This sign-in has expired or was already completed. Start again from the service."))
     }
 }

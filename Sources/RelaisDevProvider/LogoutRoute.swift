@@ -22,11 +22,11 @@ struct LogoutRoute {
             return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "The id_token_hint parameter is missing."))
         }
         guard let issued = try await recognise(hint) else {
-            return DevProvider.html(.badRequest, Pages.error(code: "Y030118", message: "The id_token_hint was not issued by this provider."))
+            return DevProvider.html(.badRequest, Pages.error(code: "DP_ID_TOKEN_HINT", message: "The id_token_hint was not issued by this provider."))
         }
         let faults = try await provider.faults.take([.logout], clientID: issued.clientID)
         if let failure = await DevProvider.preempt(faults, on: .logout) {
-            return DevProvider.html(failure.status, Pages.error(code: "Y500000", message: "Injected failure: HTTP \(failure.status.code)."))
+            return DevProvider.html(failure.status, Pages.error(code: "DP_INJECTED_FAILURE", message: "Injected failure: HTTP \(failure.status.code)."))
         }
         guard let state = parameters["state"], !state.isEmpty else {
             return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "The state parameter is missing."))
@@ -34,7 +34,7 @@ struct LogoutRoute {
         guard let target = parameters["post_logout_redirect_uri"], let client = provider.clients[issued.clientID],
             client.postLogoutRedirectURIs.contains(target)
         else {
-            return DevProvider.html(.badRequest, Pages.error(code: "Y030115", message: "This post_logout_redirect_uri is not registered for the service provider."))
+            return DevProvider.html(.badRequest, Pages.error(code: "DP_POST_LOGOUT_URI", message: "This post_logout_redirect_uri is not registered for the service provider."))
         }
         _ = try await provider.store.delete(StoreKeys.session(issued.sessionID))
         if let cookieSession = provider.cookieSessionID(request) { _ = try await provider.store.delete(StoreKeys.session(cookieSession)) }

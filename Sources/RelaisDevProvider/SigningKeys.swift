@@ -44,13 +44,21 @@ final class SigningKeys: Sendable {
             case .success(let contents): text = contents
             case .failure(let problem): throw DevProviderError.startup(problem.message)
             }
-            let key = text.contains("-----BEGIN") ? try JWK(pem: text, use: "sig") : try JWK(json: Array(text.utf8))
-            guard key.isPrivate, key.keyType == .ec || key.keyType == .rsa else {
+            let key: JWK
+            do {
+                key = text.contains("-----BEGIN") ? try JWK(pem: text, use: "sig") : try JWK(json: Array(text.utf8))
+            } catch {
+                throw DevProviderError.startup("provider.signing_key_file: \(keyFile) holds no usable key (\(error.code))")
+            }
+            guard key.isPrivate, key.keyType == .rsa || (key.keyType == .ec && key.curve == .p256), let pem = key.privateKeyPEM() else {
                 throw DevProviderError.startup("provider.signing_key_file must hold a private EC P-256 or RSA key")
             }
+            // A PEM has no kid: name the key by its RFC 7638 thumbprint, pinned to its algorithm.
+            let algorithm = key.keyType == .ec ? "ES256" : "RS256"
+            let named = try JWK(pem: pem, keyID: key.keyID ?? key.thumbprint(), use: "sig", algorithm: algorithm)
             // The other algorithm gets a generated key, so every client setting keeps working.
             let generated = try makeGeneration()
-            let generation = key.keyType == .ec ? Generation(es256: key, rs256: generated.rs256) : Generation(es256: generated.es256, rs256: key)
+            let generation = key.keyType == .ec ? Generation(es256: named, rs256: generated.rs256) : Generation(es256: generated.es256, rs256: named)
             return SigningKeys(generations: [generation], store: store, pinned: true)
         }
         if let stored = Records.decode(Stored.self, try await store.get(StoreKeys.signingKeys)), let generations = try? decode(stored), !generations.isEmpty {

@@ -174,7 +174,7 @@ import Testing
         #expect(query["iss"] == client.issuer)
         // The interaction is spent: submitting again shows the expiry page.
         let again = try await client.post(login.action, [("identity", "angela")])
-        #expect(again.status == 400 && again.bodyText.contains("Y020001"))
+        #expect(again.status == 400 && again.bodyText.contains("DP_INTERACTION_EXPIRED"))
         let unknown = try await client.openLoginPage(client.authorizeParameters())
         #expect(try await client.post(unknown.action, [("identity", "nobody")]).status == 400)
     }
@@ -274,8 +274,8 @@ import Testing
         }
         let target = ("post_logout_redirect_uri", "http://127.0.0.1:9/logged-out")
         #expect(try await code([("state", "s"), target]) == "Y030007")
-        #expect(try await code([("id_token_hint", "forged.token.value"), ("state", "s"), target]) == "Y030118")
+        #expect(try await code([("id_token_hint", "forged.token.value"), ("state", "s"), target]) == "DP_ID_TOKEN_HINT")
         #expect(try await code([("id_token_hint", idToken), target]) == "Y030007")
-        #expect(try await code([("id_token_hint", idToken), ("state", "s"), ("post_logout_redirect_uri", "https://evil.example/")]) == "Y030115")
+        #expect(try await code([("id_token_hint", idToken), ("state", "s"), ("post_logout_redirect_uri", "https://evil.example/")]) == "DP_POST_LOGOUT_URI")
     }
 }

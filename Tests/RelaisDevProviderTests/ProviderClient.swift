@@ -83,7 +83,9 @@ final class ProviderClient: @unchecked Sendable {
     func openLoginPage(_ parameters: [(String, String)]) async throws -> (page: String, action: String) {
         let redirect = try await authorize(parameters)
         #expect(redirect.status == 303, "authorize: \(redirect.status) \(redirect.bodyText)")
-        let page = try await get(try #require(redirect.header("location")))
+        let location = try #require(redirect.header("location"))
+        try #require(location.hasPrefix(issuer + "/interaction/"), "authorize refused: \(location)")
+        let page = try await get(location)
         #expect(page.status == 200)
         let html = page.bodyText
         let action = try #require(html.firstMatch(of: /action="([^"]+)"/)?.1).replacingOccurrences(of: "&amp;", with: "&")
@@ -109,8 +111,8 @@ final class ProviderClient: @unchecked Sendable {
     }
 
     /// A whole sign-in up to the token response.
-    func tokens(as identity: String = "angela", client: String = "app", scope: String = "openid profile birth email") async throws -> [String: JSONValue] {
-        let callback = try await signIn(as: identity, authorizeParameters(client: client, scope: scope), client: client)
+    func tokens(as identity: String = "angela", client: String = "app", scope: String = "openid profile birth email", acr: String = "eidas1") async throws -> [String: JSONValue] {
+        let callback = try await signIn(as: identity, authorizeParameters(client: client, scope: scope, acr: acr), client: client)
         let response = try await exchange(code: try #require(callback["code"]), client: client)
         #expect(response.status == 200, "token: \(response.bodyText)")
         return try #require(JSONValue.object(from: response.body))

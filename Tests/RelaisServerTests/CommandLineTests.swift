@@ -104,4 +104,40 @@ import Glibc
         #expect(!readyLine.contains("must-not-be-logged"))
         #expect(lines.contains { $0.contains("relais stopped") })
     }
+
+    @Test func devProviderCheckValidatesTheShippedFileAndRefusesABadOne() throws {
+        let shipped = try run(["dev-provider", "--config", Self.packageRoot.appendingPathComponent("config/dev-provider.yaml").path, "--check"])
+        #expect(shipped.status == 0)
+        #expect(shipped.stdout.contains("OK (mode v2, 1 client(s), 3 identities, issuer http://127.0.0.1:8081/api/v2)"))
+        let bad = try write("provider:\n  mode: v9\nclients: {}\n")
+        let checked = try run(["dev-provider", "--config", bad, "--check"])
+        #expect(checked.status == 1)
+        #expect(checked.stderr.contains("provider.mode: expected one of v2, v1, fcplus; got 'v9'"))
+        let served = try run(["dev-provider", "--config", bad])
+        #expect(served.status == 2)
+    }
+
+    @Test func devProviderRefusesAnUnusableSigningKeyAndStopsCleanlyOnSIGTERM() async throws {
+        let identities = Self.packageRoot.appendingPathComponent("config/dev-identities.yaml").path
+        let keyFile = temporaryPath("key.pem")
+        try "not a key".write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let port = try FreePort.find()
+        let base = "server:\n  port: \(port)\nprovider:\n  identities_file: \(identities)\nclients:\n  app:\n    secret: s\n    redirect_uris: [http://127.0.0.1:9/cb]\n"
+        let refused = try run(["dev-provider", "--config", try write(base.replacingOccurrences(of: "provider:\n", with: "provider:\n  signing_key_file: \(keyFile)\n"))])
+        #expect(refused.status == 1)
+        #expect(refused.stdout.contains("development provider stopped on an error"))
+        #expect(refused.stdout.contains("dev_provider_startup: provider.signing_key_file: \(keyFile) holds no usable key (jose_invalid_key)"))
+
+        let process = try ChildProcess.spawn(Self.binary, ["dev-provider", "--config", try write(base)])
+        var up = false
+        for _ in 0..<200 where !up {
+            up = FreePort.isAccepting(port: port)
+            if !up { try await Task.sleep(for: .milliseconds(25)) }
+        }
+        #expect(up)
+        process.signal(SIGTERM)
+        let status = process.waitForExit(timeout: .seconds(10))
+        if status == nil { process.terminate(with: SIGKILL) }
+        #expect(status == 0)
+    }
 }

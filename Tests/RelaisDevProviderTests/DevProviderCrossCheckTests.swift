@@ -1,0 +1,33 @@
+import Foundation
+import RelaisTestSupport
+import Testing
+
+/// The provider checked by an independent client: Python `requests` drives the sign-in and `joserfc`
+/// verifies the discovery document, the token response, the id_token and the userinfo JWT.
+@Suite struct DevProviderCrossCheckTests {
+    static let script = DevProviderProcess.packageRoot.appendingPathComponent("scripts/dev-provider-check.py").path
+
+    @Test(arguments: ["ES256", "RS256"])
+    func requestsAndJoserfcAcceptTheProvider(algorithm: String) async throws {
+        let clients = """
+              py:
+                secret: python-client-secret-0123456789-abcdef
+                redirect_uris: [http://127.0.0.1:9/py-callback]
+                id_token_signed_response_alg: \(algorithm)
+            """
+        let provider = try await DevProviderProcess.launch(clients: clients)
+        defer { provider.stop() }
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("relais-py-\(UUID().uuidString)").path
+        let process = try ChildProcess.spawn(
+            "/usr/bin/env",
+            ["python3", Self.script, provider.baseURL + "/api/v2", "py", "python-client-secret-0123456789-abcdef", "http://127.0.0.1:9/py-callback"],
+            standardOutput: output,
+            standardError: output
+        )
+        let status = process.waitForExit(timeout: .seconds(60))
+        let report = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(status == 0, "\(report)")
+        #expect(!report.contains("FAIL"))
+        #expect(report.components(separatedBy: "\nok ").count >= 24, "\(report)")
+    }
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# `make demo`: the development provider (FranceConnect-like, http://127.0.0.1:8081/api/v2) and the
+# relay (http://127.0.0.1:8080), both on embedded storage. Ctrl-C stops both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+binary=.build/release/relais
+
+"$binary" dev-provider --config config/dev-provider.yaml &
+provider=$!
+trap 'kill -TERM "$provider" 2>/dev/null || true; wait "$provider" 2>/dev/null || true' EXIT INT TERM
+
+for _ in $(seq 1 100); do
+    if curl -fsS http://127.0.0.1:8081/healthz >/dev/null 2>&1; then break; fi
+    if ! kill -0 "$provider" 2>/dev/null; then echo "the development provider did not start" >&2; exit 1; fi
+    sleep 0.1
+done
+
+cat <<'TEXT'
+
+  Development provider (FranceConnect v2 look-alike) on http://127.0.0.1:8081/api/v2
+    discovery: http://127.0.0.1:8081/api/v2/.well-known/openid-configuration
+    try a sign-in in a browser (client relais-local, test identities from config/dev-identities.yaml):
+    http://127.0.0.1:8081/api/v2/authorize?response_type=code&client_id=relais-local&redirect_uri=http%3A%2F%2F127.0.0.1%3A8080%2Fcallback&scope=openid+profile+birth+email&state=demo-state&nonce=demo-nonce-0123456789abcdef&acr_values=eidas1
+  Relais on http://127.0.0.1:8080 (health: /healthz, /readyz, /metrics)
+
+TEXT
+RELAIS_STORE_KIND=embedded "$binary" serve --config config/relais.example.yaml
