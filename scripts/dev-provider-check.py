@@ -2,7 +2,9 @@
 """Walks a sign-in at the development provider with requests and checks every answer with joserfc:
 software nobody here wrote, so the provider is not only verified by Relais' own code.
 
-Usage: dev-provider-check.py ISSUER CLIENT_ID CLIENT_SECRET REDIRECT_URI
+Usage: dev-provider-check.py ISSUER CLIENT_ID CLIENT_SECRET REDIRECT_URI [PRIVATE_KEY_PEM RSA|EC]
+With a private key the provider is checked in FranceConnect+ mode: eidas2, and the id_token and
+userinfo are decrypted with that key before their signatures are verified.
 Prints one line per check ("ok ..." or "FAIL ...") and exits non-zero if any check fails.
 Run by the Swift test DevProviderCrossCheckTests; `make test` installs requests and joserfc.
 """
@@ -15,12 +17,24 @@ import warnings
 from urllib.parse import parse_qs, urlsplit
 
 import requests
-from joserfc import jwk, jwt
+from joserfc import jwe, jwk, jwt
 from joserfc.jwt import JWTClaimsRegistry
 
 warnings.simplefilter("ignore")
 issuer, client_id, client_secret, redirect_uri = sys.argv[1:5]
+decryption_key = jwk.import_key(open(sys.argv[5], "rb").read(), sys.argv[6]) if len(sys.argv) > 6 else None
+acr = "eidas2" if decryption_key else "eidas1"
 failures = 0
+
+
+def signed(token, name):
+    """The signed token inside a FranceConnect+ JWE (or the token itself)."""
+    if decryption_key is None:
+        return token
+    registry = jwe.JWERegistry(algorithms=["RSA-OAEP", "RSA-OAEP-256", "ECDH-ES", "A256GCM"])
+    decrypted = jwe.decrypt_compact(token, decryption_key, registry=registry)
+    check(name + " is a nested JWT (cty)", decrypted.protected.get("cty") == "JWT" and decrypted.protected.get("enc") == "A256GCM")
+    return decrypted.plaintext.decode()
 
 
 def check(name, condition, detail=""):
@@ -39,7 +53,7 @@ check("discovery is JSON", discovery.headers["Content-Type"].startswith("applica
 check("discovery issuer", config["issuer"] == issuer, config.get("issuer"))
 for field in ("authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri", "end_session_endpoint"):
     check("discovery " + field, config.get(field, "").startswith(issuer + "/"), config.get(field))
-check("discovery eidas1", config.get("acr_values_supported") == ["eidas1"])
+check("discovery acr values", config.get("acr_values_supported") == (["eidas2", "eidas3"] if decryption_key else ["eidas1"]))
 check("discovery iss parameter", config.get("authorization_response_iss_parameter_supported") is True)
 keys = jwk.KeySet.import_key_set(session.get(config["jwks_uri"], timeout=10).json())
 check("jwks holds public keys", len(keys.keys) >= 1 and all(not key.is_private for key in keys.keys))
@@ -47,7 +61,7 @@ check("jwks holds public keys", len(keys.keys) >= 1 and all(not key.is_private f
 nonce, state = secrets.token_hex(32), secrets.token_hex(16)
 authorize = session.get(config["authorization_endpoint"], allow_redirects=False, timeout=10, params={
     "response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "scope": "openid identite_pivot email",
-    "state": state, "nonce": nonce, "acr_values": "eidas1",
+    "state": state, "nonce": nonce, "acr_values": acr,
 })
 check("authorize redirects to the login page", authorize.status_code == 303, authorize.status_code)
 page = session.get(authorize.headers["Location"], timeout=10)
@@ -68,10 +82,10 @@ body = token.json()
 check("token response", token.status_code == 200 and body.get("token_type") == "Bearer" and body.get("expires_in") == 60, token.text)
 check("no refresh token", "refresh_token" not in body)
 
-id_token = jwt.decode(body["id_token"], keys, algorithms=["ES256", "RS256"])
+id_token = jwt.decode(signed(body["id_token"], "id_token"), keys, algorithms=["ES256", "RS256"])
 registry = JWTClaimsRegistry(now=int(time.time()), leeway=30, iss={"essential": True, "value": issuer},
                              aud={"essential": True, "value": client_id}, nonce={"essential": True, "value": nonce},
-                             acr={"essential": True, "value": "eidas1"}, exp={"essential": True}, sub={"essential": True})
+                             acr={"essential": True, "value": acr}, exp={"essential": True}, sub={"essential": True})
 try:
     registry.validate(id_token.claims)
     check("id_token claims", True)
@@ -81,7 +95,7 @@ check("id_token kid", id_token.header.get("kid") in [key.kid for key in keys.key
 
 userinfo = session.get(config["userinfo_endpoint"], headers={"Authorization": "Bearer " + body["access_token"]}, timeout=10)
 check("userinfo is a JWT", userinfo.headers["Content-Type"] == "application/jwt", userinfo.headers.get("Content-Type"))
-claims = jwt.decode(userinfo.text, keys, algorithms=["ES256", "RS256"]).claims
+claims = jwt.decode(signed(userinfo.text, "userinfo"), keys, algorithms=["ES256", "RS256"]).claims
 check("userinfo sub equals id_token sub", claims.get("sub") == id_token.claims["sub"])
 check("userinfo iss and aud", claims.get("iss") == issuer and claims.get("aud") == client_id)
 check("userinfo identity pivot", claims.get("family_name") == "DUBOIS" and claims.get("birthplace") == "75107" and claims.get("email"))

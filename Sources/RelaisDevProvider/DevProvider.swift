@@ -120,6 +120,25 @@ public struct DevProvider: Sendable {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
+    /// A response that announces the whole body, sends its first half and drops the connection:
+    /// what a provider crashing mid-response looks like to the client.
+    static func truncated(_ bytes: [UInt8], contentType: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = contentType
+        headers[.cacheControl] = "no-store"
+        let half = Array(bytes.prefix(bytes.count / 2))
+        return Response(
+            status: .ok,
+            headers: headers,
+            body: ResponseBody(contentLength: bytes.count) { writer in
+                try await writer.write(ByteBuffer(bytes: half))
+                throw TruncatedOnPurpose()
+            }
+        )
+    }
+
+    struct TruncatedOnPurpose: Error {}
+
     /// An OAuth error as FranceConnect's token and userinfo endpoints send it.
     static func oauthError(_ status: HTTPResponse.Status, _ error: String, _ description: String, headers: HTTPFields = [:]) -> Response {
         body(status, JSONValue.object(["error": .string(error), "error_description": .string(description)]).serialized(), contentType: "application/json", headers: headers)
@@ -138,11 +157,13 @@ public struct DevProvider: Sendable {
         return nil
     }
 
-    /// Garbles a body the way `malformed` and `truncated` faults ask.
-    static func garble(_ bytes: [UInt8], _ faults: [Fault], on target: Fault.Target) -> [UInt8] {
-        if faults.has(.malformed, on: target) { return Array(#"{"error": "server_error", "error_description": <html>"#.utf8) }
-        if faults.has(.truncated, on: target) { return Array(bytes.prefix(bytes.count / 2)) }
-        return bytes
+    /// The endpoint's successful response, or what a `malformed` or `truncated` fault makes of it.
+    static func answer(_ bytes: [UInt8], contentType: String, _ faults: [Fault], on target: Fault.Target) -> Response {
+        if faults.has(.malformed, on: target) {
+            return body(.ok, Array(#"{"error": "server_error", "error_description": <html>"#.utf8), contentType: contentType)
+        }
+        if faults.has(.truncated, on: target) { return truncated(bytes, contentType: contentType) }
+        return body(.ok, bytes, contentType: contentType)
     }
 
     func cookieSessionID(_ request: Request) -> String? {

@@ -11,12 +11,12 @@ struct DiscoveryRoutes {
         router.get("\(provider.prefix)/.well-known/openid-configuration") { _, _ in
             let faults = try await provider.faults.take([.discovery], clientID: nil)
             if let failure = await DevProvider.preempt(faults, on: .discovery) { return failure }
-            return DevProvider.body(.ok, DevProvider.garble(document().serialized(), faults, on: .discovery), contentType: "application/json")
+            return DevProvider.answer(document().serialized(), contentType: "application/json", faults, on: .discovery)
         }
         router.get("\(provider.prefix)/jwks") { _, _ in
             let faults = try await provider.faults.take([.jwks], clientID: nil)
             if let failure = await DevProvider.preempt(faults, on: .jwks) { return failure }
-            return DevProvider.body(.ok, DevProvider.garble(provider.keys.publicSet.publicJSON(), faults, on: .jwks), contentType: "application/json")
+            return DevProvider.answer(provider.keys.publicSet.publicJSON(), contentType: "application/json", faults, on: .jwks)
         }
     }
 

@@ -18,7 +18,7 @@ struct Fault: Codable, Sendable, Equatable {
         case status
         /// A body that is not JSON (or not a JWT).
         case malformed
-        /// The first half of the real body.
+        /// The whole body announced, half of it sent, then the connection dropped.
         case truncated
         case wrongNonce = "wrong_nonce"
         case wrongIssuer = "wrong_iss"

@@ -74,7 +74,7 @@ struct TokenRoute {
             "id_token": .string(idToken),
             "scope": .string(grant.request.scopes.joined(separator: " ")),
         ])
-        return DevProvider.body(.ok, DevProvider.garble(body.serialized(), faults, on: .token), contentType: "application/json")
+        return DevProvider.answer(body.serialized(), contentType: "application/json", faults, on: .token)
     }
 
     struct AuthenticationFailure: Error, CustomStringConvertible {

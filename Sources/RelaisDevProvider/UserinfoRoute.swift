@@ -41,7 +41,7 @@ struct UserinfoRoute {
             body = Array(try provider.tokens.seal(claims, for: client, target: .userinfo, faults: faults, encryptTo: recipient).utf8)
             contentType = "application/jwt"
         }
-        return DevProvider.body(.ok, DevProvider.garble(body, faults, on: .userinfo), contentType: contentType)
+        return DevProvider.answer(body, contentType: contentType, faults, on: .userinfo)
     }
 
     private static func invalidToken(_ description: String, challenge: String) -> Response {

@@ -195,6 +195,8 @@ public final class HTTPClient: Sendable {
             // With TLS 1.3 the server judges the client certificate after the handshake, so a
             // refused certificate arrives as a TLS alert on the first read.
             return .tls(reason: reason)
+        case CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING:
+            return .incompleteResponse(host: host)
         case CURLE_TOO_MANY_REDIRECTS:
             return .tooManyRedirects
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:

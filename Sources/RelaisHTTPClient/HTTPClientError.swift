@@ -14,6 +14,9 @@ public enum HTTPClientError: Error, Equatable, Sendable, CustomStringConvertible
     case tooManyRedirects
     /// The URL is malformed or uses a scheme other than http/https.
     case invalidURL
+    /// The connection closed before the whole response arrived (fewer bytes than announced, or
+    /// nothing at all): the peer crashed or was cut off mid-response.
+    case incompleteResponse(host: String)
     /// The client was shut down.
     case shutdown
     /// Any other transport failure, with libcurl's code and message.
@@ -28,6 +31,7 @@ public enum HTTPClientError: Error, Equatable, Sendable, CustomStringConvertible
         case .responseTooLarge: "http_response_too_large"
         case .tooManyRedirects: "http_too_many_redirects"
         case .invalidURL: "http_invalid_url"
+        case .incompleteResponse: "http_incomplete_response"
         case .shutdown: "http_client_shutdown"
         case .transport: "http_transport_failure"
         }
@@ -42,6 +46,7 @@ public enum HTTPClientError: Error, Equatable, Sendable, CustomStringConvertible
         case .responseTooLarge(let limit): "\(code): response larger than \(limit) bytes"
         case .tooManyRedirects: "\(code): too many redirects"
         case .invalidURL: "\(code): invalid or unsupported URL"
+        case .incompleteResponse(let host): "\(code): \(host) closed the connection before the whole response arrived"
         case .shutdown: "\(code): the HTTP client is shut down"
         case .transport(let curlCode, let reason): "\(code): curl error \(curlCode): \(reason)"
         }

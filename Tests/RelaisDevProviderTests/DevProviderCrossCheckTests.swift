@@ -1,4 +1,5 @@
 import Foundation
+import RelaisJOSE
 import RelaisTestSupport
 import Testing
 
@@ -15,12 +16,30 @@ import Testing
                 redirect_uris: [http://127.0.0.1:9/py-callback]
                 id_token_signed_response_alg: \(algorithm)
             """
-        let provider = try await DevProviderProcess.launch(clients: clients)
+        try await check(try await DevProviderProcess.launch(clients: clients), extraArguments: [])
+    }
+
+    @Test(arguments: [("RSA-OAEP-256", JWSAlgorithm.rs256), ("ECDH-ES", .es256)])
+    func joserfcDecryptsFranceConnectPlusTokens(encryption: String, keyType: JWSAlgorithm) async throws {
+        let key = try JWK.generate(for: keyType, keyID: "py-enc", use: "enc", pinAlgorithm: false)
+        let clients = """
+              py:
+                secret: python-client-secret-0123456789-abcdef
+                redirect_uris: [http://127.0.0.1:9/py-callback]
+                jwks: '\(String(decoding: JWKSet(keys: [key]).publicJSON(), as: UTF8.self))'
+                encryption_alg: \(encryption)
+            """
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("relais-py-key-\(UUID().uuidString).pem").path
+        try #require(key.privateKeyPEM()).write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try await check(try await DevProviderProcess.launch(mode: "fcplus", clients: clients), extraArguments: [keyFile, keyType == .rs256 ? "RSA" : "EC"])
+    }
+
+    private func check(_ provider: DevProviderProcess, extraArguments: [String]) async throws {
         defer { provider.stop() }
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("relais-py-\(UUID().uuidString)").path
         let process = try ChildProcess.spawn(
             "/usr/bin/env",
-            ["python3", Self.script, provider.baseURL + "/api/v2", "py", "python-client-secret-0123456789-abcdef", "http://127.0.0.1:9/py-callback"],
+            ["python3", Self.script, provider.baseURL + "/api/v2", "py", "python-client-secret-0123456789-abcdef", "http://127.0.0.1:9/py-callback"] + extraArguments,
             standardOutput: output,
             standardError: output
         )

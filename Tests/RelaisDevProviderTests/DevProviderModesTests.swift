@@ -107,12 +107,14 @@ import Testing
 
     @Test func privateKeyJWTAuthenticatesWithASignedAssertionOnce() async throws {
         let signing = try JWK.generate(for: .es256, keyID: "client-sig")
+        let rsaSigning = try JWK.generate(for: .rs256, keyID: "client-rsa")
         let stranger = try JWK.generate(for: .es256, keyID: "client-sig")
+        let hmac = try JWK.generate(for: .hs256, keyID: "client-sig")
         let clients = """
               app:
                 token_endpoint_auth_method: private_key_jwt
                 redirect_uris: [http://127.0.0.1:9/callback]
-                jwks: '\(Self.jwks([signing]))'
+                jwks: '\(Self.jwks([signing, rsaSigning]))'
             """
         let client = try await ProviderClient.launch(clients: clients)
         let tokenURL = client.issuer + "/token"
@@ -122,7 +124,8 @@ import Testing
                 "iss": .string(issuer), "sub": .string(issuer), "aud": .string(audience), "jti": .string(jti),
                 "iat": .number(now), "exp": .number(now + lifetime),
             ]
-            return try JWS.sign(payload: JSONValue.object(claims).serialized(), with: key, algorithm: .es256)
+            let algorithm: JWSAlgorithm = key.keyType == .rsa ? .rs256 : key.keyType == .oct ? .hs256 : .es256
+            return try JWS.sign(payload: JSONValue.object(claims).serialized(), with: key, algorithm: algorithm)
         }
         func exchange(_ assertion: String, type: String = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer") async throws -> (Int, String?) {
             let code = try #require(try await client.signIn()["code"])
@@ -136,7 +139,9 @@ import Testing
         #expect(try await exchange(good) == (200, nil))
         #expect(try await exchange(good) == (401, "invalid_client"))  // the jti was used
         #expect(try await exchange(try assertion(signing, audience: client.issuer)) == (200, nil))
+        #expect(try await exchange(try assertion(rsaSigning)) == (200, nil))
         #expect(try await exchange(try assertion(stranger)) == (401, "invalid_client"))
+        #expect(try await exchange(try assertion(hmac)) == (401, "invalid_client"))
         #expect(try await exchange(try assertion(signing, audience: "https://elsewhere.example/token")) == (401, "invalid_client"))
         #expect(try await exchange(try assertion(signing, lifetime: -120)) == (401, "invalid_client"))
         #expect(try await exchange(try assertion(signing, lifetime: 3600)) == (401, "invalid_client"))

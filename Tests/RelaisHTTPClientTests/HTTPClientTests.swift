@@ -115,6 +115,19 @@ import Testing
         }
     }
 
+    @Test func aResponseCutShortIsIncomplete() async throws {
+        try await withServer { server in
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            await #expect(throws: HTTPClientError.incompleteResponse(host: "127.0.0.1:\(server.port)")) {
+                try await client.send(.init(url: server.baseURL + "/truncated"))
+            }
+            // The pool drops the broken connection: the next request works.
+            let next = try await client.send(.init(url: server.baseURL + "/hello"))
+            #expect(next.bodyText == "hello")
+        }
+    }
+
     @Test func oversizedResponseIsRejected() async throws {
         try await withServer { server in
             let client = client { $0.maxResponseBytes = 1000 }
@@ -221,6 +234,8 @@ import Testing
         #expect(classify(CURLE_WRITE_ERROR, exceeded: true) == .responseTooLarge(limit: 10))
         #expect(classify(CURLE_WRITE_ERROR) == .transport(curlCode: Int(CURLE_WRITE_ERROR.rawValue), reason: "why"))
         #expect(classify(CURLE_RECV_ERROR).code == "http_transport_failure")
+        #expect(classify(CURLE_PARTIAL_FILE) == .incompleteResponse(host: "idp.example:443"))
+        #expect(classify(CURLE_GOT_NOTHING) == .incompleteResponse(host: "idp.example:443"))
         let alert = "OpenSSL SSL_read: error:0A00045C:SSL routines::tlsv13 alert certificate required"
         #expect(HTTPClient.classify(CURLE_RECV_ERROR, host: "h", reason: alert, exceededLimit: false, limit: 1) == .tls(reason: alert))
     }

@@ -66,6 +66,13 @@ public struct LoopbackHTTPServer: Sendable {
             let count = request.uri.queryParameters.get("count", as: Int.self) ?? 0
             return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(repeating: UInt8(ascii: "x"), count: count)))
         }
+        // Announces 100 bytes, sends 10, then drops the connection.
+        router.get("/truncated") { _, _ in
+            Response(status: .ok, body: ResponseBody(contentLength: 100) { writer in
+                try await writer.write(ByteBuffer(repeating: UInt8(ascii: "x"), count: 10))
+                throw LoopbackServerError.cutOnPurpose
+            })
+        }
         router.post("/echo") { request, _ in
             let body = try await request.body.collect(upTo: 1 << 20)
             var headers = HTTPFields()
@@ -87,4 +94,4 @@ public struct LoopbackHTTPServer: Sendable {
     }
 }
 
-public enum LoopbackServerError: Error { case didNotStart }
+public enum LoopbackServerError: Error { case didNotStart, cutOnPurpose }
