@@ -71,44 +71,42 @@ struct AuthorizeRoutes {
             return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "The login form cannot be read."))
         }
         let cancelled = form["cancel"] != nil
-        let identityID = form["identity"]
-        if !cancelled {
-            guard let identityID, provider.identities[identityID] != nil else {
-                return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "Choose one of the listed identities."))
-            }
+        let identity = form["identity"].flatMap { provider.identities[$0] != nil ? $0 : nil }
+        if !cancelled && identity == nil {
+            return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "Choose one of the listed identities."))
         }
         // One form, one outcome: consuming the interaction makes a double submit harmless.
         guard let interaction = Records.decode(Interaction.self, try await provider.store.getAndDelete(StoreKeys.interaction(uid))) else {
             return Self.expiredPage()
         }
         let authorization = interaction.request
-        if cancelled {
+        guard let identity, !cancelled else {
             return DevProvider.redirect(
                 to: errorRedirect(authorization.redirectURI, state: authorization.state, error: "access_denied", description: "User auth aborted")
             )
         }
-        let identity = identityID!
         let now = DevProvider.now()
-        var sessionID = provider.cookieSessionID(request)
+        // The same person continuing keeps their session and its auth_time; anyone else starts a new one.
+        var sessionID = SecureRandom.token(bits: 256)
         var authTime = now
-        if let existing = sessionID, let session = Records.decode(BrowserSession.self, try await provider.store.get(StoreKeys.session(existing))),
+        if let existing = provider.cookieSessionID(request),
+            let session = Records.decode(BrowserSession.self, try await provider.store.get(StoreKeys.session(existing))),
             session.identityID == identity, !authorization.prompt.contains("login")
         {
+            sessionID = existing
             authTime = session.authTime
-        } else {
-            sessionID = SecureRandom.token(bits: 256)
         }
         let lifetime = provider.configuration.provider.sessionLifetime
-        try await provider.store.set(StoreKeys.session(sessionID!), Records.encode(BrowserSession(identityID: identity, authTime: authTime)), ttl: lifetime)
+        try await provider.store.set(StoreKeys.session(sessionID), Records.encode(BrowserSession(identityID: identity, authTime: authTime)), ttl: lifetime)
 
         let code = SecureRandom.token(bits: 256)
-        let grant = CodeGrant(request: authorization, identityID: identity, authTime: authTime, sessionID: sessionID!)
+        let grant = CodeGrant(request: authorization, identityID: identity, authTime: authTime, sessionID: sessionID)
         try await provider.store.set(StoreKeys.code(code), Records.encode(grant), ttl: provider.configuration.provider.codeLifetime)
 
         var parameters = [("code", code), ("state", authorization.state)]
         if provider.configuration.provider.mode != .v1 { parameters.append(("iss", provider.issuer)) }
         var headers = HTTPFields()
-        headers[.setCookie] = "\(DevProvider.sessionCookie)=\(sessionID!); Path=/; Max-Age=\(lifetime.components.seconds); HttpOnly; SameSite=Lax"
+        headers[.setCookie] = "\(DevProvider.sessionCookie)=\(sessionID); Path=/; Max-Age=\(lifetime.components.seconds); HttpOnly; SameSite=Lax"
         return DevProvider.redirect(to: FormParameters.url(authorization.redirectURI, adding: parameters), headers: headers)
     }
 

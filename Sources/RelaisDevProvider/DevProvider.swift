@@ -166,6 +166,24 @@ public struct DevProvider: Sendable {
         return body(.ok, bytes, contentType: contentType)
     }
 
+    /// FranceConnect+ encrypts to the client's key (nil in the other modes). Without that key it
+    /// cannot answer at all: it never falls back to sending tokens in clear.
+    func encryptionKey(for client: DevProviderConfiguration.Client) async throws(EncryptionKeyUnavailable) -> JWK? {
+        guard configuration.provider.mode == .fcplus else { return nil }
+        do {
+            return try await clientKeys.encryptionKey(client: client.id, algorithm: client.encryptionAlgorithm)
+        } catch {
+            logger.warning("client encryption key unavailable", metadata: ["client_id": "\(client.id)", "error": "\(error)"])
+            throw EncryptionKeyUnavailable()
+        }
+    }
+
+    struct EncryptionKeyUnavailable: Error {
+        var response: Response {
+            DevProvider.oauthError(.internalServerError, "server_error", "the client's encryption key is unavailable (jwks_uri unreachable or no suitable key)")
+        }
+    }
+
     func cookieSessionID(_ request: Request) -> String? {
         request.cookies[Self.sessionCookie]?.value
     }

@@ -36,7 +36,7 @@ struct LogoutRoute {
         else {
             return DevProvider.html(.badRequest, Pages.error(code: "DP_POST_LOGOUT_URI", message: "This post_logout_redirect_uri is not registered for the service provider."))
         }
-        _ = try await provider.store.delete(StoreKeys.session(issued.sessionID))
+        if let sessionID = issued.sessionID { _ = try await provider.store.delete(StoreKeys.session(sessionID)) }
         if let cookieSession = provider.cookieSessionID(request) { _ = try await provider.store.delete(StoreKeys.session(cookieSession)) }
         var headers = HTTPFields()
         headers[.setCookie] = "\(DevProvider.sessionCookie)=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax"
@@ -45,12 +45,14 @@ struct LogoutRoute {
 
     /// The hint names a token this provider issued: looked up by hash (any form, even after its
     /// 60 s lifetime), or, for a signed token from an earlier run, by its signature.
-    private func recognise(_ hint: String) async throws -> IssuedIDToken? {
-        if let issued = Records.decode(IssuedIDToken.self, try await provider.store.get(StoreKeys.issuedIDToken(hint))) { return issued }
+    private func recognise(_ hint: String) async throws -> (clientID: String, sessionID: String?)? {
+        if let issued = Records.decode(IssuedIDToken.self, try await provider.store.get(StoreKeys.issuedIDToken(hint))) {
+            return (issued.clientID, issued.sessionID)
+        }
         guard provider.configuration.provider.mode != .v1, let jws = try? JWS.parse(hint), (try? jws.verify(with: provider.keys.publicSet)) != nil,
             let claims = JSONValue.object(from: jws.payload), claims["iss"]?.stringValue == provider.issuer,
             let clientID = claims["aud"]?.stringValue
         else { return nil }
-        return IssuedIDToken(clientID: clientID, sessionID: "")
+        return (clientID, nil)  // the session it belonged to is unknown: only the browser's cookie session ends
     }
 }

@@ -42,6 +42,13 @@ struct TokenRoute {
         guard let code = form["code"], !code.isEmpty else {
             return DevProvider.oauthError(.badRequest, "invalid_request", "missing required parameter 'code'")
         }
+        // Before the code is consumed: a provider that cannot answer must not burn the code.
+        let recipient: JWK?
+        do {
+            recipient = try await provider.encryptionKey(for: client)
+        } catch {
+            return error.response
+        }
         // Single use: the first exchange deletes the code, a replay finds nothing.
         guard let grant = Records.decode(CodeGrant.self, try await provider.store.getAndDelete(StoreKeys.code(code))) else {
             return DevProvider.oauthError(.badRequest, "invalid_grant", "grant request is invalid (authorization code not found)")
@@ -60,8 +67,6 @@ struct TokenRoute {
         try await provider.store.set(StoreKeys.accessToken(accessToken), Records.encode(access), ttl: lifetime)
 
         let claims = provider.tokens.idTokenClaims(grant: grant, subject: subject, accessToken: accessToken, now: DevProvider.now(), faults: faults)
-        let recipient = provider.configuration.provider.mode == .fcplus
-            ? try await provider.clientKeys.encryptionKey(client: client.id, algorithm: client.encryptionAlgorithm) : nil
         let idToken = try provider.tokens.seal(claims, for: client, target: .idToken, faults: faults, encryptTo: recipient)
         try await provider.store.set(
             StoreKeys.issuedIDToken(idToken), Records.encode(IssuedIDToken(clientID: client.id, sessionID: grant.sessionID)),

@@ -36,8 +36,12 @@ struct UserinfoRoute {
             body = JSONValue.object(claims).serialized()
             contentType = "application/json"
         case .v2, .fcplus:
-            let recipient = provider.configuration.provider.mode == .fcplus
-                ? try await provider.clientKeys.encryptionKey(client: client.id, algorithm: client.encryptionAlgorithm) : nil
+            let recipient: JWK?
+            do {
+                recipient = try await provider.encryptionKey(for: client)
+            } catch {
+                return error.response
+            }
             body = Array(try provider.tokens.seal(claims, for: client, target: .userinfo, faults: faults, encryptTo: recipient).utf8)
             contentType = "application/jwt"
         }

@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import NIOCore
+import Synchronization
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
@@ -102,6 +104,34 @@ import Testing
             let tokens = try await client.tokens(client: "app", scope: "openid given_name", acr: "eidas2")
             let decrypted = try JWE.parse(try #require(tokens["id_token"]?.stringValue)).decrypt(with: JWKSet(keys: [rsa]))
             #expect(decrypted.key.keyID == "remote-enc")
+        }
+    }
+
+    @Test func withoutTheClientKeyFranceConnectPlusAnswersAnErrorAndKeepsTheCode() async throws {
+        let rsa = try JWK.generate(for: .rs256, keyID: "late-enc", use: "enc", pinAlgorithm: false)
+        let available = Atomic<Bool>(false)
+        let router = Router()
+        let body = Self.jwks([rsa])
+        router.get("/jwks") { _, _ in
+            available.load(ordering: .relaxed) ? Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: body))) : Response(status: .serviceUnavailable)
+        }
+        try await LoopbackHTTPServer.with(router: router) { server in
+            let clients = """
+                  app:
+                    secret: app-secret-0123456789-0123456789-abcdef
+                    redirect_uris: [http://127.0.0.1:9/callback]
+                    jwks_uri: \(server.baseURL)/jwks
+                """
+            let client = try await ProviderClient.launch(mode: "fcplus", clients: clients)
+            let code = try #require(try await client.signIn(as: "angela", client.authorizeParameters(acr: "eidas2"))["code"])
+            let refused = try await client.exchange(code: code)
+            #expect(refused.status == 500)
+            #expect(JSONValue.object(from: refused.body)?["error"] == .string("server_error"))
+            available.store(true, ordering: .relaxed)
+            let response = try await client.exchange(code: code)
+            #expect(response.status == 200)
+            let token = try #require(JSONValue.object(from: response.body)?["id_token"]?.stringValue)
+            #expect(try JWE.parse(token).decrypt(with: JWKSet(keys: [rsa])).isNestedJWT)
         }
     }
 
