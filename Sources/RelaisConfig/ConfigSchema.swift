@@ -14,7 +14,7 @@ struct ConfigSchema: Sendable {
     let leafKeys: Set<String>
     /// Leaf keys that take a list of values.
     let listKeys: Set<String>
-    /// Sections keyed by id. Nil: entries are not checked yet (the relay's `providers` and `apps`).
+    /// Sections keyed by id, with the keys each entry may hold (nil: entries are not checked).
     let keyedSections: [String: KeyedSection?]
 
     /// The sections every program shares.
@@ -36,9 +36,27 @@ struct ConfigSchema: Sendable {
             "http_client.tls.verify", "http_client.tls.ca_bundle", "http_client.tls.client_certificate",
             "http_client.tls.client_key", "http_client.tls.client_key_password", "http_client.tls.client_key_password_file",
             "metrics.enabled",
+            "relay.transaction_lifetime", "relay.code_lifetime", "relay.refresh_grace",
+            "sessions.idle_timeout", "sessions.lifetime", "sessions.active_key", "signing.active_key",
         ]),
         listKeys: [],
-        keyedSections: ["providers": KeyedSection?.none, "apps": KeyedSection?.none]
+        keyedSections: [
+            "providers": KeyedSection(
+                leafKeys: [
+                    "preset", "issuer", "discovery", "authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri",
+                    "end_session_endpoint", "client_id", "client_secret", "client_secret_file", "client_auth", "client_key_file",
+                    "acr_values", "userinfo_format", "pkce", "require_callback_iss", "post_logout_redirect_uri", "timeout",
+                ],
+                listKeys: ["scopes", "acr_order", "id_token_algs", "decryption_key_files"]
+            ),
+            "apps": KeyedSection(
+                leafKeys: ["access_token_lifetime"],
+                listKeys: ["redirect_uris", "post_logout_redirect_uris", "providers", "scopes"]
+            ),
+            "resource_servers": KeyedSection(leafKeys: ["secret", "secret_file"], listKeys: ["audiences"]),
+            "signing.keys": KeyedSection(leafKeys: ["file"]),
+            "sessions.keys": KeyedSection(leafKeys: ["secret", "secret_file"]),
+        ]
     )
 
     static let devProvider = ConfigSchema(

@@ -24,7 +24,7 @@ public enum ConfigurationLoader {
     ) async throws(ConfigurationError) -> RelaisConfiguration {
         let source = try await ConfigSource.open(filePath: filePath, environment: environment, schema: .relay)
         var reader = ValueReader(config: source.reader)
-        let configuration = reader.readRelay()
+        let configuration = reader.readRelay(ids: source.ids(in:))
         let problems = source.problems + reader.problems
         guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
         return configuration
@@ -155,6 +155,7 @@ private struct StructureWalker {
             } else if schema.listKeys.contains(child) {
                 checkList(value, path: child)
             } else if sections.contains(child) {
+                if case .scalar(let scalar) = value, Self.isNull(scalar) { continue }  // a section left empty
                 guard case .mapping = value else {
                     problems.append(ConfigProblem(child, "expected a mapping\(Self.line(value))"))
                     continue

@@ -3,12 +3,17 @@ public import RelaisHTTPClient
 public import RelaisStore
 
 /// Everything `relais serve` needs, validated. Every key is documented in config/relais.example.yaml.
-public struct RelaisConfiguration: Sendable, Equatable {
+public struct RelaisConfiguration: Sendable {
     public var server: Server
     public var log: Log
     public var store: Store
     public var httpClient: HTTPClientConfiguration
     public var metrics: Metrics
+    public var providers: [ProviderSettings] = []
+    public var apps: [AppSettings] = []
+    public var resourceServers: [ResourceServerSettings] = []
+    public var keys = RelayKeySettings()
+    public var relay = RelaySettings()
 
     public enum Environment: String, Sendable, CaseIterable {
         /// Safe defaults are enforced: https public URL, TLS verification on.

@@ -15,13 +15,14 @@ struct ValueReader {
 
     init(config: ConfigReader) { self.config = config }
 
-    mutating func readRelay() -> RelaisConfiguration {
+    mutating func readRelay(ids: (String) -> [String]) -> RelaisConfiguration {
         var result = RelaisConfiguration()
         result.server = readServer(defaults: result.server)
         result.log = readLog()
         result.store = readStore(defaults: result.store)
         result.httpClient = readHTTPClient(environment: result.server.environment)
         result.metrics.enabled = boolean("metrics.enabled") ?? result.metrics.enabled
+        readRelaySections(into: &result, ids: ids)
         return result
     }
 
@@ -160,11 +161,11 @@ struct ValueReader {
         return parsed
     }
 
-    /// Durations are written with a unit: `250ms`, `3s`, `5m`, `1h`.
+    /// Durations are written with a unit: `250ms`, `3s`, `5m`, `1h`, `30d`.
     mutating func duration(_ key: String) -> Duration? {
         guard let raw = text(key) else { return nil }
         guard let parsed = DurationText.parse(raw), parsed > .zero else {
-            problem(key, "expected a positive duration with a unit (250ms, 3s, 5m, 1h), got '\(raw)'")
+            problem(key, "expected a positive duration with a unit (250ms, 3s, 5m, 1h, 30d), got '\(raw)'")
             return nil
         }
         return parsed
@@ -226,6 +227,7 @@ enum DurationText {
     static func parse(_ text: String) -> Duration? {
         let units: [(String, (Int) -> Duration)] = [
             ("ms", { .milliseconds($0) }), ("s", { .seconds($0) }), ("m", { .seconds($0 * 60) }), ("h", { .seconds($0 * 3600) }),
+            ("d", { .seconds($0 * 86400) }),
         ]
         for (suffix, make) in units where text.hasSuffix(suffix) {
             let number = text.dropLast(suffix.count).trimmingSpaces()

@@ -8,6 +8,9 @@ public enum JWSAlgorithm: String, Sendable, CaseIterable, Codable {
     case edDSA = "EdDSA"
     case hs256 = "HS256", hs384 = "HS384", hs512 = "HS512"
 
+    /// True for the HMAC algorithms, whose key is a shared secret (FranceConnect v1 signs with the client secret).
+    public var isSymmetric: Bool { family == .hmac }
+
     enum Family: Equatable {
         case rsaPKCS1, rsaPSS, ecdsa(curve: JWK.Curve), edDSA, hmac
     }

@@ -37,8 +37,33 @@ import Testing
     }
 
     @Test func defaultsApplyWithoutAFile() async throws {
-        let configuration = try await ConfigurationLoader.load(filePath: nil, environment: [:])
-        #expect(configuration == RelaisConfiguration())
+        let configuration = try await ConfigurationLoader.load(filePath: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development"])
+        var defaults = RelaisConfiguration()
+        defaults.server.environment = .development
+        #expect(configuration.server == defaults.server && configuration.store == defaults.store && configuration.log == defaults.log)
+        #expect(configuration.httpClient == defaults.httpClient && configuration.relay == defaults.relay)
+        #expect(configuration.providers.isEmpty && configuration.apps.isEmpty && configuration.resourceServers.isEmpty)
+    }
+
+    @Test func productionRequiresRelaisOwnKeysOnceAppsAreConfigured() async throws {
+        let file = try temporaryFile(
+            """
+            providers:
+              fc:
+                preset: franceconnect-v2
+                issuer: https://oidc.franceconnect.gouv.fr/api/v2
+                client_id: abc
+                client_secret: s3cret
+            apps:
+              app:
+                redirect_uris: ["com.example.app:/cb"]
+            """
+        )
+        let found = await problems(file: file)
+        #expect(found.map(\.description) == [
+            "signing.keys: production needs Relais' own signing keys (development generates one and keeps it in the store)",
+            "sessions.keys: production needs a session encryption key (development generates one and keeps it in the store)",
+        ])
     }
 
     @Test func environmentVariablesOverrideTheFile() async throws {

@@ -61,7 +61,7 @@ import Testing
         )
         #expect(found.contains("DEV_PROVIDER_SERVER_PROT: unknown environment variable (no configuration key maps to it)"))
         #expect(found.contains("provider.mode: expected one of v2, v1, fcplus; got 'v3'"))
-        #expect(found.contains("provider.code_lifetime: expected a positive duration with a unit (250ms, 3s, 5m, 1h), got 'soon'"))
+        #expect(found.contains("provider.code_lifetime: expected a positive duration with a unit (250ms, 3s, 5m, 1h, 30d), got 'soon'"))
         #expect(found.contains("clients.app.redirect_uri: unknown key (did you mean 'redirect_uris'?) (line 8)"))
         #expect(found.contains("clients.app.token_endpoint_auth_method: expected one of client_secret_post, private_key_jwt; got 'client_secret_basic'"))
         #expect(found.contains("clients.app.redirect_uris: list at least one redirect URI"))

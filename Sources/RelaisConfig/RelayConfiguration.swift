@@ -1,0 +1,153 @@
+public import RelaisJOSE
+
+/// An OpenID provider Relais signs users in with (`providers.<id>`).
+public struct ProviderSettings: Sendable {
+    /// Starting points for the settings below; explicit keys override them.
+    public enum Preset: String, Sendable, CaseIterable {
+        case franceconnectV2 = "franceconnect-v2"
+        case franceconnectPlus = "franceconnect-plus"
+        case franceconnectV1 = "franceconnect-v1"
+        case oidc
+    }
+
+    public enum ClientAuthentication: String, Sendable, CaseIterable {
+        case clientSecretPost = "client_secret_post"
+        case clientSecretBasic = "client_secret_basic"
+        case privateKeyJWT = "private_key_jwt"
+    }
+
+    /// How the userinfo endpoint answers.
+    public enum UserinfoFormat: String, Sendable, CaseIterable {
+        case json, jws, jwe
+        /// By Content-Type: `application/jwt` is a JWS or a JWE, anything else JSON.
+        case auto
+    }
+
+    public var id: String
+    public var preset: Preset
+    public var issuer: String
+    /// Read endpoints from `{issuer}/.well-known/openid-configuration`; explicit endpoints win.
+    public var discovery: Bool
+    public var authorizationEndpoint: String?
+    public var tokenEndpoint: String?
+    public var userinfoEndpoint: String?
+    public var jwksURI: String?
+    public var endSessionEndpoint: String?
+    public var clientID: String
+    public var clientSecret: String?
+    public var clientAuthentication: ClientAuthentication
+    /// The private key for `private_key_jwt` assertions.
+    public var clientKey: JWK?
+    public var scopes: [String]
+    /// Sent as `acr_values` unless the app asks for a level in `acrOrder`.
+    public var acrValues: String?
+    /// Levels from lowest to highest; the id_token's `acr` must reach the requested one.
+    public var acrOrder: [String]
+    /// Algorithms accepted for the id_token (and a signed userinfo).
+    public var idTokenAlgorithms: [JWSAlgorithm]
+    public var userinfoFormat: UserinfoFormat
+    /// Our private keys for JWE responses (FranceConnect+), chosen by `kid`.
+    public var decryptionKeys: [JWK]
+    /// Send PKCE (S256) to the provider. FranceConnect refuses unknown parameters, so its presets say no.
+    public var pkce: Bool
+    /// Whether callbacks must carry `iss` (RFC 9207); when they do, it is always checked.
+    public var requireCallbackIssuer: Bool
+    /// Where the provider sends the browser back after its logout. Default: {public_base_url}/logout/callback.
+    public var postLogoutRedirectURI: String?
+    /// Total time for each call to this provider (token, userinfo, JWKS, discovery).
+    public var timeout: Duration?
+
+    public init(id: String, preset: Preset, issuer: String, clientID: String) {
+        self.id = id
+        self.preset = preset
+        self.issuer = issuer
+        self.clientID = clientID
+        let franceConnect = preset != .oidc
+        discovery = preset != .franceconnectV1
+        clientAuthentication = .clientSecretPost
+        scopes = franceConnect ? ["openid", "identite_pivot", "email"] : ["openid", "profile", "email"]
+        switch preset {
+        case .franceconnectV2, .franceconnectV1: acrValues = "eidas1"
+        case .franceconnectPlus: acrValues = "eidas2"
+        case .oidc: acrValues = nil
+        }
+        acrOrder = franceConnect ? ["eidas1", "eidas2", "eidas3"] : []
+        switch preset {
+        case .franceconnectV2: idTokenAlgorithms = [.es256, .rs256]
+        case .franceconnectPlus: idTokenAlgorithms = [.es256]
+        case .franceconnectV1: idTokenAlgorithms = [.hs256]
+        case .oidc: idTokenAlgorithms = [.rs256, .es256, .ps256, .edDSA]
+        }
+        switch preset {
+        case .franceconnectV2: userinfoFormat = .jws
+        case .franceconnectPlus: userinfoFormat = .jwe
+        case .franceconnectV1: userinfoFormat = .json
+        case .oidc: userinfoFormat = .auto
+        }
+        decryptionKeys = []
+        pkce = !franceConnect
+        requireCallbackIssuer = preset == .franceconnectV2 || preset == .franceconnectPlus
+    }
+}
+
+/// A mobile app allowed to sign in through Relais (`apps.<client_id>`): an OAuth public client.
+public struct AppSettings: Sendable {
+    public var clientID: String
+    /// Exact redirect URIs. A loopback `http://127.0.0.1/...` or `http://[::1]/...` entry matches any
+    /// port (RFC 8252 §7.3).
+    public var redirectURIs: [String]
+    public var postLogoutRedirectURIs: [String]
+    /// Providers the app may use; the first is the default.
+    public var providers: [String]
+    /// Scopes the app may ask for; a request without `scope` gets all of them.
+    public var scopes: [String]
+    public var accessTokenLifetime: Duration = .seconds(300)
+
+    public init(clientID: String, redirectURIs: [String], providers: [String], scopes: [String]) {
+        self.clientID = clientID
+        self.redirectURIs = redirectURIs
+        self.providers = providers
+        self.scopes = scopes
+        postLogoutRedirectURIs = []
+    }
+}
+
+/// An API that introspects Relais tokens (`resource_servers.<id>`).
+public struct ResourceServerSettings: Sendable {
+    public var id: String
+    public var secret: String
+    /// Audiences this API accepts; introspection reports tokens for other audiences inactive.
+    public var audiences: [String]
+
+    public init(id: String, secret: String, audiences: [String]) {
+        self.id = id
+        self.secret = secret
+        self.audiences = audiences
+    }
+}
+
+/// Relais' own keys: the ones that sign its tokens, and the ones that encrypt sessions at rest.
+public struct RelayKeySettings: Sendable {
+    /// Signing keys by `kid`; all are published at /jwks.json, `activeSigningKey` signs.
+    public var signingKeys: [JWK] = []
+    public var activeSigningKey: String?
+    /// AES-256 keys by id for session payloads; `activeSessionKey` encrypts, all decrypt.
+    public var sessionKeys: [(id: String, key: [UInt8])] = []
+    public var activeSessionKey: String?
+    public init() {}
+}
+
+/// Lifetimes and limits of the relay flow (`relay.*`, `sessions.*`).
+public struct RelaySettings: Sendable, Equatable {
+    /// The sign-in transaction between /authorize and /callback.
+    public var transactionLifetime: Duration = .seconds(600)
+    /// Relais' authorization code, from /callback to /token.
+    public var codeLifetime: Duration = .seconds(60)
+    /// A rotated refresh token presented again within this window gets the same new pair.
+    public var refreshGrace: Duration = .seconds(30)
+    /// A session unused for this long ends.
+    public var sessionIdleTimeout: Duration = .seconds(30 * 86400)
+    /// A session ends this long after sign-in, used or not.
+    public var sessionLifetime: Duration = .seconds(90 * 86400)
+    public init() {}
+}

@@ -1,0 +1,240 @@
+import Configuration
+import RelaisCrypto
+import RelaisJOSE
+
+extension ValueReader {
+    /// Providers, apps, resource servers, Relais' keys and lifetimes.
+    mutating func readRelaySections(into result: inout RelaisConfiguration, ids: (String) -> [String]) {
+        let environment = result.server.environment
+        result.providers = ids("providers").map { readProvider(id: $0, environment: environment, publicBaseURL: result.server.publicBaseURL) }
+        let providerIDs = result.providers.map(\.id)
+        result.apps = ids("apps").map { readApp(id: $0, providerIDs: providerIDs) }
+        result.resourceServers = ids("resource_servers").map { readResourceServer(id: $0) }
+        // Keys matter once apps get tokens; production never generates its own.
+        let needsKeys = environment == .production && !result.apps.isEmpty
+        result.keys = readKeys(signingIDs: ids("signing.keys"), sessionIDs: ids("sessions.keys"), required: needsKeys)
+
+        var relay = result.relay
+        relay.transactionLifetime = duration("relay.transaction_lifetime") ?? relay.transactionLifetime
+        relay.codeLifetime = duration("relay.code_lifetime") ?? relay.codeLifetime
+        relay.refreshGrace = duration("relay.refresh_grace") ?? relay.refreshGrace
+        relay.sessionIdleTimeout = duration("sessions.idle_timeout") ?? relay.sessionIdleTimeout
+        relay.sessionLifetime = duration("sessions.lifetime") ?? relay.sessionLifetime
+        if relay.sessionIdleTimeout > relay.sessionLifetime {
+            problem("sessions.idle_timeout", "is longer than sessions.lifetime, which bounds it")
+        }
+        result.relay = relay
+    }
+
+    private mutating func readProvider(id: String, environment: RelaisConfiguration.Environment, publicBaseURL: String) -> ProviderSettings {
+        let base = "providers.\(id)"
+        let preset = choice("\(base).preset", default: ProviderSettings.Preset.oidc)
+        let issuer = text("\(base).issuer") ?? ""
+        if issuer.isEmpty { problem("\(base).issuer", "set the provider's issuer (FranceConnect v2: https://oidc.franceconnect.gouv.fr/api/v2)") }
+        else { checkURL("\(base).issuer", issuer, environment: environment) }
+        let clientID = text("\(base).client_id") ?? ""
+        if clientID.isEmpty { problem("\(base).client_id", "set the client_id the provider registered for Relais") }
+        var provider = ProviderSettings(id: id, preset: preset, issuer: issuer, clientID: clientID)
+        provider.discovery = boolean("\(base).discovery") ?? provider.discovery
+        provider.authorizationEndpoint = endpoint("\(base).authorization_endpoint", environment)
+        provider.tokenEndpoint = endpoint("\(base).token_endpoint", environment)
+        provider.userinfoEndpoint = endpoint("\(base).userinfo_endpoint", environment)
+        provider.jwksURI = endpoint("\(base).jwks_uri", environment)
+        provider.endSessionEndpoint = endpoint("\(base).end_session_endpoint", environment)
+        provider.clientSecret = secret("\(base).client_secret")
+        provider.clientAuthentication = choice("\(base).client_auth", default: provider.clientAuthentication)
+        if let path = text("\(base).client_key_file") { provider.clientKey = privateKey(path, key: "\(base).client_key_file", signing: true) }
+        provider.scopes = list("\(base).scopes") ?? provider.scopes
+        if !provider.scopes.contains("openid") { problem("\(base).scopes", "must include openid") }
+        if let acr = text("\(base).acr_values") { provider.acrValues = acr }
+        provider.acrOrder = list("\(base).acr_order") ?? provider.acrOrder
+        if let names = list("\(base).id_token_algs") {
+            var algorithms: [JWSAlgorithm] = []
+            for name in names {
+                if let algorithm = JWSAlgorithm(rawValue: name) { algorithms.append(algorithm) } else {
+                    problem("\(base).id_token_algs", "unknown algorithm '\(name)' (RS256, ES256, PS256, EdDSA, HS256, ...)")
+                }
+            }
+            provider.idTokenAlgorithms = algorithms
+        }
+        provider.userinfoFormat = choice("\(base).userinfo_format", default: provider.userinfoFormat)
+        provider.decryptionKeys = (list("\(base).decryption_key_files") ?? []).compactMap {
+            privateKey($0, key: "\(base).decryption_key_files", signing: false)
+        }
+        provider.pkce = boolean("\(base).pkce") ?? provider.pkce
+        provider.requireCallbackIssuer = boolean("\(base).require_callback_iss") ?? provider.requireCallbackIssuer
+        provider.postLogoutRedirectURI = text("\(base).post_logout_redirect_uri") ?? "\(publicBaseURL)/logout/callback"
+        provider.timeout = duration("\(base).timeout")
+
+        switch provider.clientAuthentication {
+        case .clientSecretPost, .clientSecretBasic:
+            if provider.clientSecret == nil { problem("\(base).client_secret", "\(provider.clientAuthentication.rawValue) needs client_secret (or client_secret_file)") }
+        case .privateKeyJWT:
+            if provider.clientKey == nil { problem("\(base).client_key_file", "private_key_jwt needs a private key file (EC P-256 or RSA)") }
+        }
+        if provider.idTokenAlgorithms.contains(where: \.isSymmetric) && (provider.clientSecret?.utf8.count ?? 0) < 32 {
+            problem("\(base).client_secret", "HS256 id_tokens are checked with the client secret: it needs at least 32 bytes")
+        }
+        if !provider.discovery {
+            if provider.authorizationEndpoint == nil { problem("\(base).authorization_endpoint", "required when discovery is off") }
+            if provider.tokenEndpoint == nil { problem("\(base).token_endpoint", "required when discovery is off") }
+            if provider.jwksURI == nil && provider.idTokenAlgorithms.contains(where: { !$0.isSymmetric }) {
+                problem("\(base).jwks_uri", "required when discovery is off and id_tokens are signed with a public key")
+            }
+        }
+        if provider.userinfoFormat == .jwe && provider.decryptionKeys.isEmpty {
+            problem("\(base).decryption_key_files", "userinfo_format jwe (FranceConnect+) needs Relais' private decryption keys")
+        }
+        return provider
+    }
+
+    private mutating func readApp(id: String, providerIDs: [String]) -> AppSettings {
+        let base = "apps.\(id)"
+        let redirects = list("\(base).redirect_uris") ?? []
+        if redirects.isEmpty { problem("\(base).redirect_uris", "list at least one redirect URI") }
+        for uri in redirects {
+            if let reason = RedirectURIRules.problem(uri) { problem("\(base).redirect_uris", "'\(uri)': \(reason)") }
+        }
+        let providers = list("\(base).providers") ?? providerIDs
+        for provider in providers where !providerIDs.contains(provider) {
+            problem("\(base).providers", "'\(provider)' is not a configured provider (\(providerIDs.joined(separator: ", ")))")
+        }
+        if providers.isEmpty { problem("\(base).providers", "the app needs at least one provider: configure providers.<id>") }
+        let scopes = list("\(base).scopes") ?? ["openid", "profile", "email"]
+        if !scopes.contains("openid") { problem("\(base).scopes", "must include openid") }
+        var app = AppSettings(clientID: id, redirectURIs: redirects, providers: providers, scopes: scopes)
+        app.postLogoutRedirectURIs = list("\(base).post_logout_redirect_uris") ?? []
+        for uri in app.postLogoutRedirectURIs {
+            if let reason = RedirectURIRules.problem(uri) { problem("\(base).post_logout_redirect_uris", "'\(uri)': \(reason)") }
+        }
+        app.accessTokenLifetime = duration("\(base).access_token_lifetime") ?? app.accessTokenLifetime
+        return app
+    }
+
+    private mutating func readResourceServer(id: String) -> ResourceServerSettings {
+        let base = "resource_servers.\(id)"
+        let secret = secret("\(base).secret") ?? ""
+        if secret.utf8.count < 16 { problem("\(base).secret", "set a secret of at least 16 bytes (secret or secret_file)") }
+        return ResourceServerSettings(id: id, secret: secret, audiences: list("\(base).audiences") ?? [id])
+    }
+
+    private mutating func readKeys(signingIDs: [String], sessionIDs: [String], required: Bool) -> RelayKeySettings {
+        var keys = RelayKeySettings()
+        for kid in signingIDs {
+            guard let path = text("signing.keys.\(kid).file") else {
+                problem("signing.keys.\(kid).file", "set the private key file (PEM or JWK, EC P-256 or RSA)")
+                continue
+            }
+            if let key = privateKey(path, key: "signing.keys.\(kid).file", signing: true, keyID: kid) { keys.signingKeys.append(key) }
+        }
+        keys.activeSigningKey = text("signing.active_key") ?? (signingIDs.count == 1 ? signingIDs[0] : nil)
+        if let active = keys.activeSigningKey, !signingIDs.contains(active) {
+            problem("signing.active_key", "'\(active)' is not one of signing.keys (\(signingIDs.joined(separator: ", ")))")
+        } else if keys.activeSigningKey == nil && signingIDs.count > 1 {
+            problem("signing.active_key", "name the key that signs among signing.keys")
+        }
+        if signingIDs.isEmpty && required {
+            problem("signing.keys", "production needs Relais' own signing keys (development generates one and keeps it in the store)")
+        }
+
+        for id in sessionIDs {
+            let key = "sessions.keys.\(id).secret"
+            guard let text = secret(key) else {
+                problem(key, "set a 32-byte key, base64url-encoded (secret or secret_file): openssl rand 32 | basenc --base64url")
+                continue
+            }
+            guard let bytes = Base64URL.decode(text.replacingPadding()), bytes.count == 32 else {
+                problem(key, "must be 32 bytes, base64url-encoded (openssl rand 32 | basenc --base64url)")
+                continue
+            }
+            keys.sessionKeys.append((id, bytes))
+        }
+        keys.activeSessionKey = text("sessions.active_key") ?? (sessionIDs.count == 1 ? sessionIDs[0] : nil)
+        if let active = keys.activeSessionKey, !sessionIDs.contains(active) {
+            problem("sessions.active_key", "'\(active)' is not one of sessions.keys (\(sessionIDs.joined(separator: ", ")))")
+        } else if keys.activeSessionKey == nil && sessionIDs.count > 1 {
+            problem("sessions.active_key", "name the key that encrypts among sessions.keys")
+        }
+        if sessionIDs.isEmpty && required {
+            problem("sessions.keys", "production needs a session encryption key (development generates one and keeps it in the store)")
+        }
+        return keys
+    }
+
+    private mutating func endpoint(_ key: String, _ environment: RelaisConfiguration.Environment) -> String? {
+        guard let url = text(key) else { return nil }
+        checkURL(key, url, environment: environment)
+        return url
+    }
+
+    private mutating func checkURL(_ key: String, _ url: String, environment: RelaisConfiguration.Environment) {
+        let lowered = url.lowercased()
+        guard lowered.hasPrefix("https://") || lowered.hasPrefix("http://"), !url.contains("#") else {
+            problem(key, "expected an absolute http(s) URL, got '\(url)'")
+            return
+        }
+        if lowered.hasPrefix("http://") && environment == .production && !RedirectURIRules.isLoopback(url) {
+            problem(key, "must use https in production (plain http is allowed for loopback hosts)")
+        }
+    }
+
+    /// A private EC P-256 or RSA key from a PEM or JWK file; `signing` pins it to ES256/RS256.
+    private mutating func privateKey(_ path: String, key: String, signing: Bool, keyID: String? = nil) -> JWK? {
+        let contents: String
+        switch ConfigurationLoader.readFile(path) {
+        case .success(let text): contents = text
+        case .failure(let failure):
+            problem(key, failure.message)
+            return nil
+        }
+        do {
+            let parsed = contents.contains("-----BEGIN") ? try JWK(pem: contents) : try JWK(json: Array(contents.utf8))
+            guard parsed.isPrivate, let pem = parsed.privateKeyPEM(), parsed.keyType == .rsa || (parsed.keyType == .ec && parsed.curve == .p256) else {
+                problem(key, "\(path) must hold a private EC P-256 or RSA key")
+                return nil
+            }
+            let algorithm = signing ? (parsed.keyType == .ec ? "ES256" : "RS256") : nil
+            return try JWK(pem: pem, keyID: keyID ?? parsed.keyID ?? parsed.thumbprint(), use: signing ? "sig" : "enc", algorithm: algorithm)
+        } catch {
+            problem(key, "\(path) holds no usable key (\(error.code))")
+            return nil
+        }
+    }
+}
+
+/// Which redirect URIs an app may register (RFC 8252 §7 and §8).
+public enum RedirectURIRules {
+    /// Nil when acceptable; otherwise why not.
+    public static func problem(_ uri: String) -> String? {
+        guard let colon = uri.firstIndex(of: ":"), colon != uri.startIndex else { return "not an absolute URI" }
+        if uri.contains("#") { return "must not contain a fragment" }
+        let scheme = uri[..<colon].lowercased()
+        switch scheme {
+        case "https":
+            return uri.count > "https://".count ? nil : "has no host"
+        case "http":
+            if isLoopback(uri) {
+                return uri.lowercased().hasPrefix("http://localhost") ? "use 127.0.0.1 or [::1], not localhost (RFC 8252 §8.3)" : nil
+            }
+            return "plain http is only for loopback redirects (http://127.0.0.1:{port}/...)"
+        default:
+            // Private-use schemes must be reverse domain names (RFC 8252 §7.1): com.example.app:/callback
+            guard scheme.contains("."), scheme.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "+" }) else {
+                return "a private-use scheme must be a reverse domain name such as com.example.app (RFC 8252 §7.1)"
+            }
+            return nil
+        }
+    }
+
+    public static func isLoopback(_ uri: String) -> Bool {
+        let lowered = uri.lowercased()
+        return lowered.hasPrefix("http://127.0.0.1") || lowered.hasPrefix("http://[::1]") || lowered.hasPrefix("http://localhost")
+    }
+}
+
+extension String {
+    /// Base64url text as people paste it: padding and standard-alphabet characters tolerated.
+    func replacingPadding() -> String {
+        String(self.filter { $0 != "=" }.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+@testable import RelaisConfig
+import RelaisCrypto
+import RelaisJOSE
+import Testing
+
+/// `providers`, `apps`, `resource_servers`, Relais' keys and lifetimes.
+@Suite struct RelayConfigurationTests {
+    private func file(_ contents: String) throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("relais-relay-\(UUID().uuidString)")
+        try contents.write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    private func load(_ yaml: String, development: Bool = true) async throws -> Result<RelaisConfiguration, ConfigurationError> {
+        let path = try file(yaml)
+        do {
+            return .success(try await ConfigurationLoader.load(filePath: path, environment: development ? ["RELAIS_SERVER_ENVIRONMENT": "development"] : [:]))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func problems(_ yaml: String, development: Bool = true) async throws -> [String] {
+        switch try await load(yaml, development: development) {
+        case .success: []
+        case .failure(let error): error.problems.map(\.description)
+        }
+    }
+
+    @Test func presetsFillInFranceConnectsRules() async throws {
+        let configuration = try await load(
+            """
+            providers:
+              fc:
+                preset: franceconnect-v2
+                issuer: https://oidc.franceconnect.gouv.fr/api/v2
+                client_id: abc
+                client_secret: a-secret
+              plus:
+                preset: franceconnect-plus
+                issuer: https://auth.franceconnect.gouv.fr/api/v2
+                client_id: def
+                client_secret: another-secret
+                decryption_key_files: [\(try file(try #require(try JWK.generate(for: .rs256).privateKeyPEM())))]
+              google:
+                issuer: https://accounts.google.com
+                client_id: ghi
+                client_secret: google-secret
+                client_auth: client_secret_basic
+            apps:
+              app:
+                redirect_uris: ["com.example.app:/cb", "http://127.0.0.1/cb", "https://app.example.fr/cb"]
+            relay:
+              refresh_grace: 10s
+            sessions:
+              idle_timeout: 7d
+            """
+        ).get()
+        let fc = configuration.providers[0], plus = configuration.providers[1], google = configuration.providers[2]
+        #expect(fc.discovery && !fc.pkce && fc.acrValues == "eidas1" && fc.userinfoFormat == .jws && fc.requireCallbackIssuer)
+        #expect(fc.idTokenAlgorithms == [.es256, .rs256])
+        #expect(fc.postLogoutRedirectURI == "http://127.0.0.1:8080/logout/callback")
+        #expect(plus.acrValues == "eidas2" && plus.userinfoFormat == .jwe && plus.decryptionKeys.count == 1 && plus.idTokenAlgorithms == [.es256])
+        #expect(google.pkce && google.userinfoFormat == .auto && google.acrValues == nil && google.clientAuthentication == .clientSecretBasic)
+        let app = try #require(configuration.apps.first)
+        #expect(app.providers == ["fc", "plus", "google"] && app.scopes == ["openid", "profile", "email"])
+        #expect(app.accessTokenLifetime == .seconds(300))
+        #expect(configuration.relay.refreshGrace == .seconds(10) && configuration.relay.sessionIdleTimeout == .seconds(7 * 86400))
+    }
+
+    @Test func providerProblemsNameTheirKey() async throws {
+        let found = try await problems(
+            """
+            providers:
+              nothing:
+                preset: franceconnect-v9
+              legacy:
+                preset: franceconnect-v1
+                issuer: https://fcp.integ01.dev-franceconnect.fr
+                client_id: abc
+                client_secret: short
+              plus:
+                preset: franceconnect-plus
+                issuer: ftp://example.fr
+                client_id: abc
+                client_auth: private_key_jwt
+                scopes: [profile]
+                id_token_algs: [ES256, XS999]
+            """
+        )
+        #expect(found.contains("providers.nothing.preset: expected one of franceconnect-v2, franceconnect-plus, franceconnect-v1, oidc; got 'franceconnect-v9'"))
+        #expect(found.contains("providers.nothing.issuer: set the provider's issuer (FranceConnect v2: https://oidc.franceconnect.gouv.fr/api/v2)"))
+        #expect(found.contains("providers.nothing.client_id: set the client_id the provider registered for Relais"))
+        #expect(found.contains("providers.legacy.client_secret: HS256 id_tokens are checked with the client secret: it needs at least 32 bytes"))
+        #expect(found.contains("providers.legacy.authorization_endpoint: required when discovery is off"))
+        #expect(found.contains("providers.legacy.token_endpoint: required when discovery is off"))
+        #expect(found.contains("providers.plus.issuer: expected an absolute http(s) URL, got 'ftp://example.fr'"))
+        #expect(found.contains("providers.plus.client_key_file: private_key_jwt needs a private key file (EC P-256 or RSA)"))
+        #expect(found.contains("providers.plus.scopes: must include openid"))
+        #expect(found.contains("providers.plus.id_token_algs: unknown algorithm 'XS999' (RS256, ES256, PS256, EdDSA, HS256, ...)"))
+        #expect(found.contains("providers.plus.decryption_key_files: userinfo_format jwe (FranceConnect+) needs Relais' private decryption keys"))
+        let production = try await problems("providers:\n  fc:\n    issuer: http://idp.example.fr\n    client_id: a\n    client_secret: b\n", development: false)
+        #expect(production == ["providers.fc.issuer: must use https in production (plain http is allowed for loopback hosts)"])
+    }
+
+    @Test func appRedirectURIsFollowRFC8252() async throws {
+        let found = try await problems(
+            """
+            providers:
+              fc:
+                issuer: https://idp.example.fr
+                client_id: a
+                client_secret: b
+            apps:
+              app:
+                redirect_uris: ["http://app.example.fr/cb", "http://localhost:8000/cb", "myapp:/cb", "https://app.example.fr/cb#frag", "com.example.app:/cb", "http://[::1]/cb"]
+                providers: [fc, github]
+                scopes: [profile]
+              empty:
+                redirect_uris: []
+            """
+        )
+        #expect(found.contains("apps.app.redirect_uris: 'http://app.example.fr/cb': plain http is only for loopback redirects (http://127.0.0.1:{port}/...)"))
+        #expect(found.contains("apps.app.redirect_uris: 'http://localhost:8000/cb': use 127.0.0.1 or [::1], not localhost (RFC 8252 §8.3)"))
+        #expect(found.contains("apps.app.redirect_uris: 'myapp:/cb': a private-use scheme must be a reverse domain name such as com.example.app (RFC 8252 §7.1)"))
+        #expect(found.contains("apps.app.redirect_uris: 'https://app.example.fr/cb#frag': must not contain a fragment"))
+        #expect(found.contains("apps.app.providers: 'github' is not a configured provider (fc)"))
+        #expect(found.contains("apps.app.scopes: must include openid"))
+        #expect(found.contains("apps.empty.redirect_uris: list at least one redirect URI"))
+        #expect(found.count == 7)
+    }
+
+    @Test func keysAreReadAndChecked() async throws {
+        let ec = try file(try #require(try JWK.generate(for: .es256).privateKeyPEM()))
+        let rsa = try file(try #require(try JWK.generate(for: .rs256).privateKeyPEM()))
+        let session = try file(Base64URL.encode(SecureRandom.bytes(32)) + "\n")
+        let configuration = try await load(
+            """
+            signing:
+              active_key: new
+              keys:
+                old: {file: \(rsa)}
+                new: {file: \(ec)}
+            sessions:
+              keys:
+                s1: {secret_file: \(session)}
+            """,
+            development: false
+        ).get()
+        #expect(configuration.keys.signingKeys.map(\.keyID) == ["old", "new"])
+        #expect(configuration.keys.signingKeys.map(\.algorithm) == ["RS256", "ES256"])
+        #expect(configuration.keys.activeSigningKey == "new")
+        #expect(configuration.keys.activeSessionKey == "s1" && configuration.keys.sessionKeys[0].key.count == 32)
+
+        let broken = try await problems(
+            """
+            signing:
+              active_key: missing
+              keys:
+                bad: {file: \(try file("not a key"))}
+                public: {file: \(try file(try #require(try JWK.generate(for: .es256).publicKeyPEM())))}
+            sessions:
+              keys:
+                short: {secret: abc}
+                a: {secret: \(Base64URL.encode(SecureRandom.bytes(32)))}
+                b: {secret: \(Base64URL.encode(SecureRandom.bytes(32)))}
+              idle_timeout: 100d
+            resource_servers:
+              api: {secret: tiny}
+            """
+        )
+        #expect(found(broken, "signing.keys.bad.file: ", "holds no usable key (jose_invalid_key)"))
+        #expect(found(broken, "signing.keys.public.file: ", "must hold a private EC P-256 or RSA key"))
+        #expect(broken.contains("signing.active_key: 'missing' is not one of signing.keys (bad, public)"))
+        #expect(broken.contains("sessions.keys.short.secret: must be 32 bytes, base64url-encoded (openssl rand 32 | basenc --base64url)"))
+        #expect(broken.contains("sessions.active_key: name the key that encrypts among sessions.keys"))
+        #expect(broken.contains("sessions.idle_timeout: is longer than sessions.lifetime, which bounds it"))
+        #expect(broken.contains("resource_servers.api.secret: set a secret of at least 16 bytes (secret or secret_file)"))
+    }
+
+    private func found(_ problems: [String], _ prefix: String, _ suffix: String) -> Bool {
+        problems.contains { $0.hasPrefix(prefix) && $0.hasSuffix(suffix) }
+    }
+}
