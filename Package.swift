@@ -102,9 +102,41 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "RelaisOIDC",
+            dependencies: [
+                "RelaisConfig",
+                "RelaisCrypto",
+                "RelaisHTTPClient",
+                "RelaisJOSE",
+                "RelaisServer",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RelaisRelay",
+            dependencies: [
+                "RelaisConfig",
+                "RelaisCrypto",
+                "RelaisHTTPClient",
+                "RelaisJOSE",
+                "RelaisOIDC",
+                "RelaisServer",
+                "RelaisStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "RelaisDevProvider",
             dependencies: [
                 "RelaisConfig",
+                "RelaisOIDC",
                 "RelaisCrypto",
                 "RelaisHTTPClient",
                 "RelaisJOSE",
@@ -123,6 +155,7 @@ let package = Package(
             dependencies: [
                 "RelaisConfig",
                 "RelaisDevProvider",
+                "RelaisRelay",
                 "RelaisServer",
                 "RelaisJOSE",
                 "RelaisHTTPClient",
@@ -172,6 +205,11 @@ let package = Package(
         .testTarget(
             name: "RelaisConfigTests",
             dependencies: ["RelaisConfig", "RelaisHTTPClient", "RelaisStore", "RelaisJOSE"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelaisRelayTests",
+            dependencies: ["RelaisRelay", "RelaisServer", "RelaisConfig", "RelaisHTTPClient", "RelaisJOSE", "RelaisCrypto", "RelaisTestSupport", "RelaisStore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -112,3 +112,12 @@ public enum Hex {
         return String(decoding: output, as: UTF8.self)
     }
 }
+
+/// Standard base64 with padding (RFC 4648 §4), for HTTP Basic credentials.
+public enum Base64 {
+    public static func encode<Bytes: Collection<UInt8>>(_ data: Bytes) -> String {
+        var text = String(Base64URL.encode(data).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
+        while text.utf8.count % 4 != 0 { text += "=" }
+        return text
+    }
+}

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import RelaisConfig
 import RelaisJOSE
+import RelaisOIDC
 import RelaisServer
 
 /// The `/authorize` rules of FranceConnect, as a pure function of the parameters: the route only
@@ -72,7 +73,7 @@ struct AuthorizationValidator {
         guard scopes.contains("openid") else {
             return reject("invalid_request", "openid scope must be requested when using the acr_values parameter")
         }
-        if let unknown = scopes.first(where: { Scopes.claimsByScope[$0] == nil }) {
+        if let unknown = scopes.first(where: { ScopeCatalogue.claimsByScope[$0] == nil }) {
             return reject("invalid_scope", "requested scope '\(unknown)' is not allowed")
         }
         guard let nonce = parameters["nonce"], !nonce.isEmpty else {

@@ -1,6 +1,7 @@
 import Hummingbird
 import RelaisConfig
 import RelaisJOSE
+import RelaisOIDC
 import RelaisServer
 
 /// `/.well-known/openid-configuration` and `/jwks` (v2 and FranceConnect+ only; v1 has neither).
@@ -35,8 +36,8 @@ struct DiscoveryRoutes {
             "response_modes_supported": strings(["query"]),
             "grant_types_supported": strings(["authorization_code"]),
             "subject_types_supported": strings(["pairwise"]),
-            "scopes_supported": strings(Scopes.supported),
-            "claims_supported": strings(["sub", "amr", "acr", "auth_time"] + Array(Set(Scopes.claimsByScope.values.joined())).filter { $0 != "sub" }.sorted()),
+            "scopes_supported": strings(ScopeCatalogue.supported),
+            "claims_supported": strings(["sub", "amr", "acr", "auth_time"] + Array(Set(ScopeCatalogue.claimsByScope.values.joined())).filter { $0 != "sub" }.sorted()),
             "claims_parameter_supported": .bool(true),
             "request_parameter_supported": .bool(false),
             "acr_values_supported": strings(provider.validator.acceptedLevels),

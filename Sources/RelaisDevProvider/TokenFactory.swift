@@ -2,6 +2,7 @@ import FoundationEssentials
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
+import RelaisOIDC
 
 /// Builds the id_tokens and userinfo responses FranceConnect would send, then applies the armed
 /// faults: claims altered before signing, the signature or header broken after.
@@ -34,7 +35,7 @@ struct TokenFactory: Sendable {
     /// `iss`, `aud`, `iat`, `exp`.
     func userinfoClaims(grant: AccessGrant, identity: TestIdentity, now: Int, faults: [Fault]) -> [String: JSONValue] {
         var claims: [String: JSONValue] = ["sub": .string(grant.subject)]
-        for name in Scopes.claims(for: grant.scopes) {
+        for name in ScopeCatalogue.claims(for: grant.scopes) {
             if name == "given_name_array" {
                 if let given = identity.claims["given_name"] { claims[name] = .array(given.split(separator: " ").map { .string(String($0)) }) }
             } else if let value = identity.claims[name] {

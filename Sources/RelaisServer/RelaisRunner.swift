@@ -5,42 +5,10 @@ public import RelaisConfig
 public import ServiceLifecycle
 public import UnixSignals
 
-/// Runs a Relais instance until SIGTERM or SIGINT, then drains: /readyz turns 503, the listener
-/// closes, in-flight requests get up to `server.drain_timeout` to finish, and the store and
-/// outbound client are closed last.
+/// The server skeleton's lifecycle: until SIGTERM or SIGINT, then a drain: /readyz turns 503, the
+/// listener closes, in-flight requests get up to `server.drain_timeout` to finish. The programs
+/// (`RelayRunner`, `DevProviderRunner`) close the store and the outbound client last.
 public enum RelaisRunner {
-    public static func run(
-        configuration: RelaisConfiguration,
-        logger: Logger,
-        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
-    ) async throws {
-        let dependencies = RelaisDependencies.make(for: configuration, logger: logger)
-        let group = makeServiceGroup(
-            configuration: configuration,
-            dependencies: dependencies,
-            logger: logger,
-            signals: [.sigterm, .sigint],
-            onServerRunning: onServerRunning
-        )
-        logger.info(
-            "relais starting",
-            metadata: [
-                "address": "\(configuration.server.host):\(configuration.server.port)",
-                "public_base_url": "\(configuration.server.publicBaseURL)",
-                "store": "\(configuration.store.kind.rawValue)",
-                "environment": "\(configuration.server.environment.rawValue)",
-            ]
-        )
-        do {
-            try await group.run()
-        } catch {
-            await dependencies.shutdown()
-            throw error
-        }
-        await dependencies.shutdown()
-        logger.info("relais stopped")
-    }
-
     /// The server and the drain watcher as one service group; graceful shutdown starts on the given
     /// signals or on `triggerGracefulShutdown()`.
     public static func makeServiceGroup(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import RelaisConfig
+import RelaisRelay
 import RelaisServer
 
 #if canImport(Glibc)
@@ -40,7 +41,7 @@ struct Serve: AsyncParsableCommand {
         bootstrapLogging(configuration.log)
         let logger = Logger(label: "relais")
         do {
-            try await RelaisRunner.run(configuration: configuration, logger: logger)
+            try await RelayRunner.run(configuration: configuration, logger: logger)
         } catch {
             logger.critical("relais stopped on an error", metadata: ["error": "\(error)"])
             throw ExitCode(1)

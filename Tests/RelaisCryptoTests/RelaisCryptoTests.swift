@@ -42,4 +42,10 @@ import Testing
         #expect(tokens.count == 1000)
         #expect(tokens.allSatisfy { Base64URL.decode($0)?.count == 16 })
     }
+
+    @Test func standardBase64IsPaddedForBasicCredentials() {
+        #expect(Base64.encode(Array("Aladdin:open sesame".utf8)) == "QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
+        #expect(Base64.encode([0xFB, 0xFF]) == "+/8=")
+        #expect(Base64.encode([UInt8]()) == "")
+    }
 }

@@ -6,7 +6,7 @@ import Testing
 /// The provider checked by an independent client: Python `requests` drives the sign-in and `joserfc`
 /// verifies the discovery document, the token response, the id_token and the userinfo JWT.
 @Suite struct DevProviderCrossCheckTests {
-    static let script = DevProviderProcess.packageRoot.appendingPathComponent("scripts/dev-provider-check.py").path
+    static let script = RelaisProcess.packageRoot.appendingPathComponent("scripts/dev-provider-check.py").path
 
     @Test(arguments: ["ES256", "RS256"])
     func requestsAndJoserfcAcceptTheProvider(algorithm: String) async throws {
@@ -16,7 +16,7 @@ import Testing
                 redirect_uris: [http://127.0.0.1:9/py-callback]
                 id_token_signed_response_alg: \(algorithm)
             """
-        try await check(try await DevProviderProcess.launch(clients: clients), extraArguments: [])
+        try await check(try await RelaisProcess.devProvider(clients: clients), extraArguments: [])
     }
 
     @Test(arguments: [("RSA-OAEP-256", JWSAlgorithm.rs256), ("ECDH-ES", .es256)])
@@ -31,10 +31,10 @@ import Testing
             """
         let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("relais-py-key-\(UUID().uuidString).pem").path
         try #require(key.privateKeyPEM()).write(toFile: keyFile, atomically: true, encoding: .utf8)
-        try await check(try await DevProviderProcess.launch(mode: "fcplus", clients: clients), extraArguments: [keyFile, keyType == .rs256 ? "RSA" : "EC"])
+        try await check(try await RelaisProcess.devProvider(mode: "fcplus", clients: clients), extraArguments: [keyFile, keyType == .rs256 ? "RSA" : "EC"])
     }
 
-    private func check(_ provider: DevProviderProcess, extraArguments: [String]) async throws {
+    private func check(_ provider: RelaisProcess, extraArguments: [String]) async throws {
         defer { provider.stop() }
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("relais-py-\(UUID().uuidString)").path
         let process = try ChildProcess.spawn(

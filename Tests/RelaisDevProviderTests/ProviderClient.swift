@@ -8,7 +8,7 @@ import Testing
 /// Plays both the browser and the relying party against a development provider over real HTTP:
 /// redirects are not followed, so each hop can be checked, and the provider's session cookie is kept.
 final class ProviderClient: @unchecked Sendable {
-    let provider: DevProviderProcess
+    let provider: RelaisProcess
     let http = HTTPClient(configuration: .init(maxConcurrentRequests: 4))
     let prefix: String
     var cookie: String?
@@ -34,7 +34,7 @@ final class ProviderClient: @unchecked Sendable {
     static let redirects = ["app": "http://127.0.0.1:9/callback", "other": "http://127.0.0.1:9/other", "rs": "http://127.0.0.1:9/rs"]
     static let nonce = "nonce-0123456789abcdefghijklmnop"
 
-    init(_ provider: DevProviderProcess, prefix: String = "/api/v2") {
+    init(_ provider: RelaisProcess, prefix: String = "/api/v2") {
         self.provider = provider
         self.prefix = prefix
     }
@@ -44,7 +44,7 @@ final class ProviderClient: @unchecked Sendable {
     var issuer: String { provider.baseURL + prefix }
 
     static func launch(mode: String = "v2", clients: String = ProviderClient.clients, provider: String = "", store: String = "  kind: embedded") async throws -> ProviderClient {
-        let process = try await DevProviderProcess.launch(mode: mode, clients: clients, provider: provider, store: store)
+        let process = try await RelaisProcess.devProvider(mode: mode, clients: clients, provider: provider, store: store)
         return ProviderClient(process, prefix: mode == "v1" ? "/api/v1" : "/api/v2")
     }
 

@@ -1,7 +1,8 @@
-/// FranceConnect's scopes and the claims each one releases (fcp-low catalogue; v2 dropped
-/// `address` and `phone`).
-enum Scopes {
-    static let claimsByScope: [String: [String]] = [
+/// The scopes Relais and its development provider know, and the identity claims each releases:
+/// FranceConnect's catalogue (fcp-low; v2 dropped `address` and `phone`), whose `profile` and
+/// `email` match OpenID Connect's standard scopes.
+public enum ScopeCatalogue {
+    public static let claimsByScope: [String: [String]] = [
         "openid": ["sub"],
         "given_name": ["given_name", "given_name_array"],
         "family_name": ["family_name"],
@@ -16,9 +17,12 @@ enum Scopes {
         "identite_pivot": ["given_name", "given_name_array", "family_name", "birthdate", "gender", "birthplace", "birthcountry"],
     ]
 
-    static let supported: [String] = claimsByScope.keys.sorted()
+    public static let supported: [String] = claimsByScope.keys.sorted()
 
-    static func claims(for scopes: [String]) -> Set<String> {
+    /// Every identity claim a scope can release (`sub` excepted).
+    public static let identityClaims: Set<String> = Set(claimsByScope.values.joined()).subtracting(["sub"])
+
+    public static func claims(for scopes: [String]) -> Set<String> {
         Set(scopes.flatMap { claimsByScope[$0] ?? [] })
     }
 }

@@ -5,14 +5,15 @@ import Synchronization
 import Glibc
 #endif
 
-/// The real `relais dev-provider` binary on a free loopback port, configured from YAML text, for
-/// tests that need a provider process (the relay's, the provider's own, the Python checks).
-public final class DevProviderProcess: Sendable {
+/// The real `relais` binary running a server subcommand (`dev-provider` or `serve`) on a free
+/// loopback port, configured from YAML text: what the provider, relay and Python tests talk to.
+public final class RelaisProcess: Sendable {
     public let port: Int
     public let configPath: String
     public let logPath: String
     private let process: Mutex<ChildProcess?>
     private let environment: [String: String]
+    private let subcommand: String
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
@@ -20,7 +21,8 @@ public final class DevProviderProcess: Sendable {
     public static let binary = packageRoot.appendingPathComponent(".build/debug/relais").path
     public static let identitiesFile = packageRoot.appendingPathComponent("config/dev-identities.yaml").path
 
-    private init(port: Int, configPath: String, logPath: String, environment: [String: String]) {
+    private init(subcommand: String, port: Int, configPath: String, logPath: String, environment: [String: String]) {
+        self.subcommand = subcommand
         self.port = port
         self.configPath = configPath
         self.logPath = logPath
@@ -28,19 +30,34 @@ public final class DevProviderProcess: Sendable {
         process = Mutex(nil)
     }
 
-    /// Starts a provider whose file holds `provider` (extra keys of the provider section) and
-    /// `clients` (the clients section's entries), on embedded storage unless `store` says otherwise.
+    /// Starts `relais <subcommand> --config FILE`, the file written by `config` for the chosen port.
     public static func launch(
+        _ subcommand: String,
+        environment: [String: String] = [:],
+        port: Int? = nil,
+        config: (Int) -> String
+    ) async throws -> RelaisProcess {
+        let port = try port ?? FreePort.find()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-\(subcommand)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let configPath = directory.appendingPathComponent("config.yaml").path
+        try config(port).write(toFile: configPath, atomically: true, encoding: .utf8)
+        let instance = RelaisProcess(subcommand: subcommand, port: port, configPath: configPath, logPath: directory.appendingPathComponent("log").path, environment: environment)
+        try await instance.start()
+        return instance
+    }
+
+    /// Starts a development provider whose file holds `provider` (extra keys of the provider
+    /// section) and `clients` (the clients section's entries), on embedded storage unless `store` says otherwise.
+    public static func devProvider(
         mode: String = "v2",
         clients: String,
         provider: String = "",
         store: String = "  kind: embedded",
         environment: [String: String] = [:]
-    ) async throws -> DevProviderProcess {
-        let port = try FreePort.find()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-dev-provider-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let config = """
+    ) async throws -> RelaisProcess {
+        try await launch("dev-provider", environment: environment) { port in
+            """
             server:
               environment: development
               port: \(port)
@@ -55,30 +72,26 @@ public final class DevProviderProcess: Sendable {
             clients:
             \(clients)
             """
-        let configPath = directory.appendingPathComponent("dev-provider.yaml").path
-        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        let instance = DevProviderProcess(port: port, configPath: configPath, logPath: directory.appendingPathComponent("log").path, environment: environment)
-        try await instance.start()
-        return instance
+        }
     }
 
     public func start() async throws {
-        let child = try ChildProcess.spawn(Self.binary, ["dev-provider", "--config", configPath], environment: environment, standardOutput: logPath, standardError: logPath + ".err")
+        let child = try ChildProcess.spawn(Self.binary, [subcommand, "--config", configPath], environment: environment, standardOutput: logPath, standardError: logPath + ".err")
         process.withLock { $0 = child }
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
             if FreePort.isAccepting(port: port) { return }
             if child.hasExited() {
                 process.withLock { $0 = nil }
-                throw DevProviderProcessError.exited(log: log)
+                throw RelaisProcessError.exited(log: log)
             }
             try await Task.sleep(for: .milliseconds(25))
         }
         stop()
-        throw DevProviderProcessError.didNotStart(port: port)
+        throw RelaisProcessError.didNotStart(port: port)
     }
 
-    /// What the provider wrote to standard error (startup problems).
+    /// What the process wrote (startup problems first).
     public var log: String {
         ((try? String(contentsOfFile: logPath + ".err", encoding: .utf8)) ?? "") + ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
     }
@@ -99,7 +112,7 @@ public final class DevProviderProcess: Sendable {
     deinit { stop() }
 }
 
-public enum DevProviderProcessError: Error {
+public enum RelaisProcessError: Error {
     case didNotStart(port: Int)
     case exited(log: String)
 }

@@ -1,0 +1,258 @@
+public import RelaisConfig
+public import RelaisHTTPClient
+public import RelaisJOSE
+import FoundationEssentials
+import RelaisCrypto
+import RelaisServer
+
+/// What Relais learned about the person from the provider: the verified id_token and userinfo.
+public struct UpstreamIdentity: Sendable {
+    public var subject: String
+    /// The provider's id_token as received (kept for the logout `id_token_hint`).
+    public var idToken: String
+    public var acr: String?
+    public var amr: [String]?
+    public var authTime: Double?
+    /// Identity claims (userinfo over id_token), limited to the claims Relais knows how to release.
+    public var claims: [String: JSONValue]
+}
+
+/// One configured provider, seen from Relais as a confidential OpenID Connect client: discovery,
+/// the authorization redirect, the code exchange, id_token and userinfo verification.
+public actor UpstreamProvider {
+    public nonisolated let settings: ProviderSettings
+    private let http: HTTPClient
+    private var cachedMetadata: (value: ProviderMetadata, fetchedAt: ContinuousClock.Instant)?
+    private var keys: JWKSCache?
+
+    static let metadataMaxAge: Duration = .seconds(3600)
+    static let leeway: Duration = .seconds(30)
+
+    public init(settings: ProviderSettings, http: HTTPClient) {
+        self.settings = settings
+        self.http = http
+    }
+
+    // MARK: - Endpoints
+
+    /// The provider's endpoints: discovered (cached an hour; the last good document is kept if a
+    /// refresh fails) or configured.
+    public func metadata() async throws(UpstreamError) -> ProviderMetadata {
+        if let cachedMetadata, ContinuousClock.now - cachedMetadata.fetchedAt < Self.metadataMaxAge { return cachedMetadata.value }
+        guard settings.discovery else {
+            guard let configured = ProviderMetadata(settings: settings) else { throw .invalidResponse("no endpoints configured") }
+            cachedMetadata = (configured, ContinuousClock.now)
+            return configured
+        }
+        do {
+            let response = try await send(HTTPClientRequest(url: settings.issuer + "/.well-known/openid-configuration", headers: [(name: "Accept", value: "application/json")]))
+            guard response.status == 200 else { throw UpstreamError.invalidResponse("discovery answered HTTP \(response.status)") }
+            guard let document = JSONValue.object(from: response.body) else { throw UpstreamError.invalidResponse("the discovery document is not a JSON object") }
+            let metadata = try ProviderMetadata(discovery: document, settings: settings)
+            cachedMetadata = (metadata, ContinuousClock.now)
+            return metadata
+        } catch let error as UpstreamError {
+            if let cachedMetadata { return cachedMetadata.value }
+            throw error
+        } catch {
+            throw .invalidResponse("\(error)")
+        }
+    }
+
+    /// Where to send the browser. Only parameters the provider knows are sent: FranceConnect refuses
+    /// any other.
+    public func authorizationURL(redirectURI: String, state: String, nonce: String, acr: String?, prompt: String?, codeChallenge: String?) async throws(UpstreamError) -> String {
+        let metadata = try await metadata()
+        var parameters = [
+            ("response_type", "code"), ("client_id", settings.clientID), ("redirect_uri", redirectURI),
+            ("scope", settings.scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
+        ]
+        if let acr { parameters.append(("acr_values", acr)) }
+        if let prompt { parameters.append(("prompt", prompt)) }
+        if let codeChallenge {
+            parameters.append(("code_challenge", codeChallenge))
+            parameters.append(("code_challenge_method", "S256"))
+        }
+        return FormParameters.url(metadata.authorizationEndpoint, adding: parameters)
+    }
+
+    /// The provider's logout redirect, when it has one.
+    public func endSessionURL(idTokenHint: String, state: String) async -> String? {
+        guard let metadata = try? await metadata(), let endpoint = metadata.endSessionEndpoint else { return nil }
+        var parameters = [("id_token_hint", idTokenHint), ("state", state)]
+        if let target = settings.postLogoutRedirectURI { parameters.append(("post_logout_redirect_uri", target)) }
+        return FormParameters.url(endpoint, adding: parameters)
+    }
+
+    // MARK: - Sign-in
+
+    /// Exchanges the code, verifies the id_token, fetches and checks userinfo.
+    public func signIn(code: String, redirectURI: String, nonce: String, requestedACR: String?, codeVerifier: String?) async throws(UpstreamError) -> UpstreamIdentity {
+        let metadata = try await metadata()
+        let tokens = try await exchange(code: code, redirectURI: redirectURI, codeVerifier: codeVerifier, metadata: metadata)
+        guard let rawIDToken = tokens["id_token"]?.stringValue else { throw .invalidResponse("the token response has no id_token") }
+        guard let accessToken = tokens["access_token"]?.stringValue else { throw .invalidResponse("the token response has no access_token") }
+
+        let idToken = try await verifyIDToken(rawIDToken, nonce: nonce, requestedACR: requestedACR)
+        guard let subject = idToken.subject else { throw .idTokenRejected(.claimRejected(check: .required, reason: "claim 'sub' is missing")) }
+        var claims: [String: JSONValue] = [:]
+        for name in ScopeCatalogue.identityClaims { if let value = idToken[name] { claims[name] = value } }
+        if let endpoint = metadata.userinfoEndpoint {
+            let userinfo = try await fetchUserinfo(endpoint: endpoint, accessToken: accessToken)
+            guard userinfo["sub"]?.stringValue == subject else { throw .userinfoRejected("userinfo 'sub' differs from the id_token's") }
+            for name in ScopeCatalogue.identityClaims { if let value = userinfo[name] { claims[name] = value } }
+        }
+        return UpstreamIdentity(
+            subject: subject, idToken: rawIDToken, acr: idToken.acr, amr: idToken["amr"]?.arrayValue?.compactMap(\.stringValue),
+            authTime: idToken["auth_time"]?.numberValue, claims: claims
+        )
+    }
+
+    private func exchange(code: String, redirectURI: String, codeVerifier: String?, metadata: ProviderMetadata) async throws(UpstreamError) -> [String: JSONValue] {
+        var fields = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI)]
+        var headers: [(name: String, value: String)] = [(name: "Accept", value: "application/json")]
+        switch settings.clientAuthentication {
+        case .clientSecretPost:
+            fields += [("client_id", settings.clientID), ("client_secret", settings.clientSecret ?? "")]
+        case .clientSecretBasic:
+            // RFC 6749 §2.3.1: both parts form-encoded before base64.
+            let credentials = FormEncoding.escape(settings.clientID) + ":" + FormEncoding.escape(settings.clientSecret ?? "")
+            headers.append((name: "Authorization", value: "Basic " + Base64.encode(Array(credentials.utf8))))
+        case .privateKeyJWT:
+            guard let key = settings.clientKey else { throw .invalidResponse("no client key configured") }
+            do {
+                let assertion = try ClientAssertion.make(clientID: settings.clientID, tokenEndpoint: metadata.tokenEndpoint, key: key)
+                fields += [("client_id", settings.clientID), ("client_assertion_type", ClientAssertion.type), ("client_assertion", assertion)]
+            } catch {
+                throw .invalidResponse("cannot sign the client assertion (\(error.code))")
+            }
+        }
+        if let codeVerifier { fields.append(("code_verifier", codeVerifier)) }
+        let response = try await send(.form(url: metadata.tokenEndpoint, fields: fields, headers: headers))
+        let body = JSONValue.object(from: response.body)
+        switch response.status {
+        case 200:
+            guard let body else { throw .invalidResponse("the token response is not a JSON object") }
+            if let type = body["token_type"]?.stringValue, type.lowercased() != "bearer" {
+                throw .invalidResponse("token_type '\(type)' is not Bearer")
+            }
+            return body
+        case 429, 500...599:
+            throw .unavailable("the token endpoint answered HTTP \(response.status)")
+        default:
+            if let error = body?["error"]?.stringValue {
+                throw .rejected(error: error, description: body?["error_description"]?.stringValue ?? "")
+            }
+            throw .invalidResponse("the token endpoint answered HTTP \(response.status)")
+        }
+    }
+
+    // MARK: - Verification
+
+    /// Decrypts a FranceConnect+ JWE with our keys, then returns the signed token inside.
+    private func signedToken(_ token: String) throws(JOSEError) -> String {
+        guard token.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count == 4 else { return token }
+        let decrypted = try JWE.parse(token).decrypt(with: JWKSet(keys: settings.decryptionKeys))
+        guard decrypted.isNestedJWT else { throw .malformedToken(reason: "the JWE does not hold a signed JWT (cty: JWT)") }
+        return decrypted.plaintextString
+    }
+
+    private func verifySignature(_ jws: JWS) async throws(JOSEError) {
+        guard settings.idTokenAlgorithms.contains(jws.algorithm) else { throw .unsupportedAlgorithm(jws.algorithm.rawValue) }
+        if jws.algorithm.isSymmetric {
+            try jws.verify(with: JWK(symmetric: Array((settings.clientSecret ?? "").utf8)))
+            return
+        }
+        guard let keys = try await keySet() else { throw .keySetUnavailable(reason: "the provider publishes no jwks_uri") }
+        try await keys.verify(jws)
+    }
+
+    private func keySet() async throws(JOSEError) -> JWKSCache? {
+        if let keys { return keys }
+        let metadata: ProviderMetadata
+        do {
+            metadata = try await self.metadata()
+        } catch {
+            throw .keySetUnavailable(reason: error.description)
+        }
+        guard let uri = metadata.jwksURI else { return nil }
+        let cache = JWKSCache(url: uri, fetcher: HTTPKeySetFetcher(client: http), maxAge: .seconds(3600), minimumRefetchInterval: .seconds(60))
+        keys = cache
+        return cache
+    }
+
+    func verifyIDToken(_ raw: String, nonce: String, requestedACR: String?) async throws(UpstreamError) -> VerifiedClaims {
+        do {
+            let jws = try JWS.parse(try signedToken(raw))
+            try await verifySignature(jws)
+            var policy = ClaimsPolicy(issuer: settings.issuer, audience: settings.clientID)
+            policy.leeway = Self.leeway
+            policy.nonce = nonce
+            policy.requireIssuedAt = true
+            policy.requiredClaims = ["sub"]
+            if let requestedACR, !settings.acrOrder.isEmpty {
+                policy.minimumACR = requestedACR
+                policy.acrOrder = settings.acrOrder
+            }
+            return try policy.validate(jws)
+        } catch {
+            throw .idTokenRejected(error)
+        }
+    }
+
+    private func fetchUserinfo(endpoint: String, accessToken: String) async throws(UpstreamError) -> [String: JSONValue] {
+        let response = try await send(
+            HTTPClientRequest(url: endpoint, headers: [(name: "Authorization", value: "Bearer \(accessToken)"), (name: "Accept", value: "application/jwt, application/json")])
+        )
+        switch response.status {
+        case 200: break
+        case 429, 500...599: throw .unavailable("userinfo answered HTTP \(response.status)")
+        default: throw .invalidResponse("userinfo answered HTTP \(response.status)")
+        }
+        let contentType = response.header("content-type")?.lowercased() ?? ""
+        let isJWT: Bool
+        switch settings.userinfoFormat {
+        case .json: isJWT = false
+        case .jws, .jwe: isJWT = true
+        case .auto: isJWT = contentType.hasPrefix("application/jwt")
+        }
+        guard isJWT else {
+            guard let object = JSONValue.object(from: response.body) else { throw .invalidResponse("userinfo is not a JSON object") }
+            return object
+        }
+        do {
+            let text = String(decoding: response.body, as: UTF8.self).filter { !$0.isWhitespace }
+            if settings.userinfoFormat == .jwe && text.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count != 4 {
+                throw JOSEError.malformedToken(reason: "userinfo is expected encrypted (JWE)")
+            }
+            let jws = try JWS.parse(try signedToken(text))
+            try await verifySignature(jws)
+            var policy = ClaimsPolicy()
+            policy.leeway = Self.leeway
+            policy.requireExpiration = false
+            let claims = try policy.validate(jws)
+            // OIDC Core §5.3.2: a signed userinfo should carry iss and aud; when it does, they must be right.
+            if claims["iss"] != nil && claims.issuer != settings.issuer { throw JOSEError.claimRejected(check: .issuer, reason: "userinfo iss is not the provider") }
+            if claims["aud"] != nil && !claims.audience.contains(settings.clientID) {
+                throw JOSEError.claimRejected(check: .audience, reason: "userinfo aud does not contain our client_id")
+            }
+            return claims.claims
+        } catch let error as JOSEError {
+            throw .userinfoRejected("userinfo JWT rejected (\(error.code))")
+        } catch {
+            throw .userinfoRejected("userinfo JWT rejected")
+        }
+    }
+
+    private func send(_ request: HTTPClientRequest) async throws(UpstreamError) -> HTTPClientResponse {
+        var request = request
+        request.timeout = settings.timeout
+        do {
+            return try await http.send(request)
+        } catch let error as HTTPClientError {
+            throw .unavailable(error.description)
+        } catch {
+            throw .unavailable("\(error)")
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import RelaisConfig
+import RelaisServer
+
+/// The rules of Relais' `/authorize` for apps (RFC 6749 §4.1, RFC 7636, RFC 8252), as a pure
+/// function of the parameters. An unknown client or redirect URI is answered with a page, never a
+/// redirect: sending an error to an unverified URI would make Relais an open redirector.
+struct AppAuthorizationValidator: Sendable {
+    enum Outcome: Equatable {
+        case valid(AppRequest)
+        case errorPage(code: String, message: String)
+        case redirectError(redirectURI: String, state: String?, error: String, description: String)
+    }
+
+    let apps: [String: AppSettings]
+    let providers: [String: ProviderSettings]
+
+    func validate(_ parameters: FormParameters) -> Outcome {
+        if let repeated = parameters.repeatedNames.first(where: { $0 == "client_id" || $0 == "redirect_uri" }) {
+            return .errorPage(code: "invalid_request", message: "The parameter '\(repeated)' is given more than once.")
+        }
+        guard let clientID = parameters["client_id"], !clientID.isEmpty else {
+            return .errorPage(code: "invalid_request", message: "The client_id parameter is missing.")
+        }
+        guard let app = apps[clientID] else {
+            return .errorPage(code: "unknown_client", message: "No app is registered with this client_id.")
+        }
+        guard let redirectURI = parameters["redirect_uri"], !redirectURI.isEmpty else {
+            return .errorPage(code: "invalid_request", message: "The redirect_uri parameter is missing.")
+        }
+        guard RedirectMatcher.matches(redirectURI, registered: app.redirectURIs) else {
+            return .errorPage(code: "invalid_redirect_uri", message: "This redirect_uri is not registered for the app.")
+        }
+
+        let state = parameters["state"]
+        func reject(_ error: String, _ description: String) -> Outcome {
+            .redirectError(redirectURI: redirectURI, state: state, error: error, description: description)
+        }
+        if let repeated = parameters.repeatedNames.first {
+            return reject("invalid_request", "the parameter '\(repeated)' is given more than once")
+        }
+        guard let responseType = parameters["response_type"] else { return reject("invalid_request", "response_type is missing") }
+        guard responseType == "code" else { return reject("unsupported_response_type", "only response_type=code is supported") }
+        guard let challenge = parameters["code_challenge"], !challenge.isEmpty else {
+            return reject("invalid_request", "code_challenge is required (PKCE, RFC 7636)")
+        }
+        guard parameters["code_challenge_method"] == "S256" else {
+            return reject("invalid_request", "code_challenge_method must be S256")
+        }
+        guard PKCE.isValidChallenge(challenge) else {
+            return reject("invalid_request", "code_challenge must be the 43-character base64url SHA-256 of the verifier")
+        }
+        var scopes = app.scopes
+        if let scope = parameters["scope"] {
+            scopes = scope.split(separator: " ").map(String.init)
+            guard scopes.contains("openid") else { return reject("invalid_scope", "scope must include openid") }
+            if let refused = scopes.first(where: { !app.scopes.contains($0) }) {
+                return reject("invalid_scope", "scope '\(refused)' is not allowed for this app")
+            }
+        }
+        let providerID = parameters["provider"] ?? app.providers[0]
+        guard app.providers.contains(providerID), let provider = providers[providerID] else {
+            return reject("invalid_request", "provider '\(providerID)' is not available to this app")
+        }
+        var acr = provider.acrValues
+        if let requested = parameters["acr_values"] {
+            // The lowest level the app accepts: Relais checks the provider reaches it.
+            let levels = requested.split(separator: " ").map(String.init)
+            guard let lowest = provider.acrOrder.first(where: levels.contains) else {
+                return reject("invalid_request", "acr_values must be among \(provider.acrOrder.joined(separator: ", "))")
+            }
+            acr = lowest
+        }
+        var forceLogin = false
+        if let prompt = parameters["prompt"] {
+            let values = prompt.split(separator: " ").map(String.init)
+            if values.contains("none") {
+                return reject("login_required", "prompt=none is not supported: the provider always asks the person")
+            }
+            guard values.allSatisfy({ $0 == "login" || $0 == "consent" || $0 == "select_account" }) else {
+                return reject("invalid_request", "prompt must be login, consent or select_account")
+            }
+            forceLogin = values.contains("login")
+        }
+        if let nonce = parameters["nonce"], nonce.utf8.count > 512 {
+            return reject("invalid_request", "nonce is longer than 512 bytes")
+        }
+        if let state, state.utf8.count > 1024 {
+            return .errorPage(code: "invalid_request", message: "The state parameter is longer than 1024 bytes.")
+        }
+        return .valid(
+            AppRequest(
+                clientID: clientID, redirectURI: redirectURI, codeChallenge: challenge, state: state, scopes: scopes,
+                nonce: parameters["nonce"], providerID: providerID, acr: acr, forceLogin: forceLogin
+            )
+        )
+    }
+}
+
+/// Redirect URI comparison: exact, except a registered loopback URI matches any port (RFC 8252 §7.3),
+/// since a native app listens on whatever port the system gives it.
+enum RedirectMatcher {
+    static func matches(_ candidate: String, registered: [String]) -> Bool {
+        registered.contains { $0 == candidate || loopbackMatch(candidate, $0) }
+    }
+
+    private static func loopbackMatch(_ candidate: String, _ registered: String) -> Bool {
+        guard let a = LoopbackURI(candidate), let b = LoopbackURI(registered) else { return false }
+        return a.host == b.host && a.rest == b.rest
+    }
+
+    private struct LoopbackURI {
+        var host: String
+        var rest: String
+        init?(_ uri: String) {
+            let prefixes = ["http://127.0.0.1", "http://[::1]"]
+            guard let prefix = prefixes.first(where: uri.hasPrefix) else { return nil }
+            var remainder = Substring(uri.dropFirst(prefix.count))
+            if remainder.first == ":" {
+                remainder = remainder.dropFirst()
+                let digits = remainder.prefix { $0.isNumber }
+                guard !digits.isEmpty, digits.count <= 5 else { return nil }
+                remainder = remainder.dropFirst(digits.count)
+            }
+            guard remainder.isEmpty || remainder.first == "/" || remainder.first == "?" else { return nil }
+            host = prefix
+            rest = String(remainder)
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Hummingbird
+import Logging
+import RelaisConfig
+import RelaisCrypto
+import RelaisJOSE
+import RelaisOIDC
+import RelaisServer
+import RelaisStore
+
+/// `GET /callback`: the provider sends the browser back. The transaction is consumed first (a
+/// replayed callback finds nothing), then the code is exchanged and every token checked; the app
+/// gets a one-time Relais code, or an OAuth error it can act on.
+struct CallbackRoute {
+    let relay: Relay
+
+    /// Provider errors the app can meaningfully receive as they are; anything else is a server_error.
+    static let passedThrough: Set<String> = ["access_denied", "login_required", "consent_required", "interaction_required", "temporarily_unavailable"]
+
+    func register(on router: Router<RelaisRequestContext>) {
+        router.get("/callback") { request, context in
+            try await callback(request, context: context)
+        }
+    }
+
+    private func callback(_ request: Request, context: RelaisRequestContext) async throws -> Response {
+        guard let parameters = FormParameters.query(of: request), parameters.repeatedNames.isEmpty else {
+            return Relay.page(.badRequest, code: "invalid_request", message: "The provider's answer cannot be read.")
+        }
+        guard let state = parameters["state"], !state.isEmpty else {
+            return Relay.page(.badRequest, code: "invalid_request", message: "The provider's answer carries no state.")
+        }
+        let transaction: LoginTransaction?
+        do {
+            transaction = StoredJSON.decode(LoginTransaction.self, try await relay.store.getAndDelete(RelayKeys.transaction(state)))
+        } catch {
+            context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])
+            return Relay.page(.serviceUnavailable, code: "temporarily_unavailable", message: "Relais cannot read the sign-in right now.")
+        }
+        guard let transaction else {
+            return Relay.page(.badRequest, code: "transaction_expired", message: "This sign-in has expired or was already completed.")
+        }
+        let app = transaction.app
+        guard let provider = relay.providers[app.providerID] else {
+            return relay.errorRedirect(app, error: "server_error", description: "the provider is no longer configured")
+        }
+        func fail(_ error: UpstreamError) -> Response {
+            context.logger.warning("sign-in failed", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)", "error": "\(error.description)"])
+            return relay.errorRedirect(app, error: error.oauthError, description: error.description)
+        }
+        // RFC 9207: the callback names its issuer, which defeats mix-up attacks between providers.
+        if let iss = parameters["iss"] {
+            guard iss == provider.settings.issuer else { return fail(.callbackRejected("the callback's iss is not the provider's issuer")) }
+        } else if provider.settings.requireCallbackIssuer {
+            return fail(.callbackRejected("the callback carries no iss"))
+        }
+        if let error = parameters["error"] {
+            let code = Self.passedThrough.contains(error) ? error : "server_error"
+            let detail = String((parameters["error_description"] ?? "").prefix(200))
+            context.logger.info("provider returned an error", metadata: ["provider": "\(app.providerID)", "error": "\(error)"])
+            return relay.errorRedirect(app, error: code, description: "the provider answered \(error)" + (detail.isEmpty ? "" : ": \(detail)"))
+        }
+        guard let code = parameters["code"], !code.isEmpty else { return fail(.callbackRejected("the callback carries no code")) }
+
+        let identity: UpstreamIdentity
+        do {
+            identity = try await provider.signIn(
+                code: code, redirectURI: relay.callbackURL, nonce: transaction.providerNonce, requestedACR: app.acr,
+                codeVerifier: transaction.providerCodeVerifier
+            )
+        } catch {
+            return fail(error)
+        }
+        let relayCode = SecureRandom.token(bits: 256)
+        do {
+            let sealed = try relay.vault.seal(
+                SessionIdentity(claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken)
+            )
+            let record = RelayCode(app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: sealed)
+            try await relay.store.set(RelayKeys.code(relayCode), StoredJSON.encode(record), ttl: relay.configuration.relay.codeLifetime)
+        } catch {
+            context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])
+            return relay.errorRedirect(app, error: "temporarily_unavailable", description: "Relais cannot store the sign-in right now; try again shortly")
+        }
+        context.logger.info("sign-in completed at the provider", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)"])
+        var fields = [("code", relayCode)]
+        if let state = app.state { fields.append(("state", state)) }
+        fields.append(("iss", relay.issuer))
+        return Relay.redirect(FormParameters.url(app.redirectURI, adding: fields))
+    }
+}

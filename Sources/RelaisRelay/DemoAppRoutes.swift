@@ -1,0 +1,100 @@
+import Hummingbird
+import RelaisConfig
+import RelaisServer
+
+/// A tiny "app" for `make demo` (development only): it plays a mobile app's part in a browser —
+/// PKCE, /authorize, the code exchange, /userinfo — so a person can click through a sign-in.
+/// It is served for the first app that registers `{public_base_url}/demo/callback`.
+struct DemoAppRoutes {
+    let relay: Relay
+
+    func register(on router: Router<RelaisRequestContext>) {
+        let redirect = relay.issuer + "/demo/callback"
+        guard let app = relay.configuration.apps.first(where: { $0.redirectURIs.contains(redirect) }) else { return }
+        let page = Self.page(clientID: app.clientID, redirectURI: redirect, scopes: app.scopes, providers: app.providers)
+        let html: @Sendable (Request, RelaisRequestContext) -> Response = { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: .init(string: page)))
+        }
+        router.get("/demo", use: html)
+        router.get("/demo/callback", use: html)
+    }
+
+    static func page(clientID: String, redirectURI: String, scopes: [String], providers: [String]) -> String {
+        let options = providers.map { "<option value=\"\(HTMLText.escape($0))\">\(HTMLText.escape($0))</option>" }.joined()
+        return """
+            <!doctype html>
+            <html lang="fr"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>Relais — application de démonstration</title>
+            <style>
+            body{font-family:system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 1rem;color:#161616}
+            h1{font-size:1.4rem;color:#000091} button{font-size:1rem;padding:.6rem 1rem;background:#000091;color:#fff;border:0;cursor:pointer}
+            table{border-collapse:collapse;margin:1rem 0} td,th{border:1px solid #ddd;padding:.3rem .6rem;text-align:left}
+            pre{background:#f4f4f4;padding:.6rem;overflow:auto;font-size:.8rem} .error{color:#b00}
+            </style></head><body>
+            <h1>Application de démonstration</h1>
+            <p>This page plays the mobile app: it starts an OAuth 2.0 sign-in with PKCE at Relais
+            (<code>client_id=\(HTMLText.escape(clientID))</code>), then exchanges the code and calls <code>/userinfo</code>.</p>
+            <div id="start">
+              <label>Provider <select id="provider">\(options)</select></label>
+              <button id="sign-in">Se connecter avec FranceConnect</button>
+            </div>
+            <div id="result"></div>
+            <script>
+            const clientId = \(jsString(clientID)), redirectUri = \(jsString(redirectURI)), scope = \(jsString(scopes.joined(separator: " ")));
+            const b64url = bytes => btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\\+/g, "-").replace(/\\//g, "_").replace(/=+$/, "");
+            const random = n => b64url(crypto.getRandomValues(new Uint8Array(n)));
+            const show = html => { document.getElementById("result").innerHTML = html; };
+            const escape = text => String(text).replace(/[&<>"']/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;","\\"":"&quot;","'":"&#39;"})[c]);
+            const claimsOf = jwt => JSON.parse(atob(jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+            document.getElementById("sign-in").onclick = async () => {
+              const verifier = random(32), state = random(16), nonce = random(16);
+              const challenge = b64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
+              sessionStorage.setItem("demo", JSON.stringify({verifier, state, nonce}));
+              const params = new URLSearchParams({response_type: "code", client_id: clientId, redirect_uri: redirectUri, scope, state, nonce,
+                code_challenge: challenge, code_challenge_method: "S256", provider: document.getElementById("provider").value});
+              location.assign("/authorize?" + params);
+            };
+            (async () => {
+              const query = new URLSearchParams(location.search);
+              if (!location.pathname.endsWith("/callback")) return;
+              document.getElementById("start").hidden = true;
+              const saved = JSON.parse(sessionStorage.getItem("demo") || "{}");
+              if (query.get("error")) { show(`<p class="error" id="error">${escape(query.get("error"))}: ${escape(query.get("error_description") || "")}</p><p><a href="/demo/">Recommencer</a></p>`); return; }
+              if (query.get("state") !== saved.state) { show(`<p class="error" id="error">state mismatch</p>`); return; }
+              const body = new URLSearchParams({grant_type: "authorization_code", code: query.get("code"), redirect_uri: redirectUri, client_id: clientId, code_verifier: saved.verifier});
+              const tokens = await (await fetch("/token", {method: "POST", body})).json();
+              if (!tokens.access_token) { show(`<p class="error" id="error">${escape(tokens.error)}: ${escape(tokens.error_description)}</p>`); return; }
+              const idToken = claimsOf(tokens.id_token);
+              if (idToken.nonce !== saved.nonce) { show(`<p class="error" id="error">nonce mismatch</p>`); return; }
+              const userinfo = await (await fetch("/userinfo", {headers: {Authorization: "Bearer " + tokens.access_token}})).json();
+              const rows = Object.entries(userinfo).map(([k, v]) => `<tr><th>${escape(k)}</th><td id="claim-${escape(k)}">${escape(Array.isArray(v) ? v.join(", ") : v)}</td></tr>`).join("");
+              show(`<h2 id="welcome">Bonjour ${escape(userinfo.given_name || userinfo.sub)}</h2><table id="claims">${rows}</table>
+                <p>acr: <code id="acr">${escape(idToken.acr || "")}</code> · provider: <code>${escape(idToken.idp)}</code></p>
+                <details><summary>Token response</summary><pre>${escape(JSON.stringify(tokens, null, 2))}</pre></details>
+                <p><a href="/demo/">Recommencer</a></p>`);
+            })();
+            </script>
+            </body></html>
+            """
+    }
+
+    private static func jsString(_ text: String) -> String {
+        var escaped = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": escaped += "\\\""
+            case "\\": escaped += "\\\\"
+            case "<": escaped += "\\u003c"
+            case ">": escaped += "\\u003e"
+            case "&": escaped += "\\u0026"
+            default:
+                if scalar.value < 0x20 { escaped += "\\u" + String(scalar.value, radix: 16).leftPadded(4) } else { escaped.unicodeScalars.append(scalar) }
+            }
+        }
+        return escaped + "\""
+    }
+}
+
+extension String {
+    func leftPadded(_ length: Int) -> String { String(repeating: "0", count: max(0, length - count)) + self }
+}

@@ -1,0 +1,52 @@
+import Hummingbird
+import Logging
+import RelaisConfig
+import RelaisJOSE
+import RelaisOIDC
+import RelaisServer
+
+/// What apps and APIs discover about Relais: RFC 8414 / OpenID Discovery metadata and the JWKS.
+struct MetadataRoutes {
+    let relay: Relay
+
+    func register(on router: Router<RelaisRequestContext>) {
+        let document = metadata()
+        router.get("/.well-known/oauth-authorization-server") { _, _ in Relay.json(.ok, document, cache: true) }
+        router.get("/.well-known/openid-configuration") { _, _ in Relay.json(.ok, document, cache: true) }
+        let keys = relay.keys.signingKeys.publicJSON()
+        router.get("/jwks.json") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/jwk-set+json", .cacheControl: "public, max-age=300"], body: .init(byteBuffer: .init(bytes: keys)))
+        }
+    }
+
+    func metadata() -> JSONValue {
+        let issuer = relay.issuer
+        func strings(_ values: [String]) -> JSONValue { .array(values.map { .string($0) }) }
+        let scopes = Set(relay.apps.values.flatMap(\.scopes)).sorted()
+        return .object([
+            "issuer": .string(issuer),
+            "authorization_endpoint": .string(issuer + "/authorize"),
+            "token_endpoint": .string(issuer + "/token"),
+            "userinfo_endpoint": .string(issuer + "/userinfo"),
+            "jwks_uri": .string(issuer + "/jwks.json"),
+            "response_types_supported": strings(["code"]),
+            "response_modes_supported": strings(["query"]),
+            "grant_types_supported": strings(["authorization_code", "refresh_token"]),
+            "code_challenge_methods_supported": strings(["S256"]),
+            "token_endpoint_auth_methods_supported": strings(["none"]),
+            "subject_types_supported": strings(["public"]),
+            "id_token_signing_alg_values_supported": strings([relay.keys.activeAlgorithm.rawValue]),
+            "scopes_supported": strings(scopes),
+            "claims_supported": strings(["sub", "acr", "amr", "auth_time", "sid", "idp"] + ScopeCatalogue.identityClaims.sorted()),
+            "authorization_response_iss_parameter_supported": .bool(true),
+            "prompt_values_supported": strings(["login", "consent", "select_account"]),
+        ])
+    }
+}
+
+extension Relay {
+    static func json(_ status: HTTPResponse.Status, _ value: JSONValue, cache: Bool) -> Response {
+        guard cache else { return json(status, value) }
+        return Response(status: status, headers: [.contentType: "application/json", .cacheControl: "public, max-age=300"], body: .init(byteBuffer: .init(bytes: value.serialized())))
+    }
+}

@@ -1,0 +1,91 @@
+import FoundationEssentials
+import RelaisCrypto
+import RelaisJOSE
+
+/// What the relay keeps in the store. Codes and tokens are stored under their SHA-256, never as
+/// themselves; identity claims and the provider's id_token travel sealed (`SessionVault`).
+
+/// The app's validated authorization request.
+struct AppRequest: Codable, Sendable, Equatable {
+    var clientID: String
+    var redirectURI: String
+    var codeChallenge: String
+    var state: String?
+    var scopes: [String]
+    /// The app's own `nonce`, echoed in Relais' id_token.
+    var nonce: String?
+    var providerID: String
+    var acr: String?
+    var forceLogin: Bool
+}
+
+/// Between /authorize and /callback, keyed by the provider `state`.
+struct LoginTransaction: Codable, Sendable {
+    var app: AppRequest
+    var providerNonce: String
+    var providerCodeVerifier: String?
+}
+
+/// Relais' authorization code: everything /token needs to open the session.
+struct RelayCode: Codable, Sendable {
+    var app: AppRequest
+    var subject: String
+    var acr: String?
+    var sealedIdentity: String
+}
+
+/// A signed-in person, for one app: what the refresh token, the access token's `sid`, /userinfo,
+/// introspection and forward-auth refer to.
+struct SessionRecord: Codable, Sendable {
+    var clientID: String
+    var subject: String
+    var providerID: String
+    var scopes: [String]
+    var acr: String?
+    var createdAt: Double
+    /// The absolute end: idle renewals never go past it.
+    var expiresAt: Double
+    var sealedIdentity: String
+}
+
+/// What a refresh token stands for. Once rotated, the record stays (until the session ends) so that
+/// a reuse is recognised: within the grace window it gets the same new pair, after it the session ends.
+struct RefreshRecord: Codable, Sendable {
+    var sid: String
+    var clientID: String
+    var rotatedAt: Double?
+    /// The response that replaced this token, sealed, for a retry within the grace window.
+    var sealedSuccessor: String?
+}
+
+/// The sealed part of a session.
+struct SessionIdentity: Codable, Sendable {
+    var claims: [String: JSONValue]
+    var amr: [String]?
+    var authTime: Double?
+    /// The provider's id_token, for the logout `id_token_hint`.
+    var providerIDToken: String
+}
+
+enum RelayKeys {
+    static func transaction(_ state: String) -> String { "tx:\(SHA256.hexHash(state))" }
+    static func code(_ code: String) -> String { "code:\(SHA256.hexHash(code))" }
+    static func usedCode(_ code: String) -> String { "code-used:\(SHA256.hexHash(code))" }
+    static func session(_ sid: String) -> String { "session:\(sid)" }
+    static func refreshToken(_ token: String) -> String { "rt:\(SHA256.hexHash(token))" }
+    static func subjectSessions(provider: String, subject: String) -> String { "sub:\(SHA256.hexHash(provider + "\u{0}" + subject))" }
+    static func refreshLock(_ token: String) -> String { "rt-lock:\(SHA256.hexHash(token))" }
+    static let signingKey = "relay:signing-key"
+    static let sessionKey = "relay:session-key"
+}
+
+enum StoredJSON {
+    static func encode<Value: Encodable>(_ value: Value) -> [UInt8] {
+        (try? Array(JSONEncoder().encode(value))) ?? []
+    }
+
+    static func decode<Value: Decodable>(_ type: Value.Type, _ bytes: [UInt8]?) -> Value? {
+        guard let bytes else { return nil }
+        return try? JSONDecoder().decode(type, from: Data(bytes))
+    }
+}

@@ -1,0 +1,53 @@
+import FoundationEssentials
+import RelaisConfig
+import RelaisCrypto
+import RelaisJOSE
+import RelaisOIDC
+
+/// Mints Relais' own tokens. The access token is a JWT (RFC 9068 profile, `typ: at+jwt`) that APIs
+/// verify offline with /jwks.json; the id_token carries the identity claims the app's scopes grant.
+struct RelayTokenMinter: Sendable {
+    let issuer: String
+    let keys: RelayKeyRing
+
+    struct Minted {
+        var accessToken: String
+        var idToken: String
+        var expiresIn: Int
+    }
+
+    func mint(sid: String, session: SessionRecord, identity: SessionIdentity, app: AppSettings, nonce: String?) throws -> Minted {
+        let now = Date().timeIntervalSince1970.rounded(.down)
+        let lifetime = Double(app.accessTokenLifetime.components.seconds)
+        let scope = session.scopes.joined(separator: " ")
+        var access: [String: JSONValue] = [
+            "iss": .string(issuer), "sub": .string(session.subject), "aud": .string(app.clientID), "client_id": .string(app.clientID),
+            "scope": .string(scope), "sid": .string(sid), "jti": .string(SecureRandom.token(bits: 128)),
+            "iat": .number(now), "exp": .number(now + lifetime), "idp": .string(session.providerID),
+        ]
+        if let acr = session.acr { access["acr"] = .string(acr) }
+        let accessToken = try JWS.sign(
+            payload: JSONValue.object(access).serialized(), with: keys.activeSigningKey, algorithm: keys.activeAlgorithm,
+            extraHeader: ["typ": .string("at+jwt")]
+        )
+
+        var id: [String: JSONValue] = [
+            "iss": .string(issuer), "sub": .string(session.subject), "aud": .string(app.clientID), "iat": .number(now),
+            "exp": .number(now + lifetime), "sid": .string(sid), "idp": .string(session.providerID),
+            "at_hash": .string(Base64URL.encode(SHA256.hash(Array(accessToken.utf8)).prefix(16))),
+        ]
+        if let acr = session.acr { id["acr"] = .string(acr) }
+        if let amr = identity.amr { id["amr"] = .array(amr.map { .string($0) }) }
+        if let authTime = identity.authTime { id["auth_time"] = .number(authTime) }
+        if let nonce { id["nonce"] = .string(nonce) }
+        for (name, value) in Self.grantedClaims(identity, scopes: session.scopes) { id[name] = value }
+        let idToken = try JWS.sign(payload: JSONValue.object(id).serialized(), with: keys.activeSigningKey, algorithm: keys.activeAlgorithm, extraHeader: ["typ": .string("JWT")])
+        return Minted(accessToken: accessToken, idToken: idToken, expiresIn: Int(lifetime))
+    }
+
+    /// The identity claims the scopes release, nothing else.
+    static func grantedClaims(_ identity: SessionIdentity, scopes: [String]) -> [String: JSONValue] {
+        let allowed = ScopeCatalogue.claims(for: scopes)
+        return identity.claims.filter { allowed.contains($0.key) }
+    }
+}

@@ -1,0 +1,45 @@
+import FoundationEssentials
+import RelaisConfig
+import RelaisCrypto
+import RelaisStore
+
+/// Opens, renews and revokes Relais sessions in the store.
+struct SessionLedger: Sendable {
+    let store: any KeyValueStore
+    let settings: RelaySettings
+
+    static func now() -> Double { Date().timeIntervalSince1970 }
+
+    /// How long the session record lives from now: the idle timeout, never past the absolute end.
+    func ttl(for session: SessionRecord) -> Duration? {
+        let remaining = session.expiresAt - Self.now()
+        guard remaining > 1 else { return nil }
+        return min(settings.sessionIdleTimeout, .seconds(Int(remaining)))
+    }
+
+    func open(_ session: SessionRecord) async throws -> String {
+        let sid = Hex.encode(SecureRandom.bytes(16))
+        try await store.set(RelayKeys.session(sid), StoredJSON.encode(session), ttl: ttl(for: session) ?? .seconds(1))
+        try await store.setAdd(RelayKeys.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime)
+        return sid
+    }
+
+    func get(_ sid: String) async throws -> SessionRecord? {
+        guard let session = StoredJSON.decode(SessionRecord.self, try await store.get(RelayKeys.session(sid))), session.expiresAt > Self.now() else { return nil }
+        return session
+    }
+
+    /// Pushes the idle deadline back (bounded by the absolute lifetime).
+    func touch(_ sid: String, _ session: SessionRecord) async throws {
+        guard let ttl = ttl(for: session) else { return }
+        _ = try await store.expire(RelayKeys.session(sid), ttl: ttl)
+    }
+
+    /// Ends a session: its refresh tokens and access tokens stop working (they are checked against it).
+    func revoke(_ sid: String) async throws {
+        if let session = StoredJSON.decode(SessionRecord.self, try await store.get(RelayKeys.session(sid))) {
+            _ = try await store.setRemove(RelayKeys.subjectSessions(provider: session.providerID, subject: session.subject), member: sid)
+        }
+        _ = try await store.delete(RelayKeys.session(sid))
+    }
+}

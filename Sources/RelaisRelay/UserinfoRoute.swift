@@ -1,0 +1,34 @@
+import Hummingbird
+import Logging
+import RelaisConfig
+import RelaisJOSE
+import RelaisServer
+import RelaisStore
+
+/// `GET|POST /userinfo`: the identity claims stored at sign-in, filtered by the access token's
+/// scopes. The token must verify and its session must still be live. Errors follow RFC 6750.
+struct UserinfoRoute {
+    let relay: Relay
+
+    func register(on router: Router<RelaisRequestContext>) {
+        router.get("/userinfo") { request, context in try await userinfo(request, context: context) }
+        router.post("/userinfo") { request, context in try await userinfo(request, context: context) }
+    }
+
+    private func userinfo(_ request: Request, context: RelaisRequestContext) async throws -> Response {
+        let access: AccessTokenCheck.Verified
+        switch await AccessTokenCheck(relay: relay).verify(request, checkSession: true) {
+        case .success(let verified): access = verified
+        case .failure(let failure): return failure.response(requestID: context.requestID)
+        }
+        guard access.scopes.contains("openid") else {
+            return BearerFailure.insufficientScope("the token lacks the openid scope").response(requestID: context.requestID)
+        }
+        guard let session = access.session, let identity = relay.vault.open(SessionIdentity.self, session.sealedIdentity) else {
+            return BearerFailure.invalidToken("the session has ended").response(requestID: context.requestID)
+        }
+        var claims = RelayTokenMinter.grantedClaims(identity, scopes: access.scopes)
+        claims["sub"] = .string(access.subject)
+        return Relay.json(.ok, .object(claims))
+    }
+}
