@@ -46,6 +46,7 @@ struct ConfigSchema: Sendable {
                     "preset", "issuer", "discovery", "authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri",
                     "end_session_endpoint", "client_id", "client_secret", "client_secret_file", "client_auth", "client_key_file",
                     "acr_values", "userinfo_format", "pkce", "require_callback_iss", "post_logout_redirect_uri", "timeout",
+                    "jwks_refetch_interval",
                 ],
                 listKeys: ["scopes", "acr_order", "id_token_algs", "decryption_key_files"]
             ),

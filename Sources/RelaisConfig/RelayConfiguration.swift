@@ -56,6 +56,9 @@ public struct ProviderSettings: Sendable {
     public var postLogoutRedirectURI: String?
     /// Total time for each call to this provider (token, userinfo, JWKS, discovery).
     public var timeout: Duration?
+    /// A token naming an unknown `kid` refetches the provider's JWKS (a key rotation), at most once
+    /// per this interval, so forged `kid`s cannot make Relais hammer the provider.
+    public var jwksRefetchInterval: Duration = .seconds(10)
 
     public init(id: String, preset: Preset, issuer: String, clientID: String) {
         self.id = id

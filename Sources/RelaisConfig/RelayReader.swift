@@ -65,6 +65,7 @@ extension ValueReader {
         provider.requireCallbackIssuer = boolean("\(base).require_callback_iss") ?? provider.requireCallbackIssuer
         provider.postLogoutRedirectURI = text("\(base).post_logout_redirect_uri") ?? "\(publicBaseURL)/logout/callback"
         provider.timeout = duration("\(base).timeout")
+        provider.jwksRefetchInterval = duration("\(base).jwks_refetch_interval") ?? provider.jwksRefetchInterval
 
         switch provider.clientAuthentication {
         case .clientSecretPost, .clientSecretBasic:

@@ -176,7 +176,7 @@ public actor UpstreamProvider {
             throw .keySetUnavailable(reason: error.description)
         }
         guard let uri = metadata.jwksURI else { return nil }
-        let cache = JWKSCache(url: uri, fetcher: HTTPKeySetFetcher(client: http), maxAge: .seconds(3600), minimumRefetchInterval: .seconds(60))
+        let cache = JWKSCache(url: uri, fetcher: HTTPKeySetFetcher(client: http), maxAge: .seconds(3600), minimumRefetchInterval: settings.jwksRefetchInterval)
         keys = cache
         return cache
     }

@@ -56,8 +56,9 @@ final class RelayHarness: @unchecked Sendable {
                 redirect_uris: [\(publicURL)/callback]
                 post_logout_redirect_uris: [\(publicURL)/logout/callback]
             """
-        if let fcplusKey {
-            client += "\n    jwks: '\(String(decoding: JWKSet(keys: [fcplusKey]).publicJSON(), as: UTF8.self))'"
+        if fcplusKey != nil {
+            // As in production: the provider fetches Relais' published encryption keys.
+            client += "\n    jwks_uri: \(publicURL)/jwks/encryption.json"
         }
         client += providerClient
         let provider = try await RelaisProcess.devProvider(mode: mode, clients: client)
@@ -200,7 +201,7 @@ final class RelayHarness: @unchecked Sendable {
     /// Sign-in and code exchange; returns the token response.
     func tokens(_ request: AppRequest = AppRequest(), identity: String = "angela") async throws -> [String: JSONValue] {
         let callback = try await signIn(request, identity: identity)
-        let response = try await exchange(try #require(callback["code"]), request)
+        let response = try await exchange(try #require(callback["code"], "the app got \(callback.oauthError ?? "no code")"), request)
         try #require(response.status == 200, "token: \(response.bodyText)")
         return try #require(JSONValue.object(from: response.body))
     }

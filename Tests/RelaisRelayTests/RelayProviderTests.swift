@@ -1,0 +1,146 @@
+import Foundation
+import RelaisCrypto
+import RelaisHTTPClient
+import RelaisJOSE
+import RelaisServer
+import RelaisTestSupport
+import Testing
+
+extension RelayProcessTests {
+    /// Every way the provider can fail ends in a clear OAuth error at the app, with nothing stored;
+    /// FranceConnect v1 and FranceConnect+; several Relais instances on one Redis.
+    @Suite struct RelayProviderTests {
+        /// Signs in with `fault` armed at the provider; returns the app's error.
+        private func appError(_ harness: RelayHarness, after fault: String) async throws -> String? {
+            try await harness.armProvider(fault)
+            let request = RelayHarness.AppRequest()
+            let toRelay = try await harness.throughProvider(request)
+            let response = try await harness.callback(toRelay)
+            #expect(response.status == 302)
+            let query = try RelayHarness.query(try #require(response.header("location")))
+            #expect(query["state"] == request.state)
+            #expect(query["code"] == nil)
+            return query.oauthError
+        }
+
+        @Test func everyProviderFaultEndsInASpecificErrorAtTheApp() async throws {
+            let harness = try await RelayHarness.launch()
+            let cases: [(String, String)] = [
+                ("id_token:wrong_nonce", "server_error: provider_id_token_rejected: jwt_nonce"),
+                ("id_token:wrong_iss", "server_error: provider_id_token_rejected: jwt_iss"),
+                ("id_token:wrong_aud", "server_error: provider_id_token_rejected: jwt_aud"),
+                ("id_token:expired", "server_error: provider_id_token_rejected: jwt_exp"),
+                ("id_token:bad_signature", "server_error: provider_id_token_rejected: jose_invalid_signature"),
+                ("id_token:alg_none", "server_error: provider_id_token_rejected: jose_unsupported_alg"),
+                ("userinfo:sub_mismatch", "server_error: provider_userinfo_rejected: userinfo 'sub' differs from the id_token's"),
+                ("userinfo:bad_signature", "server_error: provider_userinfo_rejected: userinfo JWT rejected (jose_invalid_signature)"),
+                ("token:status=500", "temporarily_unavailable: provider_unavailable: the token endpoint answered HTTP 500"),
+                ("token:status=503", "temporarily_unavailable: provider_unavailable: the token endpoint answered HTTP 503"),
+                ("token:malformed", "server_error: provider_invalid_response: the token response is not a JSON object"),
+                ("userinfo:status=503", "temporarily_unavailable: provider_unavailable: userinfo answered HTTP 503"),
+            ]
+            for (fault, expected) in cases {
+                #expect(try await appError(harness, after: fault) == expected, "\(fault)")
+            }
+            let truncated = try await appError(harness, after: "token:truncated")
+            #expect(truncated?.hasPrefix("temporarily_unavailable: provider_unavailable: http_incomplete_response") == true)
+            // And a clean sign-in still works afterwards.
+            _ = try await harness.tokens()
+        }
+
+        @Test func aSlowProviderGivesTheAppTemporarilyUnavailableWithinTheTimeout() async throws {
+            let harness = try await RelayHarness.launch(providerExtra: "    timeout: 1s\n")
+            try await harness.armProvider("token:delay=4000")
+            let toRelay = try await harness.throughProvider(RelayHarness.AppRequest())
+            let start = ContinuousClock.now
+            let response = try await harness.callback(toRelay)
+            let elapsed = ContinuousClock.now - start
+            let location = try #require(response.header("location"))
+            #expect(try RelayHarness.query(location).oauthError?.hasPrefix("temporarily_unavailable: provider_unavailable: http_timeout") == true)
+            // The app hears back after Relais' 1 s timeout, well before the provider's 4 s answer.
+            #expect(elapsed >= .milliseconds(900) && elapsed < .milliseconds(3500))
+        }
+
+        @Test func aMissingKidOrARotatedKeyIsStillVerified() async throws {
+            let harness = try await RelayHarness.launch(providerExtra: "    jwks_refetch_interval: 1s\n")
+            _ = try await harness.tokens()  // the JWKS is now cached
+            try await Task.sleep(for: .milliseconds(1100))
+            let rotated = try await harness.http.send(HTTPClientRequest(method: .post, url: harness.provider.baseURL + "/_test/rotate-keys"))
+            #expect(rotated.status == 200)
+            _ = try await harness.tokens()  // unknown kid → refetch → accepted
+            // Without a kid, two published ES256 keys are ambiguous: refused rather than guessed.
+            #expect(try await appError(harness, after: "id_token:missing_kid") == "server_error: provider_id_token_rejected: jose_no_matching_key")
+        }
+
+        @Test func franceConnectV1SignsInWithTheClientSecret() async throws {
+            let harness = try await RelayHarness.launch(mode: "v1")
+            let tokens = try await harness.tokens()
+            let accessToken = try #require(tokens["access_token"]?.stringValue)
+            let claims = try #require(JSONValue.object(from: try await harness.userinfo(accessToken).body))
+            #expect(claims["family_name"] == .string("DUBOIS"))
+        }
+
+        @Test func franceConnectPlusTokensAreDecryptedAndVerified() async throws {
+            let key = try JWK.generate(for: .rs256, use: "enc", pinAlgorithm: false)
+            let harness = try await RelayHarness.launch(mode: "fcplus", fcplusKey: key)
+            let published = try JWKSet(json: try await harness.get(harness.issuer + "/jwks/encryption.json").body)
+            #expect(published.keys.map(\.keyID) == [key.thumbprint()] && published.keys.allSatisfy { !$0.isPrivate && $0.use == "enc" })
+            var request = RelayHarness.AppRequest()
+            request.extra = [("acr_values", "eidas3")]
+            let tokens = try await harness.tokens(request)
+            let access = try JWS.parse(try #require(tokens["access_token"]?.stringValue))
+            #expect(try ClaimsPolicy().validate(access).acr == "eidas3")
+            let accessToken = try #require(tokens["access_token"]?.stringValue)
+            let claims = try #require(JSONValue.object(from: try await harness.userinfo(accessToken).body))
+            #expect(claims["given_name"] == .string("Angela Claire Louise"))
+        }
+
+        @Test func twoRelaisInstancesOnOneRedisFinishEachOthersFlows() async throws {
+            let redis = try await RedisServerProcess.launch()
+            defer { redis.stop() }
+            let harness = try await RelayHarness.launch(instances: 2, store: "  kind: redis\n  redis:\n    url: \(redis.url)")
+            let (a, b) = (harness.relays[0], harness.relays[1])
+            let request = RelayHarness.AppRequest()
+            let toRelay = try await harness.throughProvider(request, relay: a)
+            let response = try await harness.callback(toRelay, relay: b)
+            let location = try #require(response.header("location"))
+            let code = try #require(try RelayHarness.query(location)["code"])
+            let tokens = try #require(JSONValue.object(from: try await harness.exchange(code, request, relay: a).body))
+            let refreshToken = try #require(tokens["refresh_token"]?.stringValue)
+            let refreshed = try await harness.refresh(refreshToken, relay: b)
+            #expect(refreshed.status == 200)
+            // Both instances sign with the same generated key and share the grace cache.
+            #expect(try await harness.refresh(refreshToken, relay: a).body == refreshed.body)
+            let keysA = try await harness.get(a.baseURL + "/jwks.json").body
+            let keysB = try await harness.get(b.baseURL + "/jwks.json").body
+            #expect(keysA == keysB)
+            // A restarted instance loses nothing.
+            try await a.restart()
+            let afterRestart = try await harness.refresh(try #require(JSONValue.object(from: refreshed.body)?["refresh_token"]?.stringValue), relay: a)
+            #expect(afterRestart.status == 200)
+        }
+
+        @Test func redisDownMidFlowGivesTemporarilyUnavailableAndNoSession() async throws {
+            let redis = try await RedisServerProcess.launch()
+            defer { redis.stop() }
+            let harness = try await RelayHarness.launch(store: "  kind: redis\n  redis:\n    url: \(redis.url)\n    command_timeout: 500ms\n    connect_timeout: 500ms")
+            let request = RelayHarness.AppRequest()
+            let toRelay = try await harness.throughProvider(request)
+            let response = try await harness.callback(toRelay)
+            let location = try #require(response.header("location"))
+            let code = try #require(try RelayHarness.query(location)["code"])
+            redis.stop()
+            let exchange = try await harness.exchange(code, request)
+            #expect(exchange.status == 503)
+            #expect(JSONValue.object(from: exchange.body)?["error"] == .string("temporarily_unavailable"))
+            let authorize = try await harness.get(FormParameters.url(harness.issuer + "/authorize", adding: RelayHarness.AppRequest().parameters))
+            let query = try RelayHarness.query(try #require(authorize.header("location")))
+            #expect(query["error"] == "temporarily_unavailable")
+            try await redis.start()
+            // Nothing half-done survived: the code is still single-use and the flow can be retried.
+            let retry = try await harness.exchange(code, request)
+            #expect(retry.status == 200 || JSONValue.object(from: retry.body)?["error"] == .string("invalid_grant"))
+            _ = try await harness.tokens()
+        }
+    }
+}
