@@ -38,6 +38,8 @@ struct ConfigSchema: Sendable {
             "metrics.enabled",
             "relay.transaction_lifetime", "relay.code_lifetime", "relay.refresh_grace",
             "sessions.idle_timeout", "sessions.lifetime", "sessions.active_key", "signing.active_key",
+            "forward_auth.check_session", "forward_auth.subject_header", "forward_auth.client_header", "forward_auth.acr_header",
+            "forward_auth.scope_header", "forward_auth.session_header",
         ]),
         listKeys: [],
         keyedSections: [
@@ -52,7 +54,7 @@ struct ConfigSchema: Sendable {
             ),
             "apps": KeyedSection(
                 leafKeys: ["access_token_lifetime"],
-                listKeys: ["redirect_uris", "post_logout_redirect_uris", "providers", "scopes"]
+                listKeys: ["redirect_uris", "post_logout_redirect_uris", "providers", "scopes", "audiences"]
             ),
             "resource_servers": KeyedSection(leafKeys: ["secret", "secret_file"], listKeys: ["audiences"]),
             "signing.keys": KeyedSection(leafKeys: ["file"]),

@@ -14,6 +14,7 @@ public struct RelaisConfiguration: Sendable {
     public var resourceServers: [ResourceServerSettings] = []
     public var keys = RelayKeySettings()
     public var relay = RelaySettings()
+    public var forwardAuth = ForwardAuthSettings()
 
     public enum Environment: String, Sendable, CaseIterable {
         /// Safe defaults are enforced: https public URL, TLS verification on.

@@ -104,6 +104,8 @@ public struct AppSettings: Sendable {
     public var providers: [String]
     /// Scopes the app may ask for; a request without `scope` gets all of them.
     public var scopes: [String]
+    /// `aud` of the app's access tokens: the APIs it calls. Default: the client_id.
+    public var audiences: [String]
     public var accessTokenLifetime: Duration = .seconds(300)
 
     public init(clientID: String, redirectURIs: [String], providers: [String], scopes: [String]) {
@@ -111,6 +113,7 @@ public struct AppSettings: Sendable {
         self.redirectURIs = redirectURIs
         self.providers = providers
         self.scopes = scopes
+        audiences = [clientID]
         postLogoutRedirectURIs = []
     }
 }
@@ -120,6 +123,7 @@ public struct ResourceServerSettings: Sendable {
     public var id: String
     public var secret: String
     /// Audiences this API accepts; introspection reports tokens for other audiences inactive.
+    /// Empty: any token Relais issued.
     public var audiences: [String]
 
     public init(id: String, secret: String, audiences: [String]) {
@@ -137,6 +141,19 @@ public struct RelayKeySettings: Sendable {
     /// AES-256 keys by id for session payloads; `activeSessionKey` encrypts, all decrypt.
     public var sessionKeys: [(id: String, key: [UInt8])] = []
     public var activeSessionKey: String?
+    public init() {}
+}
+
+/// What `GET /auth` (forward-auth for gateways) checks and which headers carry the identity.
+public struct ForwardAuthSettings: Sendable, Equatable {
+    /// Also check the session is live (a revoked session is refused at once), at the cost of a
+    /// store read; off, a valid JWT is enough until it expires.
+    public var checkSession = true
+    public var subjectHeader = "X-Relais-Sub"
+    public var clientHeader = "X-Relais-Client"
+    public var acrHeader = "X-Relais-Acr"
+    public var scopeHeader = "X-Relais-Scope"
+    public var sessionHeader = "X-Relais-Session"
     public init() {}
 }
 

@@ -24,6 +24,21 @@ extension ValueReader {
             problem("sessions.idle_timeout", "is longer than sessions.lifetime, which bounds it")
         }
         result.relay = relay
+
+        var forward = result.forwardAuth
+        forward.checkSession = boolean("forward_auth.check_session") ?? forward.checkSession
+        for (key, path) in [
+            ("subject_header", \ForwardAuthSettings.subjectHeader), ("client_header", \.clientHeader), ("acr_header", \.acrHeader),
+            ("scope_header", \.scopeHeader), ("session_header", \.sessionHeader),
+        ] {
+            guard let name = text("forward_auth.\(key)") else { continue }
+            if name.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) {
+                forward[keyPath: path] = name
+            } else {
+                problem("forward_auth.\(key)", "'\(name)' is not a valid header name (letters, digits and '-')")
+            }
+        }
+        result.forwardAuth = forward
     }
 
     private mutating func readProvider(id: String, environment: RelaisConfiguration.Environment, publicBaseURL: String) -> ProviderSettings {
@@ -109,6 +124,7 @@ extension ValueReader {
             if let reason = RedirectURIRules.problem(uri) { problem("\(base).post_logout_redirect_uris", "'\(uri)': \(reason)") }
         }
         app.accessTokenLifetime = duration("\(base).access_token_lifetime") ?? app.accessTokenLifetime
+        app.audiences = list("\(base).audiences") ?? app.audiences
         return app
     }
 
@@ -116,7 +132,7 @@ extension ValueReader {
         let base = "resource_servers.\(id)"
         let secret = secret("\(base).secret") ?? ""
         if secret.utf8.count < 16 { problem("\(base).secret", "set a secret of at least 16 bytes (secret or secret_file)") }
-        return ResourceServerSettings(id: id, secret: secret, audiences: list("\(base).audiences") ?? [id])
+        return ResourceServerSettings(id: id, secret: secret, audiences: list("\(base).audiences") ?? [])
     }
 
     private mutating func readKeys(signingIDs: [String], sessionIDs: [String], required: Bool) -> RelayKeySettings {

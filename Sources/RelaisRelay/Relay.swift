@@ -51,6 +51,10 @@ public struct Relay: Sendable {
         CallbackRoute(relay: self).register(on: router)
         TokenRoute(relay: self).register(on: router)
         UserinfoRoute(relay: self).register(on: router)
+        IntrospectRoute(relay: self).register(on: router)
+        RevokeRoute(relay: self).register(on: router)
+        ForwardAuthRoute(relay: self).register(on: router)
+        LogoutRoutes(relay: self).register(on: router)
         MetadataRoutes(relay: self).register(on: router)
         if configuration.server.environment == .development { DemoAppRoutes(relay: self).register(on: router) }
     }

@@ -74,6 +74,7 @@ enum RelayKeys {
     static func session(_ sid: String) -> String { "session:\(sid)" }
     static func refreshToken(_ token: String) -> String { "rt:\(SHA256.hexHash(token))" }
     static func subjectSessions(provider: String, subject: String) -> String { "sub:\(SHA256.hexHash(provider + "\u{0}" + subject))" }
+    static func logout(_ state: String) -> String { "logout:\(SHA256.hexHash(state))" }
     static func refreshLock(_ token: String) -> String { "rt-lock:\(SHA256.hexHash(token))" }
     static let signingKey = "relay:signing-key"
     static let sessionKey = "relay:session-key"

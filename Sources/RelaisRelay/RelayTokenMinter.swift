@@ -21,7 +21,8 @@ struct RelayTokenMinter: Sendable {
         let lifetime = Double(app.accessTokenLifetime.components.seconds)
         let scope = session.scopes.joined(separator: " ")
         var access: [String: JSONValue] = [
-            "iss": .string(issuer), "sub": .string(session.subject), "aud": .string(app.clientID), "client_id": .string(app.clientID),
+            "iss": .string(issuer), "sub": .string(session.subject),
+            "aud": app.audiences.count == 1 ? .string(app.audiences[0]) : .array(app.audiences.map { .string($0) }), "client_id": .string(app.clientID),
             "scope": .string(scope), "sid": .string(sid), "jti": .string(SecureRandom.token(bits: 128)),
             "iat": .number(now), "exp": .number(now + lifetime), "idp": .string(session.providerID),
         ]

@@ -1,0 +1,132 @@
+import Foundation
+import RelaisCrypto
+import RelaisHTTPClient
+import RelaisJOSE
+import RelaisServer
+import RelaisTestSupport
+import Testing
+
+extension RelayProcessTests {
+    /// What APIs and gateways use (introspection, forward-auth) and how sessions end (revoke, logout).
+    @Suite struct RelaySessionTests {
+        static let resourceServers = """
+            resource_servers:
+              orders:
+                secret: orders-introspection-secret
+              billing:
+                secret: billing-introspection-secret
+                audiences: [billing-api]
+            """
+
+        private func introspect(_ harness: RelayHarness, _ token: String, as server: String = "orders", secret: String = "orders-introspection-secret", hint: String? = nil) async throws -> HTTPClientResponse {
+            var fields = [("token", token)]
+            if let hint { fields.append(("token_type_hint", hint)) }
+            let credentials = Base64.encode(Array("\(server):\(secret)".utf8))
+            return try await harness.post(harness.issuer + "/introspect", fields, headers: [(name: "Authorization", value: "Basic \(credentials)")])
+        }
+
+        private func active(_ response: HTTPClientResponse) -> Bool? { JSONValue.object(from: response.body)?["active"].flatMap { if case .bool(let b) = $0 { b } else { nil } } }
+
+        @Test func introspectionReportsLiveTokensAndTurnsInactiveOnRevocation() async throws {
+            let harness = try await RelayHarness.launch(relayExtra: Self.resourceServers)
+            let tokens = try await harness.tokens()
+            let accessToken = try #require(tokens["access_token"]?.stringValue)
+            let refreshToken = try #require(tokens["refresh_token"]?.stringValue)
+            let response = try await introspect(harness, accessToken)
+            #expect(response.status == 200)
+            let claims = try #require(JSONValue.object(from: response.body))
+            #expect(claims["active"] == .bool(true) && claims["client_id"] == .string("app") && claims["acr"] == .string("eidas1"))
+            #expect(claims["scope"] == .string("openid profile birth email") && claims["token_type"] == .string("Bearer"))
+            #expect(claims["given_name"] == nil)
+            #expect(active(try await introspect(harness, refreshToken, hint: "refresh_token")) == true)
+            // An API limited to other audiences sees the token as inactive.
+            #expect(active(try await introspect(harness, accessToken, as: "billing", secret: "billing-introspection-secret")) == false)
+            #expect(active(try await introspect(harness, "garbage")) == false)
+            let wrongSecret = try await introspect(harness, accessToken, secret: "wrong-secret-wrong-secret")
+            #expect(wrongSecret.status == 401 && wrongSecret.header("www-authenticate") == #"Basic realm="relais""#)
+            #expect(try await harness.post(harness.issuer + "/introspect", [("token", accessToken)]).status == 401)
+
+            let revoke = try await harness.post(harness.issuer + "/revoke", [("token", refreshToken), ("client_id", "app"), ("token_type_hint", "refresh_token")])
+            #expect(revoke.status == 200)
+            #expect(active(try await introspect(harness, accessToken)) == false)  // before the JWT expires
+            #expect(active(try await introspect(harness, refreshToken)) == false)
+            #expect(try await harness.refresh(refreshToken).status == 400)
+            // Revoking again, or an unknown token, is not an error (RFC 7009 §2.2).
+            #expect(try await harness.post(harness.issuer + "/revoke", [("token", refreshToken), ("client_id", "app")]).status == 200)
+            #expect(try await harness.post(harness.issuer + "/revoke", [("token", "x"), ("client_id", "nobody")]).status == 401)
+        }
+
+        @Test func forwardAuthPassesIdentityHeadersAndRefusesTheRest() async throws {
+            let harness = try await RelayHarness.launch(relayExtra: "forward_auth:\n  subject_header: X-User")
+            let tokens = try await harness.tokens()
+            let accessToken = try #require(tokens["access_token"]?.stringValue)
+            func auth(_ query: String = "", token: String? = nil) async throws -> HTTPClientResponse {
+                var headers: [(name: String, value: String)] = []
+                if let token { headers.append((name: "Authorization", value: "Bearer \(token)")) }
+                return try await harness.http.send(HTTPClientRequest(url: harness.issuer + "/auth" + query, headers: headers))
+            }
+            let ok = try await auth(token: accessToken)
+            #expect(ok.status == 200)
+            #expect(ok.header("x-user") != nil && ok.header("x-relais-client") == "app" && ok.header("x-relais-acr") == "eidas1")
+            #expect(ok.header("x-relais-scope") == "openid profile birth email" && ok.header("x-relais-session") != nil)
+            #expect(try await auth("?scope=openid+email", token: accessToken).status == 200)
+            let missingScope = try await auth("?scope=orders:write", token: accessToken)
+            #expect(missingScope.status == 403 && missingScope.header("www-authenticate")?.contains("insufficient_scope") == true)
+            #expect(try await auth("?acr=eidas2", token: accessToken).status == 403)
+            let none = try await auth()
+            #expect(none.status == 401 && none.header("www-authenticate") == #"Bearer realm="relais""#)
+            #expect(try await auth(token: accessToken + "x").status == 401)
+
+            _ = try await harness.post(harness.issuer + "/revoke", [("token", accessToken), ("client_id", "app")])
+            #expect(try await auth(token: accessToken).status == 401)  // session-checked by default
+            #expect(try await auth("?session=0", token: accessToken).status == 200)  // JWT only: valid until it expires
+        }
+
+        @Test func browserLogoutEndsTheRelaisAndTheProviderSessions() async throws {
+            let harness = try await RelayHarness.launch()
+            let tokens = try await harness.tokens()
+            let idToken = try #require(tokens["id_token"]?.stringValue)
+            let logout = try await harness.get(FormParameters.url(harness.issuer + "/logout", adding: [
+                ("client_id", "app"), ("post_logout_redirect_uri", "com.example.app:/logged-out"), ("state", "bye"), ("id_token_hint", idToken),
+            ]))
+            #expect(logout.status == 302)
+            let toProvider = try #require(logout.header("location"))
+            #expect(toProvider.hasPrefix(harness.providerIssuer + "/session/end?"))
+            let providerBack = try await harness.get(toProvider, cookie: harness.providerCookie)
+            #expect(providerBack.status == 303)
+            let relayCallback = try #require(providerBack.header("location"))
+            #expect(relayCallback.hasPrefix(harness.issuer + "/logout/callback?state="))
+            let toApp = try await harness.get(relayCallback)
+            #expect(toApp.header("location") == "com.example.app:/logged-out?state=bye")
+            #expect(try await harness.userinfo(try #require(tokens["access_token"]?.stringValue)).status == 401)
+            #expect(try await harness.refresh(try #require(tokens["refresh_token"]?.stringValue)).status == 400)
+            // The logout transaction is single use.
+            #expect(try await harness.get(relayCallback).status == 400)
+        }
+
+        @Test func logoutRefusesUnknownAppsAndTargetsAndToleratesNoHint() async throws {
+            let harness = try await RelayHarness.launch()
+            func logout(_ parameters: [(String, String)]) async throws -> HTTPClientResponse {
+                try await harness.get(FormParameters.url(harness.issuer + "/logout", adding: parameters))
+            }
+            #expect(try await logout([("client_id", "nobody"), ("post_logout_redirect_uri", "com.example.app:/logged-out")]).status == 400)
+            let evil = try await logout([("client_id", "app"), ("post_logout_redirect_uri", "https://evil.example/")])
+            #expect(evil.status == 400 && evil.header("location") == nil)
+            let noHint = try await logout([("client_id", "app"), ("post_logout_redirect_uri", "com.example.app:/logged-out"), ("state", "s")])
+            #expect(noHint.header("location") == "com.example.app:/logged-out?state=s")
+        }
+
+        @Test func apiLogoutWithABearerOrARefreshToken() async throws {
+            let harness = try await RelayHarness.launch()
+            let first = try await harness.tokens()
+            let viaBearer = try await harness.http.send(HTTPClientRequest(method: .post, url: harness.issuer + "/logout", headers: [(name: "Authorization", value: "Bearer \(first["access_token"]!.stringValue!)")]))
+            #expect(viaBearer.status == 204)
+            #expect(try await harness.userinfo(first["access_token"]!.stringValue!).status == 401)
+            let second = try await harness.tokens()
+            let viaRefresh = try await harness.post(harness.issuer + "/logout", [("client_id", "app"), ("refresh_token", second["refresh_token"]!.stringValue!)])
+            #expect(viaRefresh.status == 204)
+            #expect(try await harness.refresh(second["refresh_token"]!.stringValue!).status == 400)
+            #expect(try await harness.post(harness.issuer + "/logout", [("client_id", "app"), ("refresh_token", "unknown")]).status == 400)
+        }
+    }
+}
