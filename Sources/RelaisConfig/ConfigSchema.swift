@@ -40,8 +40,10 @@ struct ConfigSchema: Sendable {
             "sessions.idle_timeout", "sessions.lifetime", "sessions.active_key", "signing.active_key",
             "forward_auth.check_session", "forward_auth.subject_header", "forward_auth.client_header", "forward_auth.acr_header",
             "forward_auth.scope_header", "forward_auth.session_header",
+            "rate_limit.enabled", "rate_limit.window", "rate_limit.per_ip", "rate_limit.per_client",
+            "well_known.apple_app_site_association_file", "well_known.assetlinks_file",
         ]),
-        listKeys: [],
+        listKeys: ["server.trusted_proxies"],
         keyedSections: [
             "providers": KeyedSection(
                 leafKeys: [

@@ -107,10 +107,6 @@ extension ValueReader {
         return client
     }
 
-    func list(_ key: String) -> [String]? {
-        config.stringArray(forKey: ConfigKey(key))?.map { $0.trimmingSpaces() }
-    }
-
     static func isAbsoluteURI(_ uri: String) -> Bool {
         guard let colon = uri.firstIndex(of: ":"), colon != uri.startIndex, !uri.contains("#") else { return false }
         let scheme = uri[..<colon]

@@ -15,6 +15,8 @@ public struct RelaisConfiguration: Sendable {
     public var keys = RelayKeySettings()
     public var relay = RelaySettings()
     public var forwardAuth = ForwardAuthSettings()
+    public var rateLimit = RateLimitSettings()
+    public var wellKnown = WellKnownSettings()
 
     public enum Environment: String, Sendable, CaseIterable {
         /// Safe defaults are enforced: https public URL, TLS verification on.
@@ -32,6 +34,8 @@ public struct RelaisConfiguration: Sendable {
         public var maxBodyBytes: Int = 64 * 1024
         /// How long SIGTERM waits for in-flight requests before closing connections.
         public var drainTimeout: Duration = .seconds(20)
+        /// Load balancers whose `X-Forwarded-For` is believed (CIDR networks). Empty: none.
+        public var trustedProxies: [String] = []
         public init() {}
     }
 

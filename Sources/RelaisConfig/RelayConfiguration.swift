@@ -157,6 +157,26 @@ public struct ForwardAuthSettings: Sendable, Equatable {
     public init() {}
 }
 
+/// Requests allowed per window on /authorize, /callback and /token (`rate_limit.*`).
+public struct RateLimitSettings: Sendable, Equatable {
+    public var enabled = true
+    public var window: Duration = .seconds(60)
+    /// Per client IP (behind `server.trusted_proxies`, from `X-Forwarded-For`).
+    public var perIP = 120
+    /// Per app (`client_id`), all users together.
+    public var perClient = 6000
+    public init() {}
+}
+
+/// Files served under `/.well-known/` so claimed https redirects open the app (`well_known.*`).
+public struct WellKnownSettings: Sendable, Equatable {
+    /// iOS universal links: `/.well-known/apple-app-site-association`.
+    public var appleAppSiteAssociation: [UInt8]?
+    /// Android App Links: `/.well-known/assetlinks.json`.
+    public var assetLinks: [UInt8]?
+    public init() {}
+}
+
 /// Lifetimes and limits of the relay flow (`relay.*`, `sessions.*`).
 public struct RelaySettings: Sendable, Equatable {
     /// The sign-in transaction between /authorize and /callback.

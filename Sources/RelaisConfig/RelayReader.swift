@@ -39,6 +39,27 @@ extension ValueReader {
             }
         }
         result.forwardAuth = forward
+
+        var limits = result.rateLimit
+        limits.enabled = boolean("rate_limit.enabled") ?? limits.enabled
+        limits.window = duration("rate_limit.window") ?? limits.window
+        limits.perIP = integer("rate_limit.per_ip", in: 1...1_000_000) ?? limits.perIP
+        limits.perClient = integer("rate_limit.per_client", in: 1...100_000_000) ?? limits.perClient
+        result.rateLimit = limits
+
+        for (key, path) in [("apple_app_site_association_file", \WellKnownSettings.appleAppSiteAssociation), ("assetlinks_file", \.assetLinks)] {
+            guard let file = text("well_known.\(key)") else { continue }
+            switch ConfigurationLoader.readFile(file) {
+            case .success(let contents):
+                if JSONValue.parse(Array(contents.utf8)) == nil {
+                    problem("well_known.\(key)", "\(file) is not valid JSON")
+                } else {
+                    result.wellKnown[keyPath: path] = Array(contents.utf8)
+                }
+            case .failure(let failure):
+                problem("well_known.\(key)", failure.message)
+            }
+        }
     }
 
     private mutating func readProvider(id: String, environment: RelaisConfiguration.Environment, publicBaseURL: String) -> ProviderSettings {

@@ -33,6 +33,12 @@ struct ValueReader {
         server.port = integer("server.port", in: 0...65535) ?? server.port
         server.maxBodyBytes = integer("server.max_body_bytes", in: 1024...(16 << 20)) ?? server.maxBodyBytes
         server.drainTimeout = duration("server.drain_timeout") ?? server.drainTimeout
+        if let proxies = list("server.trusted_proxies") {
+            for proxy in proxies where !Self.isNetwork(proxy) {
+                problem("server.trusted_proxies", "'\(proxy)' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)")
+            }
+            server.trustedProxies = proxies
+        }
         if let url = text("server.public_base_url") {
             server.publicBaseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
         } else {
@@ -194,6 +200,20 @@ struct ValueReader {
             problem(key + "_file", failure.message)
             return nil
         }
+    }
+
+    func list(_ key: String) -> [String]? {
+        config.stringArray(forKey: ConfigKey(key))?.map { $0.trimmingSpaces() }
+    }
+
+    /// An IPv4/IPv6 address, optionally with a prefix length.
+    static func isNetwork(_ text: String) -> Bool {
+        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
+        var v4 = in_addr(), v6 = in6_addr()
+        let bits: Int
+        if inet_pton(AF_INET, parts[0], &v4) == 1 { bits = 32 } else if inet_pton(AF_INET6, parts[0], &v6) == 1 { bits = 128 } else { return false }
+        guard parts.count == 2 else { return true }
+        return Int(parts[1]).map { (0...bits).contains($0) } ?? false
     }
 
     mutating func readableFile(_ key: String) -> String? {

@@ -25,7 +25,7 @@ struct AccessTokenCheck: Sendable {
         guard let header = request.headers[.authorization] else { return .failure(.missing) }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return .failure(.invalidRequest("use the Bearer scheme")) }
-        let token = String(parts[1]).trimmingCharacters(inSet: " ")
+        let token = parts[1].trimmingCharacters(in: " ")
         let claims: VerifiedClaims
         do {
             let jws = try JWS.parse(token)
@@ -103,11 +103,5 @@ enum BearerFailure: Error, Equatable {
         var headers = HTTPFields()
         headers[.wwwAuthenticate] = challenge
         return Relay.oauthError(status, error ?? "invalid_token", detail, requestID: requestID, headers: headers)
-    }
-}
-
-extension String {
-    func trimmingCharacters(inSet character: Character) -> String {
-        String(self.drop { $0 == character }.reversed().drop { $0 == character }.reversed())
     }
 }

@@ -13,10 +13,12 @@ struct AuthorizeRoute {
 
     func register(on router: Router<RelaisRequestContext>) {
         router.get("/authorize") { request, context in
-            try await authorize(FormParameters.query(of: request), context: context)
+            if let wait = await relay.limiter.exceeded(ip: relay.limiter.clientIP(request, context), logger: context.logger) { return RateLimiter.page(retryAfter: wait) }
+            return try await authorize(FormParameters.query(of: request), context: context)
         }
         router.post("/authorize") { request, context in
-            try await authorize(try await FormParameters.body(of: request, limit: 64 * 1024), context: context)
+            if let wait = await relay.limiter.exceeded(ip: relay.limiter.clientIP(request, context), logger: context.logger) { return RateLimiter.page(retryAfter: wait) }
+            return try await authorize(try await FormParameters.body(of: request, limit: 64 * 1024), context: context)
         }
     }
 
@@ -31,6 +33,7 @@ struct AuthorizeRoute {
             fields.append(("iss", relay.issuer))
             return Relay.redirect(FormParameters.url(redirectURI, adding: fields))
         case .valid(let app):
+            if let wait = await relay.limiter.exceeded(clientID: app.clientID, logger: context.logger) { return RateLimiter.page(retryAfter: wait) }
             guard let provider = relay.providers[app.providerID] else {
                 return relay.errorRedirect(app, error: "server_error", description: "the provider is not configured")
             }

@@ -18,7 +18,8 @@ struct CallbackRoute {
 
     func register(on router: Router<RelaisRequestContext>) {
         router.get("/callback") { request, context in
-            try await callback(request, context: context)
+            if let wait = await relay.limiter.exceeded(ip: relay.limiter.clientIP(request, context), logger: context.logger) { return RateLimiter.page(retryAfter: wait) }
+            return try await callback(request, context: context)
         }
     }
 

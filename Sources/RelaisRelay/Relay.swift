@@ -22,6 +22,7 @@ public struct Relay: Sendable {
     let sessions: SessionLedger
     let minter: RelayTokenMinter
     let validator: AppAuthorizationValidator
+    let limiter: RateLimiter
     let logger: Logger
 
     /// Relais' issuer: its public base URL.
@@ -42,6 +43,7 @@ public struct Relay: Sendable {
             sessions: SessionLedger(store: store, settings: configuration.relay),
             minter: RelayTokenMinter(issuer: configuration.server.publicBaseURL, keys: keys),
             validator: AppAuthorizationValidator(apps: apps, providers: providerSettings),
+            limiter: RateLimiter(store: store, settings: configuration.rateLimit, trustedProxies: configuration.server.trustedProxies.compactMap(IPNetwork.init)),
             logger: logger
         )
     }
@@ -55,6 +57,7 @@ public struct Relay: Sendable {
         RevokeRoute(relay: self).register(on: router)
         ForwardAuthRoute(relay: self).register(on: router)
         LogoutRoutes(relay: self).register(on: router)
+        WellKnownRoutes(relay: self).register(on: router)
         MetadataRoutes(relay: self).register(on: router)
         if configuration.server.environment == .development { DemoAppRoutes(relay: self).register(on: router) }
     }

@@ -29,6 +29,9 @@ struct TokenRoute {
 
     func register(on router: Router<RelaisRequestContext>) {
         router.post("/token") { request, context in
+            if let wait = await relay.limiter.exceeded(ip: relay.limiter.clientIP(request, context), logger: context.logger) {
+                return RateLimiter.json(retryAfter: wait, requestID: context.requestID)
+            }
             do {
                 return try await token(request, context: context)
             } catch let failure as Failure {
@@ -48,6 +51,9 @@ struct TokenRoute {
         guard let clientID = form["client_id"], !clientID.isEmpty else { throw Failure.request("client_id is missing (apps are public clients)") }
         guard let app = relay.apps[clientID] else {
             throw Failure(status: .unauthorized, error: "invalid_client", description: "no app is registered with this client_id")
+        }
+        if let wait = await relay.limiter.exceeded(clientID: clientID, logger: context.logger) {
+            return RateLimiter.json(retryAfter: wait, requestID: context.requestID)
         }
         switch grantType {
         case "authorization_code": return try await exchange(form, app: app, context: context)

@@ -65,6 +65,22 @@ public final class EmbeddedStore: KeyValueStore {
         }
     }
 
+    public func increment(_ key: String, window: Duration) async throws -> Int {
+        try write { state, now in
+            let current = state.live(key, now)
+            var count = 0
+            if case .bytes(let bytes)? = current?.value {
+                guard let parsed = Int(String(decoding: bytes, as: UTF8.self)) else { throw StoreError.wrongType(key: key) }
+                count = parsed
+            } else if current != nil {
+                throw StoreError.wrongType(key: key)
+            }
+            count += 1
+            state.entries[key] = Entry(value: .bytes(Array(String(count).utf8)), expiresAt: current?.expiresAt ?? now + window)
+            return count
+        }
+    }
+
     public func deleteIfEqual(_ key: String, _ value: [UInt8]) async throws -> Bool {
         try write { state, now in
             guard case .bytes(let current)? = state.live(key, now)?.value, current == value else { return false }

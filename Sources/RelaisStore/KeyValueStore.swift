@@ -23,6 +23,9 @@ public protocol KeyValueStore: Sendable {
     /// Remaining lifetime: nil when the key is missing, `.zero`-free `Duration` otherwise;
     /// `StoreTTL.persistent` when it never expires.
     func timeToLive(_ key: String) async throws -> StoreTTL
+    /// Adds one to the counter at `key` and returns the new count; a counter created by this call
+    /// lives for `window` (a fixed-window rate limit), later increments keep its deadline.
+    func increment(_ key: String, window: Duration) async throws -> Int
     /// Adds `member` to the set at `key`; with a `ttl`, the whole set's lifetime is reset to it.
     func setAdd(_ key: String, member: String, ttl: Duration?) async throws
     @discardableResult

@@ -61,6 +61,12 @@ public final class RedisStore: KeyValueStore {
         return try integer(await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), value])) == 1
     }
 
+    public func increment(_ key: String, window: Duration) async throws -> Int {
+        // INCR and the deadline of a new counter in one step: a counter never outlives its window.
+        let script = "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n"
+        return Int(try integer(await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), bytes(String(window.storeMilliseconds))])))
+    }
+
     public func expire(_ key: String, ttl: Duration) async throws -> Bool {
         try integer(await execute("PEXPIRE", key: key, [bytes("PEXPIRE"), prefixed(key), bytes(String(ttl.storeMilliseconds))])) == 1
     }

@@ -179,6 +179,41 @@ import Testing
         #expect(broken.contains("resource_servers.api.secret: set a secret of at least 16 bytes (secret or secret_file)"))
     }
 
+    @Test func gatewayLimitAndAppLinkSettingsAreChecked() async throws {
+        let good = try await load(
+            """
+            server:
+              trusted_proxies: [10.0.0.0/8, "::1"]
+            rate_limit:
+              per_ip: 30
+              window: 10s
+            forward_auth:
+              check_session: false
+              subject_header: X-User-Id
+            """
+        ).get()
+        #expect(good.server.trustedProxies == ["10.0.0.0/8", "::1"])
+        #expect(good.rateLimit.perIP == 30 && good.rateLimit.window == .seconds(10) && good.rateLimit.enabled)
+        #expect(!good.forwardAuth.checkSession && good.forwardAuth.subjectHeader == "X-User-Id" && good.forwardAuth.clientHeader == "X-Relais-Client")
+        let bad = try await problems(
+            """
+            server:
+              trusted_proxies: [10.0.0.0/40, proxy.internal]
+            rate_limit:
+              per_ip: 0
+            forward_auth:
+              acr_header: "X Acr"
+            well_known:
+              assetlinks_file: \(try file("{not json"))
+            """
+        )
+        #expect(bad.contains("server.trusted_proxies: '10.0.0.0/40' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)"))
+        #expect(bad.contains("server.trusted_proxies: 'proxy.internal' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)"))
+        #expect(bad.contains("rate_limit.per_ip: must be between 1 and 1000000, got 0"))
+        #expect(bad.contains("forward_auth.acr_header: 'X Acr' is not a valid header name (letters, digits and '-')"))
+        #expect(bad.contains { $0.hasPrefix("well_known.assetlinks_file: ") && $0.hasSuffix("is not valid JSON") })
+    }
+
     private func found(_ problems: [String], _ prefix: String, _ suffix: String) -> Bool {
         problems.contains { $0.hasPrefix(prefix) && $0.hasSuffix(suffix) }
     }

@@ -65,6 +65,27 @@ struct Stopwatch {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func countersIncrementAtomicallyWithinTheirWindow(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            let counts = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<20 { group.addTask { try await store.increment("hits", window: .seconds(60)) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(counts.sorted() == Array(1...20))
+            guard case .expiresIn(let remaining) = try await store.timeToLive("hits") else {
+                Issue.record("a counter must carry its window")
+                return
+            }
+            #expect(remaining <= .seconds(60) && remaining > .seconds(30))
+            try await store.set("text", bytes("not a number"), ttl: nil)
+            await #expect(throws: StoreError.self) { try await store.increment("text", window: .seconds(1)) }
+            _ = try await store.increment("short", window: .milliseconds(300))
+            try await Task.sleep(for: .milliseconds(900))
+            #expect(try await store.increment("short", window: .milliseconds(300)) == 1)  // a new window
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func binaryValuesRoundTripWhole(kind: StoreKind) async throws {
         try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
             let value: [UInt8] = [0, 1, 0, 255, 0] + Array(repeating: 7, count: 10_000) + [0]

@@ -6,9 +6,12 @@ public struct RelaisRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// Set by ``RequestIDMiddleware`` before anything else runs.
     public var requestID: String
+    /// The TCP peer's address (a load balancer's, behind one; see ``ClientAddress``).
+    public let peerAddress: String?
 
     public init(source: Source) {
         self.coreContext = .init(source: source)
         self.requestID = ""
+        self.peerAddress = source.channel.remoteAddress?.ipAddress
     }
 }

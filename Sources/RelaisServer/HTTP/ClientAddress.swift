@@ -1,0 +1,81 @@
+public import Hummingbird
+import HTTPTypes
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An IPv4 or IPv6 network in CIDR notation (`10.0.0.0/8`, `::1/128`, or a bare address).
+public struct IPNetwork: Sendable, Equatable {
+    let bytes: [UInt8]
+    let prefixLength: Int
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
+        guard let address = IPNetwork.parse(parts[0]) else { return nil }
+        let maxLength = address.count * 8
+        if parts.count == 2 {
+            guard let length = Int(parts[1]), (0...maxLength).contains(length) else { return nil }
+            prefixLength = length
+        } else {
+            prefixLength = maxLength
+        }
+        bytes = address
+    }
+
+    public func contains(_ address: String) -> Bool {
+        guard let candidate = IPNetwork.parse(address), candidate.count == bytes.count else { return false }
+        var remaining = prefixLength
+        for index in 0..<bytes.count where remaining > 0 {
+            let bits = min(8, remaining)
+            let mask: UInt8 = bits == 8 ? 0xFF : ~(0xFF >> UInt8(bits))
+            if bytes[index] & mask != candidate[index] & mask { return false }
+            remaining -= bits
+        }
+        return true
+    }
+
+    static func parse(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 {
+            let raw = withUnsafeBytes(of: &v6) { Array($0) }
+            // An IPv4-mapped IPv6 address is the IPv4 address.
+            if raw[0..<10].allSatisfy({ $0 == 0 }) && raw[10] == 0xFF && raw[11] == 0xFF { return Array(raw[12...]) }
+            return raw
+        }
+        return nil
+    }
+}
+
+/// The client's address as rate limits and logs need it: the TCP peer, unless the peer is a
+/// trusted proxy, in which case the rightmost `X-Forwarded-For` entry that is not a trusted proxy.
+/// Entries further left were written by the client itself and cannot be believed.
+public enum ClientAddress {
+    public static func resolve(peer: String?, forwardedFor: String?, trustedProxies: [IPNetwork]) -> String {
+        guard let peer else { return "unknown" }
+        let normalisedPeer = IPNetwork.parse(peer).map { _ in peer } ?? peer
+        guard trustedProxies.contains(where: { $0.contains(normalisedPeer) }), let forwardedFor else { return normalisedPeer }
+        let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: " ") }
+        for hop in hops.reversed() where !trustedProxies.contains(where: { $0.contains(hop) }) {
+            return IPNetwork.parse(hop) != nil ? hop : normalisedPeer
+        }
+        return hops.first ?? normalisedPeer
+    }
+
+    public static func resolve(_ request: Request, context: RelaisRequestContext, trustedProxies: [IPNetwork]) -> String {
+        resolve(peer: context.peerAddress, forwardedFor: request.headers[.xForwardedFor], trustedProxies: trustedProxies)
+    }
+}
+
+extension HTTPField.Name {
+    static let xForwardedFor = Self("X-Forwarded-For")!
+}
+
+extension StringProtocol {
+    /// Drops `character` from both ends.
+    public func trimmingCharacters(in character: Character) -> String {
+        String(drop { $0 == character }.reversed().drop { $0 == character }.reversed())
+    }
+}
