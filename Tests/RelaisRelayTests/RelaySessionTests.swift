@@ -128,5 +128,26 @@ extension RelayProcessTests {
             #expect(try await harness.refresh(second["refresh_token"]!.stringValue!).status == 400)
             #expect(try await harness.post(harness.issuer + "/logout", [("client_id", "app"), ("refresh_token", "unknown")]).status == 400)
         }
+    
+        @Test func anOperatorSignsAUserOutEverywhere() async throws {
+            let redis = try await RedisServerProcess.launch()
+            defer { redis.stop() }
+            let harness = try await RelayHarness.launch(store: "  kind: redis\n  redis:\n    url: \(redis.url)")
+            let first = try await harness.tokens(identity: "pierre")
+            let second = try await harness.tokens(identity: "pierre")
+            let other = try await harness.tokens(identity: "karima")
+            let access = try JWS.parse(try #require(first["access_token"]?.stringValue))
+            let subject = try #require(try ClaimsPolicy().validate(access).subject)
+            let output = FileManager.default.temporaryDirectory.appendingPathComponent("relais-sessions-\(UUID().uuidString)").path
+            let process = try ChildProcess.spawn(RelaisProcess.binary, ["sessions", "revoke", "--config", harness.relay.configPath, "--sub", subject], standardOutput: output)
+            #expect(process.waitForExit(timeout: .seconds(30)) == 0)
+            #expect(try String(contentsOfFile: output, encoding: .utf8) == "revoked 2 session(s)\n")
+            for tokens in [first, second] {
+                #expect(try await harness.refresh(try #require(tokens["refresh_token"]?.stringValue)).status == 400)
+            }
+            #expect(try await harness.refresh(try #require(other["refresh_token"]?.stringValue)).status == 200)
+            let unknown = try ChildProcess.spawn(RelaisProcess.binary, ["sessions", "revoke", "--config", harness.relay.configPath, "--sub", subject, "--provider", "nope"])
+            #expect(unknown.waitForExit(timeout: .seconds(30)) == 2)
+        }
     }
 }
