@@ -166,8 +166,10 @@ let package = Package(
         .executableTarget(
             name: "relais-bench",
             dependencies: [
+                "RelaisCrypto",
                 "RelaisHTTPClient",
                 "RelaisJOSE",
+                "RelaisServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

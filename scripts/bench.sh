@@ -20,8 +20,10 @@ swift build -c release --product relais-bench >/dev/null
 work=$(mktemp -d)
 redis_port=$(free_port)
 relais_port=$(free_port)
+provider_port=$(free_port)
 cleanup() {
     [ -n "${relais_pid:-}" ] && kill "$relais_pid" 2>/dev/null && wait "$relais_pid" 2>/dev/null || true
+    [ -n "${provider_pid:-}" ] && kill "$provider_pid" 2>/dev/null && wait "$provider_pid" 2>/dev/null || true
     [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
     rm -rf "$work"
 }
@@ -30,14 +32,48 @@ trap cleanup EXIT
 redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --loglevel warning >"$work/redis.log" 2>&1 &
 redis_pid=$!
 
-RELAIS_SERVER_PORT=$relais_port RELAIS_SERVER_PUBLIC_BASE_URL=http://127.0.0.1:$relais_port \
-RELAIS_STORE_KIND=redis RELAIS_STORE_REDIS_URL=redis://127.0.0.1:$redis_port RELAIS_LOG_LEVEL=warning \
-    .build/release/relais serve --config config/relais.example.yaml >"$work/relais.log" 2>&1 &
+# The development provider (FranceConnect v2 look-alike) and a relay wired to it, on Redis. Rate
+# limits are off: the sign-in benchmark is one client IP doing hundreds of sign-ins a second.
+cat >"$work/provider.yaml" <<YAML
+server: {environment: development, port: $provider_port}
+log: {level: warning}
+provider: {identities_file: $PWD/config/dev-identities.yaml}
+clients:
+  relais:
+    secret: bench-provider-secret-0123456789-0123456789
+    redirect_uris: [http://127.0.0.1:$relais_port/callback]
+YAML
+cat >"$work/relais.yaml" <<YAML
+server: {environment: development, port: $relais_port, public_base_url: "http://127.0.0.1:$relais_port"}
+log: {level: warning}
+store: {kind: redis, redis: {url: "redis://127.0.0.1:$redis_port"}}
+rate_limit: {enabled: false}
+providers:
+  fc:
+    preset: franceconnect-v2
+    issuer: http://127.0.0.1:$provider_port/api/v2
+    client_id: relais
+    client_secret: bench-provider-secret-0123456789-0123456789
+apps:
+  bench-app:
+    redirect_uris: [http://127.0.0.1/cb]
+    scopes: [openid, profile, email]
+    access_token_lifetime: 30m
+resource_servers:
+  bench-api:
+    secret: bench-introspection-secret
+YAML
+.build/release/relais dev-provider --config "$work/provider.yaml" >"$work/provider.log" 2>&1 &
+provider_pid=$!
+.build/release/relais serve --config "$work/relais.yaml" >"$work/relais.log" 2>&1 &
 relais_pid=$!
+wait_for "http://127.0.0.1:$provider_port/readyz"
 wait_for "http://127.0.0.1:$relais_port/readyz"
 
-run_wrk() {  # prints "rps p50 p99" for a URL
-    wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "$1" >"$work/wrk.txt"
+run_wrk() {  # prints "rps p50 p99" for a URL; extra arguments go to wrk (-H, -s)
+    local url=$1
+    shift
+    wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "$@" "$url" >"$work/wrk.txt"
     local rps p50 p99
     rps=$(awk '/^Requests\/sec:/ {print $2}' "$work/wrk.txt")
     p50=$(awk '$1=="50%" {print $2}' "$work/wrk.txt")
@@ -50,6 +86,26 @@ echo "wrk /healthz..."
 read -r healthz_rps healthz_p50 healthz_p99 < <(run_wrk "http://127.0.0.1:$relais_port/healthz")
 echo "wrk /readyz (one Redis PING per request)..."
 read -r readyz_rps readyz_p50 readyz_p99 < <(run_wrk "http://127.0.0.1:$relais_port/readyz")
+
+echo "Sign-ins end to end (relay + development provider)..."
+.build/release/relais-bench signin --relay "http://127.0.0.1:$relais_port" --seconds "${BENCH_SIGNIN_SECONDS:-10}" >"$work/signin.txt"
+signin_field() { awk -v f="$1" '{for (i=1;i<=NF;i++) if (index($i, f"=")==1) print substr($i, length(f)+2)}' "$work/signin.txt"; }
+.build/release/relais-bench signin --relay "http://127.0.0.1:$relais_port" --print-tokens >"$work/tokens.txt"
+access_token=$(awk -F= '$1=="access_token" {print $2}' "$work/tokens.txt")
+
+echo "wrk /userinfo, /auth (JWT only and session-checked), /introspect..."
+read -r userinfo_rps userinfo_p50 userinfo_p99 < <(run_wrk "http://127.0.0.1:$relais_port/userinfo" -H "Authorization: Bearer $access_token")
+read -r authjwt_rps authjwt_p50 authjwt_p99 < <(run_wrk "http://127.0.0.1:$relais_port/auth?session=0" -H "Authorization: Bearer $access_token")
+read -r authsession_rps authsession_p50 authsession_p99 < <(run_wrk "http://127.0.0.1:$relais_port/auth?session=1" -H "Authorization: Bearer $access_token")
+cat >"$work/introspect.lua" <<LUA
+wrk.method = "POST"
+wrk.body = "token=$access_token"
+wrk.headers["Content-Type"] = "application/x-www-form-urlencoded"
+wrk.headers["Authorization"] = "Basic $(printf 'bench-api:bench-introspection-secret' | base64 -w0)"
+LUA
+read -r introspect_rps introspect_p50 introspect_p99 < <(run_wrk "http://127.0.0.1:$relais_port/introspect" -s "$work/introspect.lua")
+grep -q '"active":true' <(curl -s -u bench-api:bench-introspection-secret -d "token=$access_token" "http://127.0.0.1:$relais_port/introspect") \
+    || { echo "introspection did not report the token active" >&2; exit 1; }
 
 echo "libcurl client, keep-alive vs new connection per request..."
 .build/release/relais-bench http-client --url "http://127.0.0.1:$relais_port/healthz" --requests "$CURL_REQUESTS" --concurrency 4 >"$work/curl.txt"
@@ -93,10 +149,25 @@ mkdir -p bench
     echo "|---|---:|---:|---:|---:|"
     echo "| GET /healthz (no I/O) | $healthz_rps | $healthz_p50 | $healthz_p99 | 1.00 |"
     echo "| GET /readyz (Redis PING via hiredis pool) | $readyz_rps | $readyz_p50 | $readyz_p99 | $(ratio "$readyz_rps" "$healthz_rps") of /healthz |"
+    echo "| GET /auth, JWT only (target ≥ 0.70) | $authjwt_rps | $authjwt_p50 | $authjwt_p99 | $(ratio "$authjwt_rps" "$healthz_rps") of /healthz |"
+    echo "| GET /auth, session checked in Redis (target ≥ 0.50) | $authsession_rps | $authsession_p50 | $authsession_p99 | $(ratio "$authsession_rps" "$healthz_rps") of /healthz |"
+    echo "| GET /userinfo (JWT, session and sealed identity from Redis; target ≥ 0.50) | $userinfo_rps | $userinfo_p50 | $userinfo_p99 | $(ratio "$userinfo_rps" "$healthz_rps") of /healthz |"
+    echo "| POST /introspect (HTTP Basic, JWT, session from Redis) | $introspect_rps | $introspect_p50 | $introspect_p99 | $(ratio "$introspect_rps" "$healthz_rps") of /healthz |"
     echo "| libcurl client, keep-alive (4 in flight, $CURL_REQUESTS requests, $reuse_conns new connections) | $reuse_rps | | | 1.00 |"
     echo "| libcurl client, new connection per request ($fresh_conns new connections) | $fresh_rps | | | $(ratio "$fresh_rps" "$reuse_rps") of keep-alive |"
     echo
     echo "Relais resident memory after the run: $((relais_rss_kb / 1024)) MiB."
+    echo
+    echo "## Sign-ins end to end"
+    echo
+    echo "relais-bench signin: 8 concurrent sign-ins for ${BENCH_SIGNIN_SECONDS:-10} s, each /authorize → development provider login →"
+    echo "/callback (code exchange, id_token and userinfo verification) → /token, all on this machine (Relais, the provider"
+    echo "and Redis share the 2 cores). Relais' own share of the callback is its latency minus the provider time it reports"
+    echo 'in `Server-Timing: provider;dur=…`.'
+    echo
+    echo "| sign-ins/s | callback p50 | callback p99 | Relais' own share p50 | Relais' own share p99 |"
+    echo "|---:|---:|---:|---:|---:|"
+    echo "| $(signin_field per_second) | $(signin_field callback_p50_ms) ms | $(signin_field callback_p99_ms) ms | $(signin_field own_p50_ms) ms | $(signin_field own_p99_ms) ms |"
     echo
     echo "## JWS verification, one thread"
     echo

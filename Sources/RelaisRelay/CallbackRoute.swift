@@ -1,3 +1,5 @@
+import FoundationEssentials
+import HTTPTypes
 import Hummingbird
 import Logging
 import RelaisConfig
@@ -63,6 +65,7 @@ struct CallbackRoute {
         guard let code = parameters["code"], !code.isEmpty else { return fail(.callbackRejected("the callback carries no code")) }
 
         let identity: UpstreamIdentity
+        let providerStart = ContinuousClock.now
         do {
             identity = try await provider.signIn(
                 code: code, redirectURI: relay.callbackURL, nonce: transaction.providerNonce, requestedACR: app.acr,
@@ -71,6 +74,10 @@ struct CallbackRoute {
         } catch {
             return fail(error)
         }
+        // Time spent waiting for the provider (token, userinfo, JWKS), so operators and the
+        // benchmark can tell Relais' own latency from the provider's (Server-Timing, W3C).
+        let providerTime = ContinuousClock.now - providerStart
+        let providerMilliseconds = Double(providerTime.components.seconds) * 1000 + Double(providerTime.components.attoseconds) / 1e15
         let relayCode = SecureRandom.token(bits: 256)
         do {
             let sealed = try relay.vault.seal(
@@ -86,6 +93,8 @@ struct CallbackRoute {
         var fields = [("code", relayCode)]
         if let state = app.state { fields.append(("state", state)) }
         fields.append(("iss", relay.issuer))
-        return Relay.redirect(FormParameters.url(app.redirectURI, adding: fields))
+        var response = Relay.redirect(FormParameters.url(app.redirectURI, adding: fields))
+        response.headers[HTTPField.Name("Server-Timing")!] = "provider;dur=\((providerMilliseconds * 100).rounded() / 100)"
+        return response
     }
 }
