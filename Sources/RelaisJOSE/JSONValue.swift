@@ -56,10 +56,71 @@ public enum JSONValue: Sendable, Equatable, Codable {
         JSONParser.parse(bytes)
     }
 
-    /// Serializes with sorted keys, compact or indented for people.
+    /// Serializes with sorted keys, compact or indented for people. The compact form is written
+    /// here directly: it is on every token and response path, where JSONEncoder cost more than
+    /// the signature.
     public func serialized(pretty: Bool = false) -> [UInt8] {
+        guard pretty else {
+            var output: [UInt8] = []
+            output.reserveCapacity(256)
+            write(to: &output)
+            return output
+        }
         let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
         return Array((try? encoder.encode(self)) ?? Data())
+    }
+
+    private func write(to output: inout [UInt8]) {
+        switch self {
+        case .null: output += Array("null".utf8)
+        case .bool(let value): output += Array((value ? "true" : "false").utf8)
+        case .number(let value):
+            if !value.isFinite {
+                output += Array("null".utf8)
+            } else if value == value.rounded(), abs(value) < 1e15 {
+                output += Array(String(Int64(value)).utf8)
+            } else {
+                output += Array(value.description.utf8)
+            }
+        case .string(let value): Self.writeString(value, to: &output)
+        case .array(let values):
+            output.append(UInt8(ascii: "["))
+            for (index, value) in values.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                value.write(to: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case .object(let members):
+            output.append(UInt8(ascii: "{"))
+            // Sorted by UTF-8 bytes, as JSONEncoder's .sortedKeys does for these keys.
+            for (index, key) in members.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                Self.writeString(key, to: &output)
+                output.append(UInt8(ascii: ":"))
+                members[key]!.write(to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    private static func writeString(_ value: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): output += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): output += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x0A: output += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: output += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: output += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x08: output += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+            case 0x0C: output += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
+            case 0..<0x20: output += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]]
+            default: output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
     }
 }

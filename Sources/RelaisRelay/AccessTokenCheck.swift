@@ -2,9 +2,11 @@ import FoundationEssentials
 import Hummingbird
 import Logging
 import RelaisConfig
+import RelaisCrypto
 import RelaisJOSE
 import RelaisServer
 import RelaisStore
+import Synchronization
 
 /// Verifies a Relais access token presented as `Authorization: Bearer` (RFC 6750): signature with
 /// Relais' keys, `typ: at+jwt`, issuer, expiry, and optionally that its session is still live.
@@ -21,11 +23,46 @@ struct AccessTokenCheck: Sendable {
         var session: SessionRecord?
     }
 
-    func verify(_ request: Request, checkSession: Bool) async -> Result<Verified, BearerFailure> {
+    /// How the session is checked: not at all (the JWT alone), alive (one cheap store lookup, for
+    /// gateways and introspection), or loaded (the record, for userinfo).
+    enum SessionCheck {
+        case none, alive, load
+    }
+
+    func verify(_ request: Request, session check: SessionCheck) async -> Result<Verified, BearerFailure> {
         guard let header = request.headers[.authorization] else { return .failure(.missing) }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return .failure(.invalidRequest("use the Bearer scheme")) }
-        let token = parts[1].trimmingCharacters(in: " ")
+        let token = String(parts[1].trimmingCharacters(in: " "))
+        var verified: Verified
+        switch verifyToken(token) {
+        case .success(let value): verified = value
+        case .failure(let failure): return .failure(failure)
+        }
+        do {
+            switch check {
+            case .none:
+                break
+            case .alive:
+                guard try await relay.sessions.isLive(verified.sid) else { return .failure(.invalidToken("the session has ended")) }
+            case .load:
+                guard let session = try await relay.sessions.get(verified.sid), session.subject == verified.subject, session.clientID == verified.clientID else {
+                    return .failure(.invalidToken("the session has ended"))
+                }
+                verified.session = session
+            }
+        } catch {
+            return .failure(.unavailable)
+        }
+        return .success(verified)
+    }
+
+    /// The signature and claims, remembered per token until it expires: a gateway presents the same
+    /// token many times, and an ES256 verification costs more than the rest of the request.
+    func verifyToken(_ token: String) -> Result<Verified, BearerFailure> {
+        let now = Date().timeIntervalSince1970
+        let key = SHA256.hash(Array(token.utf8))
+        if let cached = relay.verifiedTokens.get(key, now: now) { return .success(cached) }
         let claims: VerifiedClaims
         do {
             let jws = try JWS.parse(token)
@@ -38,24 +75,52 @@ struct AccessTokenCheck: Sendable {
         } catch {
             return .failure(.invalidToken(error.code == "jwt_exp" ? "the access token has expired" : "the access token is not valid (\(error.code))"))
         }
-        guard let subject = claims.subject, let clientID = claims.string("client_id"), let sid = claims.string("sid") else {
-            return .failure(.invalidToken("the access token lacks sub, client_id or sid"))
+        guard let subject = claims.subject, let clientID = claims.string("client_id"), let sid = claims.string("sid"), let expiration = claims.expiration else {
+            return .failure(.invalidToken("the access token lacks sub, client_id, sid or exp"))
         }
-        var verified = Verified(
+        let verified = Verified(
             subject: subject, clientID: clientID, sid: sid, scopes: (claims.string("scope") ?? "").split(separator: " ").map(String.init),
             acr: claims.acr, claims: claims, session: nil
         )
-        if checkSession {
-            do {
-                guard let session = try await relay.sessions.get(sid), session.subject == subject, session.clientID == clientID else {
-                    return .failure(.invalidToken("the session has ended"))
-                }
-                verified.session = session
-            } catch {
-                return .failure(.unavailable)
-            }
-        }
+        relay.verifiedTokens.put(key, verified, expiresAt: expiration)
         return .success(verified)
+    }
+}
+
+/// Verified access tokens by SHA-256, until their `exp`. Bounded: when full, expired entries go,
+/// and if that is not enough the cache starts over (a burst of distinct tokens only costs the
+/// verifications the cache would have saved).
+final class VerifiedTokenCache: Sendable {
+    private struct Entry {
+        var verified: AccessTokenCheck.Verified
+        var expiresAt: Double
+    }
+
+    private let entries = Mutex<[[UInt8]: Entry]>([:])
+    let capacity: Int
+
+    init(capacity: Int = 50_000) { self.capacity = capacity }
+
+    func get(_ key: [UInt8], now: Double) -> AccessTokenCheck.Verified? {
+        entries.withLock { entries in
+            guard let entry = entries[key] else { return nil }
+            guard entry.expiresAt > now else {
+                entries[key] = nil
+                return nil
+            }
+            return entry.verified
+        }
+    }
+
+    func put(_ key: [UInt8], _ verified: AccessTokenCheck.Verified, expiresAt: Double) {
+        let now = Date().timeIntervalSince1970
+        entries.withLock { entries in
+            if entries.count >= capacity {
+                entries = entries.filter { $0.value.expiresAt > now }
+                if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            }
+            entries[key] = Entry(verified: verified, expiresAt: expiresAt)
+        }
     }
 }
 

@@ -18,7 +18,7 @@ struct ForwardAuthRoute {
             let options = FormParameters.query(of: request)
             let checkSession = options?["session"].map { $0 != "0" } ?? settings.checkSession
             let access: AccessTokenCheck.Verified
-            switch await AccessTokenCheck(relay: relay).verify(request, checkSession: checkSession) {
+            switch await AccessTokenCheck(relay: relay).verify(request, session: checkSession ? .alive : .none) {
             case .success(let verified): access = verified
             case .failure(let failure): return failure.response(requestID: context.requestID)
             }

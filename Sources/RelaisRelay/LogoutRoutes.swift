@@ -77,7 +77,7 @@ struct LogoutRoutes {
         var sid: String?
         do {
             if request.headers[.authorization] != nil {
-                switch await AccessTokenCheck(relay: relay).verify(request, checkSession: false) {
+                switch await AccessTokenCheck(relay: relay).verify(request, session: .none) {
                 case .success(let access): sid = access.sid
                 case .failure(let failure): return failure.response(requestID: context.requestID)
                 }

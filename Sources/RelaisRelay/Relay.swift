@@ -12,7 +12,7 @@ import RelaisOIDC
 /// The relay: an OAuth 2.0 authorization server for apps (RFC 6749, PKCE, RFC 8252) and a
 /// confidential OpenID Connect client of the providers. One file per endpoint (`AuthorizeRoute`,
 /// `CallbackRoute`, `TokenRoute`, `UserinfoRoute`, `MetadataRoutes`); this type holds what they share.
-public struct Relay: Sendable {
+public final class Relay: Sendable {
     let configuration: RelaisConfiguration
     let store: any KeyValueStore
     let providers: [String: UpstreamProvider]
@@ -23,29 +23,29 @@ public struct Relay: Sendable {
     let minter: RelayTokenMinter
     let validator: AppAuthorizationValidator
     let limiter: RateLimiter
+    let verifiedTokens = VerifiedTokenCache()
     let logger: Logger
 
     /// Relais' issuer: its public base URL.
     public var issuer: String { configuration.server.publicBaseURL }
     var callbackURL: String { issuer + "/callback" }
 
-    public static func make(configuration: RelaisConfiguration, store: any KeyValueStore, httpClient: HTTPClient, logger: Logger) async throws -> Relay {
+    /// One instance per process, shared by every route (a class: requests do not copy its fields).
+    public init(configuration: RelaisConfiguration, store: any KeyValueStore, httpClient: HTTPClient, logger: Logger) async throws {
         let keys = try await RelayKeyRing.load(configuration.keys, store: store)
         let apps = Dictionary(configuration.apps.map { ($0.clientID, $0) }, uniquingKeysWith: { first, _ in first })
         let providerSettings = Dictionary(configuration.providers.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        return Relay(
-            configuration: configuration,
-            store: store,
-            providers: providerSettings.mapValues { UpstreamProvider(settings: $0, http: httpClient) },
-            apps: apps,
-            keys: keys,
-            vault: SessionVault(keys: keys),
-            sessions: SessionLedger(store: store, settings: configuration.relay),
-            minter: RelayTokenMinter(issuer: configuration.server.publicBaseURL, keys: keys),
-            validator: AppAuthorizationValidator(apps: apps, providers: providerSettings),
-            limiter: RateLimiter(store: store, settings: configuration.rateLimit, trustedProxies: configuration.server.trustedProxies.compactMap(IPNetwork.init)),
-            logger: logger
-        )
+        self.configuration = configuration
+        self.store = store
+        providers = providerSettings.mapValues { UpstreamProvider(settings: $0, http: httpClient) }
+        self.apps = apps
+        self.keys = keys
+        vault = SessionVault(keys: keys)
+        sessions = SessionLedger(store: store, settings: configuration.relay)
+        minter = RelayTokenMinter(issuer: configuration.server.publicBaseURL, keys: keys)
+        validator = AppAuthorizationValidator(apps: apps, providers: providerSettings)
+        limiter = RateLimiter(store: store, settings: configuration.rateLimit, trustedProxies: configuration.server.trustedProxies.compactMap(IPNetwork.init))
+        self.logger = logger
     }
 
     public func register(on router: Router<RelaisRequestContext>) {

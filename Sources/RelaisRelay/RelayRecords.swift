@@ -36,7 +36,7 @@ struct RelayCode: Codable, Sendable {
 
 /// A signed-in person, for one app: what the refresh token, the access token's `sid`, /userinfo,
 /// introspection and forward-auth refer to.
-struct SessionRecord: Codable, Sendable {
+struct SessionRecord: JSONRecord, Sendable {
     var clientID: String
     var subject: String
     var providerID: String
@@ -46,6 +46,37 @@ struct SessionRecord: Codable, Sendable {
     /// The absolute end: idle renewals never go past it.
     var expiresAt: Double
     var sealedIdentity: String
+
+    init(clientID: String, subject: String, providerID: String, scopes: [String], acr: String?, createdAt: Double, expiresAt: Double, sealedIdentity: String) {
+        self.clientID = clientID
+        self.subject = subject
+        self.providerID = providerID
+        self.scopes = scopes
+        self.acr = acr
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.sealedIdentity = sealedIdentity
+    }
+
+    init?(json: [String: JSONValue]) {
+        guard let clientID = json["client_id"]?.stringValue, let subject = json["sub"]?.stringValue, let providerID = json["idp"]?.stringValue,
+            let scopes = json["scopes"]?.arrayValue?.compactMap(\.stringValue), let createdAt = json["created_at"]?.numberValue,
+            let expiresAt = json["expires_at"]?.numberValue, let sealed = json["identity"]?.stringValue
+        else { return nil }
+        self.init(
+            clientID: clientID, subject: subject, providerID: providerID, scopes: scopes, acr: json["acr"]?.stringValue, createdAt: createdAt,
+            expiresAt: expiresAt, sealedIdentity: sealed
+        )
+    }
+
+    var json: JSONValue {
+        var object: [String: JSONValue] = [
+            "client_id": .string(clientID), "sub": .string(subject), "idp": .string(providerID), "scopes": .array(scopes.map { .string($0) }),
+            "created_at": .number(createdAt), "expires_at": .number(expiresAt), "identity": .string(sealedIdentity),
+        ]
+        if let acr { object["acr"] = .string(acr) }
+        return .object(object)
+    }
 }
 
 /// What a refresh token stands for. Once rotated, the record stays (until the session ends) so that
@@ -59,12 +90,38 @@ struct RefreshRecord: Codable, Sendable {
 }
 
 /// The sealed part of a session.
-struct SessionIdentity: Codable, Sendable {
+struct SessionIdentity: JSONRecord, Sendable {
     var claims: [String: JSONValue]
     var amr: [String]?
     var authTime: Double?
     /// The provider's id_token, for the logout `id_token_hint`.
     var providerIDToken: String
+
+    init(claims: [String: JSONValue], amr: [String]?, authTime: Double?, providerIDToken: String) {
+        self.claims = claims
+        self.amr = amr
+        self.authTime = authTime
+        self.providerIDToken = providerIDToken
+    }
+
+    init?(json: [String: JSONValue]) {
+        guard let claims = json["claims"]?.objectValue, let idToken = json["provider_id_token"]?.stringValue else { return nil }
+        self.init(claims: claims, amr: json["amr"]?.arrayValue?.compactMap(\.stringValue), authTime: json["auth_time"]?.numberValue, providerIDToken: idToken)
+    }
+
+    var json: JSONValue {
+        var object: [String: JSONValue] = ["claims": .object(claims), "provider_id_token": .string(providerIDToken)]
+        if let amr { object["amr"] = .array(amr.map { .string($0) }) }
+        if let authTime { object["auth_time"] = .number(authTime) }
+        return .object(object)
+    }
+}
+
+/// A record written with Relais' own JSON code rather than Codable: these are read on every
+/// userinfo and refresh, where JSONDecoder cost more than the store round trip.
+protocol JSONRecord {
+    init?(json: [String: JSONValue])
+    var json: JSONValue { get }
 }
 
 enum RelayKeys {
@@ -88,5 +145,11 @@ enum StoredJSON {
     static func decode<Value: Decodable>(_ type: Value.Type, _ bytes: [UInt8]?) -> Value? {
         guard let bytes else { return nil }
         return try? JSONDecoder().decode(type, from: Data(bytes))
+    }
+
+    static func encode<Value: JSONRecord>(_ value: Value) -> [UInt8] { value.json.serialized() }
+
+    static func decode<Value: JSONRecord>(_ type: Value.Type, _ bytes: [UInt8]?) -> Value? {
+        bytes.flatMap(JSONValue.object(from:)).flatMap(Value.init(json:))
     }
 }

@@ -15,7 +15,7 @@ public enum RelayRunner {
         let dependencies = RelaisDependencies.make(for: configuration, logger: logger)
         let relay: Relay
         do {
-            relay = try await Relay.make(configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient, logger: logger)
+            relay = try await Relay(configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient, logger: logger)
         } catch {
             await dependencies.shutdown()
             throw error

@@ -29,6 +29,13 @@ struct SessionLedger: Sendable {
         return session
     }
 
+    /// Whether the session exists, without reading it: the store's TTL already enforces both the
+    /// idle timeout and the absolute lifetime.
+    func isLive(_ sid: String) async throws -> Bool {
+        if case .expiresIn = try await store.timeToLive(RelayKeys.session(sid)) { return true }
+        return false
+    }
+
     /// Pushes the idle deadline back (bounded by the absolute lifetime).
     func touch(_ sid: String, _ session: SessionRecord) async throws {
         guard let ttl = ttl(for: session) else { return }

@@ -160,7 +160,7 @@ struct TokenRoute {
         let response = try await issue(sid: record.sid, session: session, identity: identity, app: app, nonce: nil)
         var rotated = record
         rotated.rotatedAt = SessionLedger.now()
-        rotated.sealedSuccessor = try relay.vault.seal(response)
+        rotated.sealedSuccessor = try relay.vault.seal(json: response)
         try await store.set(RelayKeys.refreshToken(token), StoredJSON.encode(rotated), ttl: relay.sessions.ttl(for: session) ?? .seconds(1))
         try await relay.sessions.touch(record.sid, session)
         return Relay.json(.ok, response)
@@ -172,7 +172,7 @@ struct TokenRoute {
         guard record.clientID == app.clientID else { throw Failure.grant("the refresh token was issued to another client") }
         let age = SessionLedger.now() - (record.rotatedAt ?? 0)
         if age <= Double(relay.configuration.relay.refreshGrace.components.seconds), let sealed = record.sealedSuccessor,
-            let response = relay.vault.open(JSONValue.self, sealed), try await relay.sessions.get(record.sid) != nil
+            let response = relay.vault.open(json: sealed), try await relay.sessions.get(record.sid) != nil
         {
             return Relay.json(.ok, response)
         }

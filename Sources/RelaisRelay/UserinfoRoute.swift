@@ -17,7 +17,7 @@ struct UserinfoRoute {
 
     private func userinfo(_ request: Request, context: RelaisRequestContext) async throws -> Response {
         let access: AccessTokenCheck.Verified
-        switch await AccessTokenCheck(relay: relay).verify(request, checkSession: true) {
+        switch await AccessTokenCheck(relay: relay).verify(request, session: .load) {
         case .success(let verified): access = verified
         case .failure(let failure): return failure.response(requestID: context.requestID)
         }

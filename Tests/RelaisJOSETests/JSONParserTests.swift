@@ -1,8 +1,29 @@
+import Foundation
 import RelaisCrypto
 import RelaisJOSE
 import Testing
 
 @Suite struct JSONParserTests {
+    @Test func theCompactSerializerWritesWhatJSONEncoderWrites() throws {
+        let values: [JSONValue] = [
+            .object([
+                "iss": .string("https://idp.example/api/v2"), "quote": .string("a \"b\" \\ c/d"), "control": .string("tab\tline\nbell\u{7}"),
+                "unicode": .string("Zoé 😀 €"), "n": .number(1_795_334_017), "neg": .number(-42), "half": .number(1.5), "tiny": .number(0.000_01),
+                "big": .number(1e20), "flags": .array([.bool(true), .bool(false), .null]), "nested": .object(["b": .number(2), "a": .array([])]),
+                "Zed": .string(""), "émoji": .object([:]),
+            ]),
+            .array([.string("x"), .number(3.25)]),
+            .string("plain"),
+        ]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for value in values {
+            let expected = String(decoding: try encoder.encode(value), as: UTF8.self)
+            #expect(String(decoding: value.serialized(), as: UTF8.self) == expected)
+            #expect(JSONValue.parse(value.serialized()) == value)
+        }
+    }
+
     private func parse(_ text: String) -> JSONValue? { JSONValue.parse(Array(text.utf8)) }
 
     @Test func parsesEveryKindOfValue() {

@@ -209,5 +209,9 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
         #expect(object?["a"] as? String == "y")
         let timestamp = JSONLogHandler.timestamp()
         #expect(timestamp.count == 24 && timestamp.hasSuffix("Z"))
+        #expect(JSONLogHandler.timestamp(0) == "1970-01-01T00:00:00.000Z")
+        #expect(JSONLogHandler.timestamp(951_782_400.5) == "2000-02-29T00:00:00.500Z")
+        #expect(JSONLogHandler.timestamp(1_795_334_017.123) == "2026-11-22T07:53:37.123Z")
+        #expect(JSONLogHandler.timestamp(4_102_444_799.999) == "2099-12-31T23:59:59.999Z")
     }
 }

@@ -57,7 +57,7 @@ public enum ClientAddress {
         guard let peer else { return "unknown" }
         let normalisedPeer = IPNetwork.parse(peer).map { _ in peer } ?? peer
         guard trustedProxies.contains(where: { $0.contains(normalisedPeer) }), let forwardedFor else { return normalisedPeer }
-        let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: " ") }
+        let hops = forwardedFor.split(separator: ",").map { String($0.trimmingCharacters(in: " ")) }
         for hop in hops.reversed() where !trustedProxies.contains(where: { $0.contains(hop) }) {
             return IPNetwork.parse(hop) != nil ? hop : normalisedPeer
         }
@@ -73,9 +73,12 @@ extension HTTPField.Name {
     static let xForwardedFor = Self("X-Forwarded-For")!
 }
 
-extension StringProtocol {
-    /// Drops `character` from both ends.
-    public func trimmingCharacters(in character: Character) -> String {
-        String(drop { $0 == character }.reversed().drop { $0 == character }.reversed())
+extension Substring {
+    /// Drops `character` from both ends. Only the ends are visited: a header value can be long.
+    public func trimmingCharacters(in character: Character) -> Substring {
+        var start = startIndex, end = endIndex
+        while start < end, self[start] == character { start = index(after: start) }
+        while end > start, self[index(before: end)] == character { end = index(before: end) }
+        return self[start..<end]
     }
 }

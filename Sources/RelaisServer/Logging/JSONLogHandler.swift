@@ -1,3 +1,4 @@
+import FoundationEssentials
 public import Logging
 
 #if canImport(Glibc)
@@ -70,18 +71,29 @@ public struct JSONLogHandler: LogHandler {
         return output + "\""
     }
 
-    /// RFC 3339 UTC with milliseconds.
-    static func timestamp() -> String {
-        var time = Glibc.timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        var seconds = time_t(time.tv_sec)
-        var parts = Glibc.tm()
-        gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
+    /// RFC 3339 UTC with milliseconds. Calendar fields are computed here (Howard Hinnant's
+    /// days-to-civil algorithm) rather than with `gmtime_r`: `timespec` and `tm` are claimed by
+    /// different C modules depending on build order, which breaks release builds.
+    static func timestamp(_ now: Double = Date().timeIntervalSince1970) -> String {
+        let totalMilliseconds = Int64((now * 1000).rounded(.down))
+        let milliseconds = Int(totalMilliseconds % 1000)
+        let totalSeconds = totalMilliseconds / 1000
+        let days = totalSeconds / 86400
+        let secondsOfDay = Int(totalSeconds % 86400)
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = Int(dayOfYear - (153 * mp + 2) / 5 + 1)
+        let month = Int(mp < 10 ? mp + 3 : mp - 9)
+        let year = Int(yearOfEra + era * 400 + (month <= 2 ? 1 : 0))
+        func pad(_ value: Int, _ width: Int) -> String {
             let text = String(value)
             return String(repeating: "0", count: max(0, width - text.count)) + text
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(time.tv_nsec / 1_000_000), 3))Z"
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T"
+            + "\(pad(secondsOfDay / 3600, 2)):\(pad(secondsOfDay / 60 % 60, 2)):\(pad(secondsOfDay % 60, 2)).\(pad(milliseconds, 3))Z"
     }
 }
