@@ -13,6 +13,9 @@ import Synchronization
 struct AccessTokenCheck: Sendable {
     let relay: Relay
 
+    /// Clock skew tolerated between Relais instances (they sign and check each other's tokens).
+    static let leeway: Duration = .seconds(2)
+
     struct Verified: Sendable {
         var subject: String
         var clientID: String
@@ -69,7 +72,7 @@ struct AccessTokenCheck: Sendable {
             try jws.verify(with: relay.keys.signingKeys)
             var policy = ClaimsPolicy(issuer: relay.issuer)
             policy.expectedType = "at+jwt"
-            policy.leeway = .seconds(5)
+            policy.leeway = Self.leeway
             policy.requiredClaims = ["sub", "client_id", "sid", "scope"]
             claims = try policy.validate(jws)
         } catch {
@@ -82,7 +85,7 @@ struct AccessTokenCheck: Sendable {
             subject: subject, clientID: clientID, sid: sid, scopes: (claims.string("scope") ?? "").split(separator: " ").map(String.init),
             acr: claims.acr, claims: claims, session: nil
         )
-        relay.verifiedTokens.put(key, verified, expiresAt: expiration)
+        relay.verifiedTokens.put(key, verified, expiresAt: expiration + Double(Self.leeway.components.seconds))
         return .success(verified)
     }
 }

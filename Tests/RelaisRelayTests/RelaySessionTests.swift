@@ -82,6 +82,56 @@ extension RelayProcessTests {
             #expect(try await auth("?session=0", token: accessToken).status == 200)  // JWT only: valid until it expires
         }
 
+        @Test func aCachedVerificationNeverOutlivesTheToken() async throws {
+            let harness = try await RelayHarness.launch(relayEnvironment: ["RELAIS_APPS_APP_ACCESS_TOKEN_LIFETIME": "1s"])
+            let accessToken = try #require(try await harness.tokens()["access_token"]?.stringValue)
+            let claims = try ClaimsPolicy().validate(try JWS.parse(accessToken))
+            #expect(claims.expiration! - claims.issuedAt! == 1)
+            func auth() async throws -> Int {
+                try await harness.http.send(HTTPClientRequest(url: harness.issuer + "/auth?session=0", headers: [(name: "Authorization", value: "Bearer \(accessToken)")])).status
+            }
+            let start = ContinuousClock.now
+            let fresh = try await auth()
+            if ContinuousClock.now - start < .milliseconds(900) { #expect(fresh == 200) }  // only meaningful while the token is still valid
+            // exp is at most 1 s away, plus Relais' 2 s leeway between instances.
+            try await Task.sleep(for: .milliseconds(3300))
+            #expect(try await auth() == 401)
+        }
+
+        @Test func aNewSessionKeyCanBeAddedWhileOldSessionsStayReadable() async throws {
+            let redis = try await RedisServerProcess.launch()
+            defer { redis.stop() }
+            let (k1, k2) = (Base64URL.encode(SecureRandom.bytes(32)), Base64URL.encode(SecureRandom.bytes(32)))
+            let harness = try await RelayHarness.launch(
+                store: "  kind: redis\n  redis:\n    url: \(redis.url)", relayExtra: "sessions:\n  keys:\n    k1: {secret: \(k1)}"
+            )
+            let old = try await harness.tokens()
+            let config = try String(contentsOfFile: harness.relay.configPath, encoding: .utf8)
+            func reconfigure(_ sessions: String) async throws {
+                try config.replacingOccurrences(of: "sessions:\n  keys:\n    k1: {secret: \(k1)}", with: sessions)
+                    .write(toFile: harness.relay.configPath, atomically: true, encoding: .utf8)
+                try await harness.relay.restart()
+            }
+            try await reconfigure("sessions:\n  active_key: k2\n  keys:\n    k1: {secret: \(k1)}\n    k2: {secret: \(k2)}")
+            let refreshed = try await harness.refresh(try #require(old["refresh_token"]?.stringValue))
+            #expect(refreshed.status == 200)
+            let accessToken = try #require(JSONValue.object(from: refreshed.body)?["access_token"]?.stringValue)
+            #expect(try await harness.userinfo(accessToken).status == 200)
+            let new = try await harness.tokens()
+            // Once k1 is gone, sessions sealed with it can no longer be opened; k2's still can.
+            try await reconfigure("sessions:\n  keys:\n    k2: {secret: \(k2)}")
+            #expect(try await harness.userinfo(accessToken).status == 401)
+            #expect(try await harness.refresh(try #require(new["refresh_token"]?.stringValue)).status == 200)
+        }
+
+        @Test func anExpiredSignInTransactionIsRefusedAtTheCallback() async throws {
+            let harness = try await RelayHarness.launch(relayExtra: "relay:\n  transaction_lifetime: 1s")
+            let toRelay = try await harness.throughProvider(RelayHarness.AppRequest())
+            try await Task.sleep(for: .milliseconds(1600))
+            let response = try await harness.callback(toRelay)
+            #expect(response.status == 400 && response.bodyText.contains(#"id="error-code">transaction_expired<"#))
+        }
+
         @Test func browserLogoutEndsTheRelaisAndTheProviderSessions() async throws {
             let harness = try await RelayHarness.launch()
             let tokens = try await harness.tokens()
