@@ -24,7 +24,7 @@ struct UserinfoRoute {
         guard access.scopes.contains("openid") else {
             return BearerFailure.insufficientScope("the token lacks the openid scope").response(requestID: context.requestID)
         }
-        guard let session = access.session, let identity = relay.vault.open(SessionIdentity.self, session.sealedIdentity) else {
+        guard let session = access.session, let identity = relay.vault.openIdentity(session.sealedIdentity) else {
             return BearerFailure.invalidToken("the session has ended").response(requestID: context.requestID)
         }
         var claims = RelayTokenMinter.grantedClaims(identity, scopes: access.scopes)

@@ -70,39 +70,65 @@ final class RedisConnection: @unchecked Sendable {
     /// Sends one command with binary-safe arguments (explicit lengths, no C strings) and waits for
     /// its reply, at most the command timeout.
     func command(_ arguments: [[UInt8]]) throws(RedisConnectionFailure) -> RedisReply {
-        // One flat buffer holds every argument; argv points into it and argvlen gives exact lengths,
-        // so values containing NUL bytes are sent whole.
-        let flat = arguments.flatMap { $0 }
-        let lengths = arguments.map(\.count)
-        let replyPointer: UnsafeMutableRawPointer? = flat.withUnsafeBufferPointer { buffer in
-            let base = UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
-            var offsets: [UnsafePointer<CChar>?] = []
-            offsets.reserveCapacity(arguments.count)
-            var offset = 0
-            for length in lengths {
-                offsets.append(base + offset)
-                offset += length
-            }
-            return offsets.withUnsafeMutableBufferPointer { argv in
-                lengths.withUnsafeBufferPointer { argvlen in
-                    redisCommandArgv(context, Int32(arguments.count), argv.baseAddress, argvlen.baseAddress)
+        switch pipeline([arguments])[0] {
+        case .success(let reply): return reply
+        case .failure(let failure): throw failure
+        }
+    }
+
+    /// Sends several commands in one write, then reads their replies in order (Redis pipelining):
+    /// one round trip and one wake-up for a batch instead of one per command. After a failure the
+    /// remaining commands get the same failure and the connection must be dropped.
+    func pipeline(_ commands: [[[UInt8]]]) -> [Result<RedisReply, RedisConnectionFailure>] {
+        for arguments in commands {
+            // One flat buffer holds every argument; argv points into it and argvlen gives exact
+            // lengths, so values containing NUL bytes are sent whole. hiredis copies them.
+            let flat = arguments.flatMap { $0 }
+            let lengths = arguments.map(\.count)
+            let appended = flat.withUnsafeBufferPointer { buffer in
+                let base = UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
+                var offsets: [UnsafePointer<CChar>?] = []
+                offsets.reserveCapacity(arguments.count)
+                var offset = 0
+                for length in lengths {
+                    offsets.append(base + offset)
+                    offset += length
+                }
+                return offsets.withUnsafeMutableBufferPointer { argv in
+                    lengths.withUnsafeBufferPointer { argvlen in
+                        redisAppendCommandArgv(context, Int32(arguments.count), argv.baseAddress, argvlen.baseAddress)
+                    }
                 }
             }
+            if appended != REDIS_OK {
+                return Array(repeating: .failure(RedisConnectionFailure(message: "cannot queue the command (out of memory)", isStaleConnection: false)), count: commands.count)
+            }
         }
-        guard let replyPointer else {
-            let code = context.pointee.err
-            let systemError = errno
-            let reason = String(cString: relais_redis_errstr(context))
-            let stale = code == REDIS_ERR_EOF || (code == REDIS_ERR_IO && (systemError == ECONNRESET || systemError == EPIPE))
-            let timedOut = code == REDIS_ERR_IO && (systemError == EAGAIN || systemError == EWOULDBLOCK)
-            throw RedisConnectionFailure(
-                message: timedOut ? "no reply within the command timeout" : (reason.isEmpty ? "connection lost" : reason),
-                isStaleConnection: stale
-            )
+        var results: [Result<RedisReply, RedisConnectionFailure>] = []
+        results.reserveCapacity(commands.count)
+        for _ in commands {
+            var replyPointer: UnsafeMutableRawPointer?
+            guard redisGetReply(context, &replyPointer) == REDIS_OK, let replyPointer else {
+                let failure = currentFailure()
+                while results.count < commands.count { results.append(.failure(failure)) }
+                return results
+            }
+            results.append(.success(Self.convert(replyPointer.assumingMemoryBound(to: redisReply.self))))
+            freeReplyObject(replyPointer)
         }
-        let reply = replyPointer.assumingMemoryBound(to: redisReply.self)
-        defer { freeReplyObject(replyPointer) }
-        return Self.convert(reply)
+        return results
+    }
+
+    private func currentFailure() -> RedisConnectionFailure {
+        let code = context.pointee.err
+        let systemError = errno
+        let reason = String(cString: relais_redis_errstr(context))
+        let stale = code == REDIS_ERR_EOF || (code == REDIS_ERR_IO && (systemError == ECONNRESET || systemError == EPIPE))
+        let timedOut = code == REDIS_ERR_IO && (systemError == EAGAIN || systemError == EWOULDBLOCK)
+        return RedisConnectionFailure(
+            message: timedOut ? "no reply within the command timeout" : (reason.isEmpty ? "connection lost" : reason),
+            isStaleConnection: stale
+        )
     }
 
     private static func convert(_ reply: UnsafeMutablePointer<redisReply>) -> RedisReply {

@@ -6,15 +6,33 @@ import Synchronization
 /// ``KeyValueStore`` on Redis (≥ 6.2, for GETDEL) through hiredis.
 ///
 /// hiredis calls block, so they run on the store's own worker threads, one pooled connection per
-/// thread at most. A connection that fails is dropped; the next call opens a new one, which is how
-/// the store recovers after a Redis restart. While Redis is down every call fails fast with
+/// thread at most. Calls wait in one queue; a worker takes every waiting call (up to a batch) and
+/// pipelines them on its connection, so under load a wake-up and a round trip serve many calls.
+/// A connection that fails is dropped; the next call opens a new one, which is how the store
+/// recovers after a Redis restart. While Redis is down every call fails fast with
 /// ``StoreError/storeUnavailable(reason:)``: refused at once, or after the connect/command timeout.
 public final class RedisStore: KeyValueStore {
     public let configuration: RedisConfiguration
     private let threadPool: NIOThreadPool
     private let idle = Mutex<[RedisConnection]>([])
+    private let queue = Mutex<CommandQueue>(CommandQueue())
     private let isShutdown = Atomic<Bool>(false)
     private let logger: Logger
+
+    static let maxBatch = 64
+
+    private struct Pending {
+        var arguments: [[UInt8]]
+        /// A call still waiting at this instant fails without touching Redis: when Redis hangs,
+        /// queued calls fail in about one timeout instead of piling up.
+        var deadline: ContinuousClock.Instant
+        var continuation: CheckedContinuation<RedisReply, any Error>
+    }
+
+    private struct CommandQueue {
+        var pending: [Pending] = []
+        var workers = 0
+    }
 
     public init(configuration: RedisConfiguration, logger: Logger = Logger(label: "relais.store.redis")) {
         self.configuration = configuration
@@ -113,6 +131,7 @@ public final class RedisStore: KeyValueStore {
     public func shutdown() async throws {
         guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else { return }
         try await threadPool.shutdownGracefully()
+        failQueued(with: .shutdown)
         idle.withLock { $0.removeAll() }
     }
 
@@ -132,22 +151,25 @@ public final class RedisStore: KeyValueStore {
         }
         let reply: RedisReply
         do {
-            // A call that waited for a worker as long as a command may take fails without touching
-            // Redis: when Redis hangs, queued calls fail in about one timeout instead of piling up.
-            let queueDeadline = start + configuration.commandTimeout
-            reply = try await threadPool.runIfActive { [self] in
-                guard ContinuousClock.now < queueDeadline else {
-                    throw StoreError.storeUnavailable(reason: "no connection was free within the command timeout (Redis slow or overloaded)")
+            let deadline = start + configuration.commandTimeout
+            reply = try await withCheckedThrowingContinuation { continuation in
+                let startWorker = queue.withLock { queue -> Bool in
+                    queue.pending.append(Pending(arguments: arguments, deadline: deadline, continuation: continuation))
+                    guard queue.workers < max(1, configuration.poolSize) else { return false }
+                    queue.workers += 1
+                    return true
                 }
-                return try executeBlocking(arguments)
+                if startWorker {
+                    threadPool.submit { [self] state in
+                        guard case .active = state else { return failQueued(with: .shutdown) }
+                        drain()
+                    }
+                }
             }
         } catch let error as StoreError {
             outcome = error.code
             logger.warning("redis command failed", metadata: ["command": "\(name)", "error": "\(error)"])
             throw error
-        } catch is NIOThreadPoolError.ThreadPoolInactive {
-            outcome = StoreError.shutdown.code
-            throw StoreError.shutdown
         } catch {
             outcome = "cancelled"
             throw error
@@ -161,9 +183,47 @@ public final class RedisStore: KeyValueStore {
         return reply
     }
 
+    /// A worker: takes the waiting calls in order, a batch at a time, until none is left.
+    private func drain() {
+        while true {
+            let batch = queue.withLock { queue -> [Pending] in
+                guard !queue.pending.isEmpty else {
+                    queue.workers -= 1
+                    return []
+                }
+                let count = min(Self.maxBatch, queue.pending.count)
+                defer { queue.pending.removeFirst(count) }
+                return Array(queue.pending.prefix(count))
+            }
+            guard !batch.isEmpty else { return }
+            let now = ContinuousClock.now
+            var live: [Pending] = []
+            for call in batch {
+                if now < call.deadline {
+                    live.append(call)
+                } else {
+                    call.continuation.resume(throwing: StoreError.storeUnavailable(reason: "no connection was free within the command timeout (Redis slow or overloaded)"))
+                }
+            }
+            guard !live.isEmpty else { continue }
+            for (call, result) in zip(live, executeBlocking(live.map(\.arguments))) { call.continuation.resume(with: result) }
+        }
+    }
+
+    private func failQueued(with error: StoreError) {
+        let calls = queue.withLock { queue -> [Pending] in
+            defer {
+                queue.pending.removeAll()
+                queue.workers = 0
+            }
+            return queue.pending
+        }
+        for call in calls { call.continuation.resume(throwing: error) }
+    }
+
     /// Runs on a worker thread. Retries once, on a fresh connection, only when a pooled connection
-    /// turns out to be closed by the server (the command never reached a live Redis).
-    private func executeBlocking(_ arguments: [[UInt8]]) throws(StoreError) -> RedisReply {
+    /// turns out to be closed by the server before the first reply (the batch never reached a live Redis).
+    private func executeBlocking(_ commands: [[[UInt8]]]) -> [Result<RedisReply, StoreError>] {
         var attempt = 0
         while true {
             attempt += 1
@@ -175,22 +235,22 @@ public final class RedisStore: KeyValueStore {
                 do {
                     connection = try RedisConnection.open(configuration)
                 } catch {
-                    throw .storeUnavailable(reason: error.message)
+                    return Array(repeating: .failure(.storeUnavailable(reason: error.message)), count: commands.count)
                 }
             }
-            do {
-                let reply = try connection.command(arguments)
+            let results = connection.pipeline(commands)
+            guard case .failure(let failure)? = results.first(where: { if case .failure = $0 { true } else { false } }) else {
                 idle.withLock { $0.append(connection) }
-                return reply
-            } catch {
-                if pooled != nil, error.isStaleConnection, attempt == 1 {
-                    // The other idle connections date from the same server: drop them too.
-                    idle.withLock { $0.removeAll() }
-                    logger.info("redis connection was closed by the server; reconnecting")
-                    continue
-                }
-                throw .storeUnavailable(reason: error.message)
+                return results.map { result in result.mapError { _ in StoreError.storeUnavailable(reason: "connection lost") } }
             }
+            let failedFirst = if case .failure = results[0] { true } else { false }
+            if pooled != nil, failure.isStaleConnection, failedFirst, attempt == 1 {
+                // The other idle connections date from the same server: drop them too.
+                idle.withLock { $0.removeAll() }
+                logger.info("redis connection was closed by the server; reconnecting")
+                continue
+            }
+            return results.map { result in result.mapError { StoreError.storeUnavailable(reason: $0.message) } }
         }
     }
 
