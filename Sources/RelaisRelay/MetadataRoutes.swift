@@ -17,11 +17,12 @@ struct MetadataRoutes {
         router.get("/jwks.json") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/jwk-set+json", .cacheControl: "public, max-age=300"], body: .init(byteBuffer: .init(bytes: keys)))
         }
-        // The public halves of the providers' decryption keys: the jwks_uri to register at
-        // FranceConnect+, which encrypts id_tokens and userinfo to them.
-        let encryption = JWKSet(keys: relay.configuration.providers.flatMap(\.decryptionKeys)).publicJSON()
-        router.get("/jwks/encryption.json") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/jwk-set+json", .cacheControl: "public, max-age=300"], body: .init(byteBuffer: .init(bytes: encryption)))
+        // The jwks_uri to register at providers: the public halves of Relais' client keys
+        // (private_key_jwt assertions, `use: sig`) and of its decryption keys (FranceConnect+
+        // encrypts id_tokens and userinfo to them, `use: enc`).
+        let providerKeys = JWKSet(keys: relay.configuration.providers.flatMap { ($0.clientKey.map { [$0] } ?? []) + $0.decryptionKeys }).publicJSON()
+        router.get("/jwks/provider.json") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/jwk-set+json", .cacheControl: "public, max-age=300"], body: .init(byteBuffer: .init(bytes: providerKeys)))
         }
     }
 

@@ -58,9 +58,9 @@ final class RelayHarness: @unchecked Sendable {
             """
         if fcplusKey != nil {
             // As in production: the provider fetches Relais' published encryption keys.
-            client += "\n    jwks_uri: \(publicURL)/jwks/encryption.json"
+            client += "\n    jwks_uri: \(publicURL)/jwks/provider.json"
         }
-        client += providerClient
+        client += providerClient.replacingOccurrences(of: "RELAY/", with: publicURL + "/")
         let provider = try await RelaisProcess.devProvider(mode: mode, clients: client)
         let preset = ["v2": "franceconnect-v2", "v1": "franceconnect-v1", "fcplus": "franceconnect-plus"][mode]!
         let prefix = mode == "v1" ? "/api/v1" : "/api/v2"

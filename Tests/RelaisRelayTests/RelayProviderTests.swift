@@ -83,7 +83,7 @@ extension RelayProcessTests {
         @Test func franceConnectPlusTokensAreDecryptedAndVerified() async throws {
             let key = try JWK.generate(for: .rs256, use: "enc", pinAlgorithm: false)
             let harness = try await RelayHarness.launch(mode: "fcplus", fcplusKey: key)
-            let published = try JWKSet(json: try await harness.get(harness.issuer + "/jwks/encryption.json").body)
+            let published = try JWKSet(json: try await harness.get(harness.issuer + "/jwks/provider.json").body)
             #expect(published.keys.map(\.keyID) == [key.thumbprint()] && published.keys.allSatisfy { !$0.isPrivate && $0.use == "enc" })
             var request = RelayHarness.AppRequest()
             request.extra = [("acr_values", "eidas3")]
@@ -141,6 +141,34 @@ extension RelayProcessTests {
             let retry = try await harness.exchange(code, request)
             #expect(retry.status == 200 || JSONValue.object(from: retry.body)?["error"] == .string("invalid_grant"))
             _ = try await harness.tokens()
+        }
+    
+        @Test func relaisAuthenticatesWithPrivateKeyJWT() async throws {
+            let key = try JWK.generate(for: .es256, keyID: "relais-client-key")
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("relais-client-\(UUID().uuidString).pem").path
+            try #require(key.privateKeyPEM()).write(toFile: path, atomically: true, encoding: .utf8)
+            // As in production: the provider reads Relais' public client key from /jwks/provider.json.
+            let harness = try await RelayHarness.launch(
+                providerClient: "\n    token_endpoint_auth_method: private_key_jwt\n    jwks_uri: RELAY/jwks/provider.json",
+                providerExtra: "    client_auth: private_key_jwt\n    client_key_file: \(path)\n"
+            )
+            let published = try JWKSet(json: try await harness.get(harness.issuer + "/jwks/provider.json").body)
+            #expect(published.keys.map(\.keyID) == [key.thumbprint()] && published.keys.allSatisfy { !$0.isPrivate && $0.use == "sig" })
+            _ = try await harness.tokens()
+            _ = try await harness.tokens()  // a fresh jti each time: the provider refuses replays
+        }
+
+        @Test func clientSecretBasicAndPKCEAreSentWhenConfigured() async throws {
+            // FranceConnect (and so the development provider) refuses both: the refusals prove Relais sent them.
+            let basic = try await RelayHarness.launch(providerExtra: "    client_auth: client_secret_basic\n")
+            let toRelay = try await basic.throughProvider(RelayHarness.AppRequest())
+            let refused = try RelayHarness.query(try #require(try await basic.callback(toRelay).header("location")))
+            #expect(refused.oauthError?.hasPrefix("server_error: provider_rejected: the provider refused the code exchange (invalid_client: client authentication failed (client_secret_basic is not supported))") == true)
+
+            let pkce = try await RelayHarness.launch(providerExtra: "    pkce: true\n")
+            let start = try await pkce.get(FormParameters.url(pkce.issuer + "/authorize", adding: RelayHarness.AppRequest().parameters))
+            let toProvider = try RelayHarness.query(try #require(start.header("location")))
+            #expect(toProvider["code_challenge_method"] == "S256" && toProvider["code_challenge"]?.count == 43)
         }
     }
 }

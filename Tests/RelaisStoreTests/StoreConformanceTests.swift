@@ -86,6 +86,26 @@ struct Stopwatch {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func concurrentCallsEachGetTheirOwnReply(kind: StoreKind) async throws {
+        // Redis calls are pipelined in batches: every reply must reach the call that asked.
+        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+            let mismatches = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<300 {
+                    group.addTask {
+                        let value = bytes("value-\(index)-" + String(repeating: "x", count: index % 50))
+                        try await store.set("pipelined-\(index)", value, ttl: .seconds(60))
+                        let read = try await store.get("pipelined-\(index)")
+                        let missing = try await store.get("absent-\(index)")
+                        return read == value && missing == nil ? 0 : 1
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(mismatches == 0)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func binaryValuesRoundTripWhole(kind: StoreKind) async throws {
         try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
             let value: [UInt8] = [0, 1, 0, 255, 0] + Array(repeating: 7, count: 10_000) + [0]
