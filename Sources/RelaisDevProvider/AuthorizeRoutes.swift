@@ -39,18 +39,18 @@ struct AuthorizeRoutes {
             return DevProvider.redirect(to: errorRedirect(redirectURI, state: state, error: error, description: description))
         case .valid(let authorization):
             let uid = SecureRandom.token(bits: 128)
-            try await provider.store.set(StoreKeys.interaction(uid), Records.encode(Interaction(request: authorization)), ttl: DevProvider.interactionLifetime)
+            try await provider.store.set(StoreKeys.interaction(uid), StoredJSON.encode(Interaction(request: authorization)), ttl: DevProvider.interactionLifetime)
             return DevProvider.redirect(to: "\(provider.configuration.server.publicBaseURL)\(provider.prefix)/interaction/\(uid)")
         }
     }
 
     private func interactionPage(uid: String, request: Request) async throws -> Response {
-        guard let interaction = Records.decode(Interaction.self, try await provider.store.get(StoreKeys.interaction(uid))) else {
+        guard let interaction = StoredJSON.decode(Interaction.self, try await provider.store.get(StoreKeys.interaction(uid))) else {
             return Self.expiredPage()
         }
         var signedIn: TestIdentity?
         if !interaction.request.prompt.contains("login"), let sessionID = provider.cookieSessionID(request),
-            let session = Records.decode(BrowserSession.self, try await provider.store.get(StoreKeys.session(sessionID)))
+            let session = StoredJSON.decode(BrowserSession.self, try await provider.store.get(StoreKeys.session(sessionID)))
         {
             signedIn = provider.identities[session.identityID]
         }
@@ -76,7 +76,7 @@ struct AuthorizeRoutes {
             return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "Choose one of the listed identities."))
         }
         // One form, one outcome: consuming the interaction makes a double submit harmless.
-        guard let interaction = Records.decode(Interaction.self, try await provider.store.getAndDelete(StoreKeys.interaction(uid))) else {
+        guard let interaction = StoredJSON.decode(Interaction.self, try await provider.store.getAndDelete(StoreKeys.interaction(uid))) else {
             return Self.expiredPage()
         }
         let authorization = interaction.request
@@ -90,18 +90,18 @@ struct AuthorizeRoutes {
         var sessionID = SecureRandom.token(bits: 256)
         var authTime = now
         if let existing = provider.cookieSessionID(request),
-            let session = Records.decode(BrowserSession.self, try await provider.store.get(StoreKeys.session(existing))),
+            let session = StoredJSON.decode(BrowserSession.self, try await provider.store.get(StoreKeys.session(existing))),
             session.identityID == identity, !authorization.prompt.contains("login")
         {
             sessionID = existing
             authTime = session.authTime
         }
         let lifetime = provider.configuration.provider.sessionLifetime
-        try await provider.store.set(StoreKeys.session(sessionID), Records.encode(BrowserSession(identityID: identity, authTime: authTime)), ttl: lifetime)
+        try await provider.store.set(StoreKeys.session(sessionID), StoredJSON.encode(BrowserSession(identityID: identity, authTime: authTime)), ttl: lifetime)
 
         let code = SecureRandom.token(bits: 256)
         let grant = CodeGrant(request: authorization, identityID: identity, authTime: authTime, sessionID: sessionID)
-        try await provider.store.set(StoreKeys.code(code), Records.encode(grant), ttl: provider.configuration.provider.codeLifetime)
+        try await provider.store.set(StoreKeys.code(code), StoredJSON.encode(grant), ttl: provider.configuration.provider.codeLifetime)
 
         var parameters = [("code", code), ("state", authorization.state)]
         if provider.configuration.provider.mode != .v1 { parameters.append(("iss", provider.issuer)) }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import RelaisCrypto
+import RelaisServer
 import RelaisStore
 
 /// A failure the development provider produces on purpose, written `target:kind[=value]`:
@@ -102,7 +103,7 @@ struct FaultBook: Sendable {
 
     func arm(_ fault: Fault, clientID: String?, once: Bool) async throws -> FaultRule {
         let rule = FaultRule(id: SecureRandom.token(bits: 64), fault: fault, clientID: clientID, once: once)
-        try await store.set(StoreKeys.fault(rule.id), Records.encode(rule), ttl: nil)
+        try await store.set(StoreKeys.fault(rule.id), StoredJSON.encode(rule), ttl: nil)
         try await store.setAdd(StoreKeys.faultIndex, member: rule.id, ttl: nil)
         return rule
     }
@@ -110,7 +111,7 @@ struct FaultBook: Sendable {
     func armed() async throws -> [FaultRule] {
         var rules: [FaultRule] = []
         for id in try await store.setMembers(StoreKeys.faultIndex).sorted() {
-            if let rule = Records.decode(FaultRule.self, try await store.get(StoreKeys.fault(id))) { rules.append(rule) }
+            if let rule = StoredJSON.decode(FaultRule.self, try await store.get(StoreKeys.fault(id))) { rules.append(rule) }
         }
         return rules
     }
@@ -128,7 +129,7 @@ struct FaultBook: Sendable {
         let ids = try await store.setMembers(StoreKeys.faultIndex)
         guard !ids.isEmpty else { return faults }
         for id in ids.sorted() {
-            guard let rule = Records.decode(FaultRule.self, try await store.get(StoreKeys.fault(id))),
+            guard let rule = StoredJSON.decode(FaultRule.self, try await store.get(StoreKeys.fault(id))),
                 targets.contains(rule.fault.target),
                 rule.clientID == nil || rule.clientID == clientID
             else { continue }

@@ -46,7 +46,7 @@ struct LogoutRoute {
     /// The hint names a token this provider issued: looked up by hash (any form, even after its
     /// 60 s lifetime), or, for a signed token from an earlier run, by its signature.
     private func recognise(_ hint: String) async throws -> (clientID: String, sessionID: String?)? {
-        if let issued = Records.decode(IssuedIDToken.self, try await provider.store.get(StoreKeys.issuedIDToken(hint))) {
+        if let issued = StoredJSON.decode(IssuedIDToken.self, try await provider.store.get(StoreKeys.issuedIDToken(hint))) {
             return (issued.clientID, issued.sessionID)
         }
         guard provider.configuration.provider.mode != .v1, let jws = try? JWS.parse(hint), (try? jws.verify(with: provider.keys.publicSet)) != nil,

@@ -65,14 +65,3 @@ enum StoreKeys {
     /// Tokens and codes are stored under their hash: reading the store does not yield usable credentials.
     private static func hash(_ value: String) -> String { SHA256.hexHash(value) }
 }
-
-enum Records {
-    static func encode<Value: Encodable>(_ value: Value) -> [UInt8] {
-        (try? Array(JSONEncoder().encode(value))) ?? []
-    }
-
-    static func decode<Value: Decodable>(_ type: Value.Type, _ bytes: [UInt8]?) -> Value? {
-        guard let bytes else { return nil }
-        return try? JSONDecoder().decode(type, from: Data(bytes))
-    }
-}

@@ -2,6 +2,7 @@ import FoundationEssentials
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
+import RelaisServer
 import RelaisStore
 import Synchronization
 
@@ -61,16 +62,16 @@ final class SigningKeys: Sendable {
             let generation = key.keyType == .ec ? Generation(es256: named, rs256: generated.rs256) : Generation(es256: generated.es256, rs256: named)
             return SigningKeys(generations: [generation], store: store, pinned: true)
         }
-        if let stored = Records.decode(Stored.self, try await store.get(StoreKeys.signingKeys)), let generations = try? decode(stored), !generations.isEmpty {
+        if let stored = StoredJSON.decode(Stored.self, try await store.get(StoreKeys.signingKeys)), let generations = try? decode(stored), !generations.isEmpty {
             return SigningKeys(generations: generations, store: store, pinned: false)
         }
         let fresh = try makeGeneration()
-        let record = Records.encode(encode([fresh]))
+        let record = StoredJSON.encode(encode([fresh]))
         // Two instances starting together on one Redis agree on one set: the first write wins.
         if try await store.setIfAbsent(StoreKeys.signingKeys, record, ttl: .seconds(10 * 365 * 86400)) {
             return SigningKeys(generations: [fresh], store: store, pinned: false)
         }
-        guard let stored = Records.decode(Stored.self, try await store.get(StoreKeys.signingKeys)), let generations = try? decode(stored) else {
+        guard let stored = StoredJSON.decode(Stored.self, try await store.get(StoreKeys.signingKeys)), let generations = try? decode(stored) else {
             throw DevProviderError.startup("the stored signing keys cannot be read")
         }
         return SigningKeys(generations: generations, store: store, pinned: false)
@@ -95,7 +96,7 @@ final class SigningKeys: Sendable {
             generations = [fresh] + generations.prefix(1)
             return generations
         }
-        try await store.set(StoreKeys.signingKeys, Records.encode(Self.encode(generations)), ttl: .seconds(10 * 365 * 86400))
+        try await store.set(StoreKeys.signingKeys, StoredJSON.encode(Self.encode(generations)), ttl: .seconds(10 * 365 * 86400))
         return [fresh.es256.keyID ?? "", fresh.rs256.keyID ?? ""]
     }
 

@@ -50,7 +50,7 @@ struct TokenRoute {
             return error.response
         }
         // Single use: the first exchange deletes the code, a replay finds nothing.
-        guard let grant = Records.decode(CodeGrant.self, try await provider.store.getAndDelete(StoreKeys.code(code))) else {
+        guard let grant = StoredJSON.decode(CodeGrant.self, try await provider.store.getAndDelete(StoreKeys.code(code))) else {
             return DevProvider.oauthError(.badRequest, "invalid_grant", "grant request is invalid (authorization code not found)")
         }
         guard grant.request.clientID == client.id else {
@@ -64,12 +64,12 @@ struct TokenRoute {
         let accessToken = SecureRandom.token(bits: 256)
         let lifetime = provider.configuration.provider.accessTokenLifetime
         let access = AccessGrant(clientID: client.id, identityID: grant.identityID, scopes: grant.request.scopes, subject: subject, sessionID: grant.sessionID)
-        try await provider.store.set(StoreKeys.accessToken(accessToken), Records.encode(access), ttl: lifetime)
+        try await provider.store.set(StoreKeys.accessToken(accessToken), StoredJSON.encode(access), ttl: lifetime)
 
         let claims = provider.tokens.idTokenClaims(grant: grant, subject: subject, accessToken: accessToken, now: DevProvider.now(), faults: faults)
         let idToken = try provider.tokens.seal(claims, for: client, target: .idToken, faults: faults, encryptTo: recipient)
         try await provider.store.set(
-            StoreKeys.issuedIDToken(idToken), Records.encode(IssuedIDToken(clientID: client.id, sessionID: grant.sessionID)),
+            StoreKeys.issuedIDToken(idToken), StoredJSON.encode(IssuedIDToken(clientID: client.id, sessionID: grant.sessionID)),
             ttl: provider.configuration.provider.sessionLifetime
         )
         let body: JSONValue = .object([

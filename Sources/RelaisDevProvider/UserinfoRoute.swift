@@ -21,7 +21,7 @@ struct UserinfoRoute {
         else {
             return Self.invalidToken("access token missing", challenge: #"Bearer realm="userinfo""#)
         }
-        guard let grant = Records.decode(AccessGrant.self, try await provider.store.get(StoreKeys.accessToken(token))),
+        guard let grant = StoredJSON.decode(AccessGrant.self, try await provider.store.get(StoreKeys.accessToken(token))),
             let client = provider.clients[grant.clientID], let identity = provider.identities[grant.identityID]
         else {
             return Self.invalidToken("invalid token provided", challenge: #"Bearer realm="userinfo", error="invalid_token", error_description="invalid token provided""#)

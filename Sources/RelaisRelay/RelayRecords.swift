@@ -1,6 +1,7 @@
 import FoundationEssentials
 import RelaisCrypto
 import RelaisJOSE
+import RelaisServer
 
 /// What the relay keeps in the store. Codes and tokens are stored under their SHA-256, never as
 /// themselves; identity claims and the provider's id_token travel sealed (`SessionVault`).
@@ -137,16 +138,7 @@ enum RelayKeys {
     static let sessionKey = "relay:session-key"
 }
 
-enum StoredJSON {
-    static func encode<Value: Encodable>(_ value: Value) -> [UInt8] {
-        (try? Array(JSONEncoder().encode(value))) ?? []
-    }
-
-    static func decode<Value: Decodable>(_ type: Value.Type, _ bytes: [UInt8]?) -> Value? {
-        guard let bytes else { return nil }
-        return try? JSONDecoder().decode(type, from: Data(bytes))
-    }
-
+extension StoredJSON {
     static func encode<Value: JSONRecord>(_ value: Value) -> [UInt8] { value.json.serialized() }
 
     static func decode<Value: JSONRecord>(_ type: Value.Type, _ bytes: [UInt8]?) -> Value? {

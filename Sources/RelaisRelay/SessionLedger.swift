@@ -1,6 +1,7 @@
 import FoundationEssentials
 import RelaisConfig
 import RelaisCrypto
+import RelaisServer
 import RelaisStore
 
 /// Opens, renews and revokes Relais sessions in the store.

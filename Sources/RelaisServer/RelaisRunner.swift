@@ -9,6 +9,44 @@ public import UnixSignals
 /// listener closes, in-flight requests get up to `server.drain_timeout` to finish. The programs
 /// (`RelayRunner`, `DevProviderRunner`) close the store and the outbound client last.
 public enum RelaisRunner {
+    /// Runs a program on the server skeleton: its dependencies, its routes (built once the store is
+    /// up, e.g. keys loaded from it), until SIGTERM or SIGINT; then the drain, and the store and the
+    /// outbound client closed last. `name` starts the start and stop log lines.
+    public static func run(
+        configuration: RelaisConfiguration,
+        logger: Logger,
+        name: String,
+        startLevel: Logger.Level = .info,
+        metadata: Logger.Metadata,
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
+        routes: (RelaisDependencies) async throws -> (Router<RelaisRequestContext>) -> Void
+    ) async throws {
+        let dependencies = RelaisDependencies.make(for: configuration, logger: logger)
+        let register: (Router<RelaisRequestContext>) -> Void
+        do {
+            register = try await routes(dependencies)
+        } catch {
+            await dependencies.shutdown()
+            throw error
+        }
+        let group = makeServiceGroup(
+            configuration: configuration, dependencies: dependencies, logger: logger, signals: [.sigterm, .sigint],
+            onServerRunning: onServerRunning, additionalRoutes: register
+        )
+        var startMetadata = metadata
+        startMetadata["address"] = "\(configuration.server.host):\(configuration.server.port)"
+        startMetadata["store"] = "\(configuration.store.kind.rawValue)"
+        logger.log(level: startLevel, "\(name) starting", metadata: startMetadata)
+        do {
+            try await group.run()
+        } catch {
+            await dependencies.shutdown()
+            throw error
+        }
+        await dependencies.shutdown()
+        logger.info("\(name) stopped")
+    }
+
     /// The server and the drain watcher as one service group; graceful shutdown starts on the given
     /// signals or on `triggerGracefulShutdown()`.
     public static func makeServiceGroup(
