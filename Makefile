@@ -3,14 +3,19 @@ SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev redis-server pkg-config openssl python3 python3-pip curl
 BENCH_PACKAGES := wrk curl
+E2E_PACKAGES := chromium chromium-driver nginx-light
 
-.PHONY: deps bench-deps build release test demo bench check-config clean
+.PHONY: deps bench-deps e2e-deps build release test e2e demo bench check-config clean
 
 ## Install the Debian packages Relais builds and tests with, only those missing; and joserfc and
 ## requests (PyPI), the independent client the cross-check tests compare against.
 deps:
 	@scripts/ensure-debian-packages.sh $(DEBIAN_PACKAGES)
 	@scripts/ensure-python-packages.sh
+
+e2e-deps: deps
+	@scripts/ensure-debian-packages.sh $(E2E_PACKAGES)
+	@scripts/ensure-python-packages.sh e2e
 
 bench-deps: deps
 	@scripts/ensure-debian-packages.sh $(BENCH_PACKAGES)
@@ -25,6 +30,12 @@ release: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+## End-to-end checks with software nobody here wrote: real Chromium (Selenium), Authlib as a
+## standard OAuth client, Debian's nginx with auth_request. Screenshots land in e2e/artifacts/.
+e2e: e2e-deps
+	$(SWIFT) build --product relais
+	python3 -m unittest discover -s e2e -p 'test_*.py' -v
 
 ## Run the development provider (http://127.0.0.1:8081/api/v2) and Relais (http://127.0.0.1:8080),
 ## both on embedded storage; Ctrl-C stops both.

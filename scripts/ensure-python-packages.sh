@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Installs the PyPI packages the cross-check tests use, when missing: joserfc (JOSE checks) and
-# requests (the development provider check). Debian's own python3 refuses plain pip installs
-# (PEP 668); then the user site is used.
+# Installs the PyPI packages the cross-checks use, when missing: joserfc (JOSE checks) and requests
+# (the development provider check); with the argument `e2e`, also selenium (browser journeys) and
+# authlib (a standard OAuth client). Debian's own python3 refuses plain pip installs (PEP 668); then
+# the user site is used.
 set -euo pipefail
+wanted=("joserfc:joserfc>=1.6" "requests:requests>=2.28")
+if [ "${1:-}" = "e2e" ]; then wanted+=("selenium:selenium>=4.10" "authlib:authlib>=1.3"); fi
 missing=()
-python3 -c "import joserfc" 2>/dev/null || missing+=("joserfc>=1.6")
-python3 -c "import requests" 2>/dev/null || missing+=("requests>=2.28")
+for entry in "${wanted[@]}"; do
+    python3 -c "import ${entry%%:*}" 2>/dev/null || missing+=("${entry#*:}")
+done
 [ ${#missing[@]} -eq 0 ] && exit 0
-echo "Installing from PyPI for the cross-check tests: ${missing[*]}"
+echo "Installing from PyPI: ${missing[*]}"
 python3 -m pip install --quiet "${missing[@]}" 2>/dev/null \
     || python3 -m pip install --quiet --user --break-system-packages "${missing[@]}"
-python3 -c "import joserfc, requests"
+for entry in "${wanted[@]}"; do python3 -c "import ${entry%%:*}"; done

@@ -103,14 +103,17 @@ struct TokenRoute {
     }
 
     /// Mints the token response and stores its refresh token.
-    private func issue(sid: String, session: SessionRecord, identity: SessionIdentity, app: AppSettings, nonce: String?) async throws -> JSONValue {
-        let minted = try relay.minter.mint(sid: sid, session: session, identity: identity, app: app, nonce: nonce)
+    /// `scopes` narrows the tokens below the session's (RFC 6749 §6); the session keeps its own.
+    private func issue(sid: String, session: SessionRecord, identity: SessionIdentity, app: AppSettings, nonce: String?, scopes: [String]? = nil) async throws -> JSONValue {
+        var granted = session
+        if let scopes { granted.scopes = scopes }
+        let minted = try relay.minter.mint(sid: sid, session: granted, identity: identity, app: app, nonce: nonce)
         let refreshToken = SecureRandom.token(bits: 256)
         let ttl = relay.sessions.ttl(for: session) ?? .seconds(1)
         try await relay.store.set(RelayKeys.refreshToken(refreshToken), StoredJSON.encode(RefreshRecord(sid: sid, clientID: app.clientID)), ttl: ttl)
         return .object([
             "access_token": .string(minted.accessToken), "token_type": .string("Bearer"), "expires_in": .number(Double(minted.expiresIn)),
-            "refresh_token": .string(refreshToken), "id_token": .string(minted.idToken), "scope": .string(session.scopes.joined(separator: " ")),
+            "refresh_token": .string(refreshToken), "id_token": .string(minted.idToken), "scope": .string(granted.scopes.joined(separator: " ")),
         ])
     }
 
@@ -118,7 +121,8 @@ struct TokenRoute {
 
     private func refresh(_ form: FormParameters, app: AppSettings, context: RelaisRequestContext) async throws -> Response {
         guard let token = form["refresh_token"], !token.isEmpty else { throw Failure.request("refresh_token is missing") }
-        if form["scope"] != nil { throw Failure(status: .badRequest, error: "invalid_scope", description: "a refresh keeps the scopes of the sign-in") }
+        // RFC 6749 §6: a refresh may repeat or narrow the granted scopes, never widen them.
+        let requestedScopes = form["scope"].map { $0.split(separator: " ").map(String.init) }
         let store = relay.store
         let lockKey = RelayKeys.refreshLock(token)
         let owner = Array(SecureRandom.token(bits: 96).utf8)
@@ -134,7 +138,7 @@ struct TokenRoute {
         }
         let response: Response
         do {
-            response = try await rotate(token, app: app, context: context)
+            response = try await rotate(token, scopes: requestedScopes, app: app, context: context)
         } catch {
             _ = try? await store.deleteIfEqual(lockKey, owner)
             throw error
@@ -144,7 +148,7 @@ struct TokenRoute {
     }
 
     /// Rotates `token` while holding its lock.
-    private func rotate(_ token: String, app: AppSettings, context: RelaisRequestContext) async throws -> Response {
+    private func rotate(_ token: String, scopes: [String]?, app: AppSettings, context: RelaisRequestContext) async throws -> Response {
         let store = relay.store
         guard let record = StoredJSON.decode(RefreshRecord.self, try await store.get(RelayKeys.refreshToken(token))) else {
             throw Failure.grant("the refresh token is unknown or expired")
@@ -157,7 +161,10 @@ struct TokenRoute {
         guard let identity = relay.vault.open(SessionIdentity.self, session.sealedIdentity) else {
             throw Failure(status: .internalServerError, error: "server_error", description: "the session cannot be opened (session key missing)")
         }
-        let response = try await issue(sid: record.sid, session: session, identity: identity, app: app, nonce: nil)
+        if let scopes, let wider = scopes.first(where: { !session.scopes.contains($0) }) {
+            throw Failure(status: .badRequest, error: "invalid_scope", description: "scope '\(wider)' was not granted at sign-in")
+        }
+        let response = try await issue(sid: record.sid, session: session, identity: identity, app: app, nonce: nil, scopes: scopes)
         var rotated = record
         rotated.rotatedAt = SessionLedger.now()
         rotated.sealedSuccessor = try relay.vault.seal(json: response)

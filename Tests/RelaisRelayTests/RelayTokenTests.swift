@@ -102,9 +102,19 @@ extension RelayProcessTests {
             let token = try #require(try await harness.tokens()["refresh_token"]?.stringValue)
             #expect(error(try await harness.refresh("unknown-token")) == "invalid_grant")
             #expect(error(try await harness.post(harness.issuer + "/token", [("grant_type", "refresh_token"), ("client_id", "app")])) == "invalid_request")
-            let scoped = try await harness.post(harness.issuer + "/token", [("grant_type", "refresh_token"), ("refresh_token", token), ("client_id", "app"), ("scope", "openid")])
-            #expect(error(scoped) == "invalid_scope")
-            #expect(try await harness.refresh(token).status == 200)  // the refusals above did not consume it
+            let wider = try await harness.post(harness.issuer + "/token", [("grant_type", "refresh_token"), ("refresh_token", token), ("client_id", "app"), ("scope", "openid phone")])
+            #expect(error(wider) == "invalid_scope")
+            // The refusals above did not consume it; a narrower scope is allowed (RFC 6749 §6).
+            let narrower = try await harness.post(harness.issuer + "/token", [("grant_type", "refresh_token"), ("refresh_token", token), ("client_id", "app"), ("scope", "openid email")])
+            #expect(narrower.status == 200)
+            let narrowed = try #require(JSONValue.object(from: narrower.body))
+            #expect(narrowed["scope"] == .string("openid email"))
+            let narrowedAccess = try #require(narrowed["access_token"]?.stringValue)
+            let claims = try #require(JSONValue.object(from: try await harness.userinfo(narrowedAccess).body))
+            #expect(Set(claims.keys) == ["sub", "email"])
+            // The session keeps its scopes: the next refresh without scope gets them all.
+            let full = try await harness.refresh(try #require(narrowed["refresh_token"]?.stringValue))
+            #expect(JSONValue.object(from: full.body)?["scope"] == .string("openid profile birth email"))
         }
 
         @Test func userinfoRefusalsFollowRFC6750() async throws {

@@ -1,0 +1,162 @@
+"""The parts of an end-to-end run, started for real on loopback: redis-server, the development
+provider and Relais (the debug binary that `make e2e` builds), each on a free port, stopped after.
+"""
+import base64
+import hashlib
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import requests
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BINARY = os.path.join(ROOT, ".build", "debug", "relais")
+ARTIFACTS = os.path.join(ROOT, "e2e", "artifacts")
+PROVIDER_SECRET = "e2e-provider-secret-0123456789-0123456789"
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(url, process, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{url}: the process exited ({process.returncode})")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"timed out waiting for {url}")
+
+
+class Stack:
+    """Redis, the development provider and one Relais, wired together."""
+
+    def __init__(self, relay_extra=""):
+        self.directory = tempfile.mkdtemp(prefix="relais-e2e-")
+        self.redis_port, self.provider_port, self.relay_port = free_port(), free_port(), free_port()
+        self.relay_extra = relay_extra
+        self.processes = {}
+        self.logs = {}
+
+    @property
+    def relay(self):
+        return f"http://127.0.0.1:{self.relay_port}"
+
+    @property
+    def provider_issuer(self):
+        return f"http://127.0.0.1:{self.provider_port}/api/v2"
+
+    def start(self):
+        self.processes["redis"] = subprocess.Popen(
+            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._write("provider.yaml", f"""
+server: {{environment: development, port: {self.provider_port}}}
+log: {{level: warning}}
+provider: {{identities_file: {ROOT}/config/dev-identities.yaml}}
+clients:
+  relais:
+    secret: {PROVIDER_SECRET}
+    redirect_uris: [{self.relay}/callback]
+    post_logout_redirect_uris: [{self.relay}/logout/callback]
+""")
+        self._write("relais.yaml", f"""
+server: {{environment: development, port: {self.relay_port}, public_base_url: "{self.relay}"}}
+log: {{level: warning}}
+store: {{kind: redis, redis: {{url: "redis://127.0.0.1:{self.redis_port}"}}}}
+providers:
+  franceconnect:
+    preset: franceconnect-v2
+    issuer: {self.provider_issuer}
+    client_id: relais
+    client_secret: {PROVIDER_SECRET}
+apps:
+  demo-app:
+    redirect_uris: [{self.relay}/demo/callback]
+    scopes: [openid, profile, birth, email]
+  mobile-app:
+    redirect_uris: ["com.example.app:/oauth2redirect"]
+    post_logout_redirect_uris: ["com.example.app:/logged-out"]
+    scopes: [openid, profile, email]
+  standard-client:
+    redirect_uris: ["http://127.0.0.1/cb"]
+    scopes: [openid, profile, email]
+  short-lived:
+    redirect_uris: ["http://127.0.0.1/cb"]
+    access_token_lifetime: 1s
+{self.relay_extra}
+""")
+        self._launch("provider", ["dev-provider", "--config", os.path.join(self.directory, "provider.yaml")], self.provider_port)
+        self._launch("relay", ["serve", "--config", os.path.join(self.directory, "relais.yaml")], self.relay_port)
+        return self
+
+    def restart_relay(self):
+        self._stop("relay")
+        self._launch("relay", ["serve", "--config", os.path.join(self.directory, "relais.yaml")], self.relay_port)
+
+    def stop(self):
+        for name in list(self.processes):
+            self._stop(name)
+
+    def _write(self, name, text):
+        with open(os.path.join(self.directory, name), "w") as handle:
+            handle.write(text)
+
+    def _launch(self, name, arguments, port):
+        log = open(os.path.join(self.directory, f"{name}.log"), "a")
+        self.logs[name] = log
+        self.processes[name] = subprocess.Popen([BINARY] + arguments, stdout=log, stderr=subprocess.STDOUT)
+        wait_for(f"http://127.0.0.1:{port}/readyz", self.processes[name])
+
+    def _stop(self, name):
+        process = self.processes.pop(name, None)
+        if process and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        log = self.logs.pop(name, None)
+        if log:
+            log.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def sign_in(stack, client_id, identity="angela", redirect_uri="http://127.0.0.1:54321/cb"):
+    """A whole sign-in without a browser (requests plays both the person and the app); the token response."""
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    browser = requests.Session()
+    page = browser.get(stack.relay + "/authorize?" + urlencode({
+        "response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": "s",
+        "code_challenge": challenge, "code_challenge_method": "S256",
+    }), timeout=10)
+    action = re.search(r'action="([^"]+)"', page.text).group(1)
+    to_relay = browser.post(requests.compat.urljoin(page.url, action), data={"identity": identity}, allow_redirects=False, timeout=10)
+    to_app = browser.get(to_relay.headers["Location"], allow_redirects=False, timeout=10)
+    code = parse_qs(urlsplit(to_app.headers["Location"]).query)["code"][0]
+    response = requests.post(stack.relay + "/token", data={
+        "grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, "client_id": client_id, "code_verifier": verifier,
+    }, timeout=10)
+    response.raise_for_status()
+    return response.json()

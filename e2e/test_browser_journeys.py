@@ -1,0 +1,127 @@
+"""Browser journeys with real Chromium: the demo app, a mobile app's private-use scheme, cancel,
+logout, and a Relais restart in the middle of a sign-in."""
+import base64
+import hashlib
+import secrets
+import unittest
+from urllib.parse import urlencode
+
+import requests
+
+from browser import Browser, query
+from stack import Stack
+
+
+def pkce():
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return verifier, challenge
+
+
+class MobileApp:
+    """What a native app does around the browser tab: PKCE, state, and the code exchange."""
+
+    redirect_uri = "com.example.app:/oauth2redirect"
+
+    def __init__(self, stack):
+        self.stack = stack
+        self.verifier, challenge = pkce()
+        self.state = secrets.token_urlsafe(16)
+        self.nonce = secrets.token_urlsafe(16)
+        self.authorize_url = stack.relay + "/authorize?" + urlencode({
+            "response_type": "code", "client_id": "mobile-app", "redirect_uri": self.redirect_uri, "scope": "openid profile email",
+            "state": self.state, "nonce": self.nonce, "code_challenge": challenge, "code_challenge_method": "S256",
+        })
+
+    def exchange(self, redirect):
+        parameters = query(redirect)
+        assert parameters["state"] == self.state, parameters
+        assert parameters["iss"] == self.stack.relay, parameters
+        response = requests.post(self.stack.relay + "/token", data={
+            "grant_type": "authorization_code", "code": parameters["code"], "redirect_uri": self.redirect_uri,
+            "client_id": "mobile-app", "code_verifier": self.verifier,
+        }, timeout=10)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def userinfo(self, tokens):
+        response = requests.get(self.stack.relay + "/userinfo", headers={"Authorization": "Bearer " + tokens["access_token"]}, timeout=10)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
+class BrowserJourneys(unittest.TestCase):
+    def setUp(self):
+        self.stack = Stack().start()
+        self.browser = Browser(self.id().split(".")[-1])
+
+    def tearDown(self):
+        self.browser.close()
+        self.stack.stop()
+
+    def test_demo_app_signs_in_and_shows_the_identity(self):
+        browser = self.browser
+        browser.open(self.stack.relay + "/demo/")
+        browser.screenshot("demo-app")
+        browser.click("sign-in")
+        browser.wait_for("identity-angela")
+        browser.screenshot("provider-login")
+        browser.click("identity-angela")
+        welcome = browser.wait_for("welcome")
+        browser.screenshot("signed-in")
+        self.assertEqual(welcome.text, "Bonjour Angela Claire Louise")
+        self.assertEqual(browser.driver.find_element("id", "claim-family_name").text, "DUBOIS")
+        self.assertEqual(browser.driver.find_element("id", "acr").text, "eidas1")
+
+    def test_a_private_scheme_app_receives_its_code(self):
+        app = MobileApp(self.stack)
+        self.browser.open(app.authorize_url)
+        self.browser.wait_for("identity-pierre")
+        self.browser.screenshot("provider-login")
+        self.browser.click("identity-pierre")
+        tokens = app.exchange(self.browser.app_redirect(MobileApp.redirect_uri))
+        self.assertEqual(app.userinfo(tokens)["family_name"], "MERCIER")
+
+    def test_cancel_at_the_provider_reaches_the_app(self):
+        app = MobileApp(self.stack)
+        self.browser.open(app.authorize_url)
+        self.browser.click("cancel")
+        redirect = query(self.browser.app_redirect(MobileApp.redirect_uri))
+        self.assertEqual(redirect["error"], "access_denied")
+        self.assertEqual(redirect["state"], app.state)
+
+    def test_logout_ends_the_provider_session_too(self):
+        app = MobileApp(self.stack)
+        self.browser.open(app.authorize_url)
+        self.browser.click("identity-karima")
+        tokens = app.exchange(self.browser.app_redirect(MobileApp.redirect_uri))
+        # Signed in at the provider: the next sign-in offers to continue.
+        again = MobileApp(self.stack)
+        self.browser.open(again.authorize_url)
+        self.browser.wait_for("continue")
+        self.browser.screenshot("provider-remembers")
+        self.browser.open(self.stack.relay + "/logout?" + urlencode({
+            "client_id": "mobile-app", "post_logout_redirect_uri": "com.example.app:/logged-out", "state": "bye",
+            "id_token_hint": tokens["id_token"],
+        }))
+        self.assertEqual(query(self.browser.app_redirect("com.example.app:/logged-out"))["state"], "bye")
+        after = MobileApp(self.stack)
+        self.browser.open(after.authorize_url)
+        self.browser.wait_for("identity-angela")
+        self.browser.screenshot("provider-forgot")
+        self.assertFalse(self.browser.has("continue"))
+        refused = requests.get(self.stack.relay + "/userinfo", headers={"Authorization": "Bearer " + tokens["access_token"]}, timeout=10)
+        self.assertEqual(refused.status_code, 401)
+
+    def test_a_relais_restart_mid_sign_in_loses_nothing(self):
+        app = MobileApp(self.stack)
+        self.browser.open(app.authorize_url)
+        self.browser.wait_for("identity-angela")
+        self.stack.restart_relay()  # the login transaction is in Redis, not in the process
+        self.browser.click("identity-angela")
+        tokens = app.exchange(self.browser.app_redirect(MobileApp.redirect_uri))
+        self.assertEqual(app.userinfo(tokens)["given_name"], "Angela Claire Louise")
+
+
+if __name__ == "__main__":
+    unittest.main()

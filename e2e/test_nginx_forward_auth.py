@@ -1,0 +1,124 @@
+"""Debian's nginx with auth_request to Relais' /auth, protecting a small upstream: the shipped
+recipe (config/nginx-forward-auth.conf), run for real."""
+import http.server
+import json
+import os
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import requests
+
+from stack import ROOT, Stack, free_port, sign_in
+
+
+class Upstream(http.server.BaseHTTPRequestHandler):
+    seen = []
+
+    def do_GET(self):  # noqa: N802 - http.server's naming
+        headers = {name.lower(): value for name, value in self.headers.items() if name.lower().startswith("x-relais") or name.lower() == "authorization"}
+        Upstream.seen.append(headers)
+        body = json.dumps(headers).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class NginxForwardAuth(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.stack = Stack().start()
+        cls.upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+        threading.Thread(target=cls.upstream.serve_forever, daemon=True).start()
+        cls.port = free_port()
+        cls.directory = tempfile.mkdtemp(prefix="relais-nginx-")
+        with open(os.path.join(ROOT, "config", "nginx-forward-auth.conf")) as handle:
+            server = (handle.read().replace("RELAIS_URL", cls.stack.relay)
+                      .replace("UPSTREAM_URL", f"http://127.0.0.1:{cls.upstream.server_address[1]}").replace("LISTEN_PORT", str(cls.port)))
+        config = os.path.join(cls.directory, "nginx.conf")
+        with open(config, "w") as handle:
+            handle.write(f"""
+daemon off;
+pid {cls.directory}/nginx.pid;
+error_log {cls.directory}/error.log warn;
+events {{}}
+http {{
+    access_log off;
+    client_body_temp_path {cls.directory}/body;
+    proxy_temp_path {cls.directory}/proxy;
+    fastcgi_temp_path {cls.directory}/fastcgi;
+    uwsgi_temp_path {cls.directory}/uwsgi;
+    scgi_temp_path {cls.directory}/scgi;
+{server}
+}}
+""")
+        cls.nginx = subprocess.Popen(["/usr/sbin/nginx", "-p", cls.directory, "-c", config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                requests.get(f"http://127.0.0.1:{cls.port}/", timeout=1)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.05)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.nginx.terminate()
+        cls.nginx.wait(timeout=10)
+        cls.upstream.shutdown()
+        cls.stack.stop()
+
+    def get(self, token=None, headers=None):
+        Upstream.seen.clear()
+        all_headers = dict(headers or {})
+        if token:
+            all_headers["Authorization"] = "Bearer " + token
+        return requests.get(f"http://127.0.0.1:{self.port}/orders", headers=all_headers, timeout=10)
+
+    def test_a_valid_token_reaches_the_upstream_with_the_identity(self):
+        tokens = sign_in(self.stack, "standard-client", identity="pierre")
+        response = self.get(tokens["access_token"], {"X-Relais-Sub": "forged-admin", "x-relais-scope": "everything"})
+        self.assertEqual(response.status_code, 200, response.text)
+        seen = response.json()
+        self.assertEqual(seen["x-relais-client"], "standard-client")
+        self.assertEqual(seen["x-relais-acr"], "eidas1")
+        self.assertEqual(seen["x-relais-scope"], "openid profile email")
+        self.assertNotEqual(seen["x-relais-sub"], "forged-admin")
+        self.assertEqual(len(seen["x-relais-sub"]), 66)
+        self.assertNotIn("authorization", seen)
+
+    def test_missing_tampered_expired_and_revoked_tokens_never_reach_the_upstream(self):
+        missing = self.get()
+        self.assertEqual(missing.status_code, 401)
+        self.assertEqual(missing.headers.get("WWW-Authenticate"), 'Bearer realm="relais"')
+        self.assertEqual(Upstream.seen, [])
+
+        tokens = sign_in(self.stack, "standard-client")
+        tampered = self.get(tokens["access_token"][:-4] + "AAAA")
+        self.assertEqual(tampered.status_code, 401)
+        self.assertIn('error="invalid_token"', tampered.headers.get("WWW-Authenticate", ""))
+        self.assertEqual(Upstream.seen, [])
+
+        self.assertEqual(self.get(tokens["access_token"]).status_code, 200)
+        requests.post(self.stack.relay + "/revoke", data={"token": tokens["refresh_token"], "client_id": "standard-client"}, timeout=10)
+        revoked = self.get(tokens["access_token"])
+        self.assertEqual(revoked.status_code, 401)
+        self.assertEqual(Upstream.seen, [])
+
+        short = sign_in(self.stack, "short-lived")
+        self.assertEqual(self.get(short["access_token"]).status_code, 200)
+        time.sleep(3.5)  # 1 s lifetime plus Relais' 2 s leeway
+        expired = self.get(short["access_token"])
+        self.assertEqual(expired.status_code, 401)
+        self.assertEqual(Upstream.seen, [])
+
+
+if __name__ == "__main__":
+    unittest.main()
