@@ -32,7 +32,8 @@ test: deps
 	$(SWIFT) test --skip-build
 
 ## End-to-end checks with software nobody here wrote: real Chromium (Selenium), Authlib as a
-## standard OAuth client, Debian's nginx with auth_request. Screenshots land in e2e/artifacts/.
+## standard OAuth client, Debian's nginx with auth_request, schemathesis on docs/openapi.yaml.
+## Screenshots and reports land in e2e/artifacts/.
 e2e: e2e-deps
 	$(SWIFT) build --product relais
 	python3 -m unittest discover -s e2e -p 'test_*.py' -v
