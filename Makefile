@@ -32,7 +32,8 @@ test: deps
 	$(SWIFT) test --skip-build
 
 ## End-to-end checks with software nobody here wrote: real Chromium (Selenium), Authlib as a
-## standard OAuth client, Debian's nginx with auth_request, schemathesis on docs/openapi.yaml.
+## standard OAuth client, oidc-provider-mock as a third-party upstream provider, Debian's nginx
+## with auth_request, schemathesis on docs/openapi.yaml.
 ## Screenshots and reports land in e2e/artifacts/.
 e2e: e2e-deps
 	$(SWIFT) build --product relais

@@ -45,10 +45,11 @@ def wait_for(url, process, timeout=20):
 class Stack:
     """Redis, the development provider and one Relais, wired together."""
 
-    def __init__(self, relay_extra=""):
+    def __init__(self, relay_extra="", providers_extra=""):
         self.directory = tempfile.mkdtemp(prefix="relais-e2e-")
         self.redis_port, self.provider_port, self.relay_port = free_port(), free_port(), free_port()
         self.relay_extra = relay_extra
+        self.providers_extra = providers_extra
         self.processes = {}
         self.logs = {}
 
@@ -84,6 +85,7 @@ providers:
     issuer: {self.provider_issuer}
     client_id: relais
     client_secret: {PROVIDER_SECRET}
+{self.providers_extra}
 apps:
   demo-app:
     redirect_uris: [{self.relay}/demo/callback]
@@ -94,6 +96,7 @@ apps:
     scopes: [openid, profile, email]
   standard-client:
     redirect_uris: ["http://127.0.0.1/cb"]
+    post_logout_redirect_uris: ["http://127.0.0.1:54321/logged-out"]
     scopes: [openid, profile, email]
   short-lived:
     redirect_uris: ["http://127.0.0.1/cb"]
