@@ -85,6 +85,8 @@ class BrowserJourneys(unittest.TestCase):
     def test_cancel_at_the_provider_reaches_the_app(self):
         app = MobileApp(self.stack)
         self.browser.open(app.authorize_url)
+        self.browser.wait_for("cancel")
+        self.browser.screenshot("provider-login")
         self.browser.click("cancel")
         redirect = query(self.browser.app_redirect(MobileApp.redirect_uri))
         self.assertEqual(redirect["error"], "access_denied")
@@ -93,6 +95,8 @@ class BrowserJourneys(unittest.TestCase):
     def test_logout_ends_the_provider_session_too(self):
         app = MobileApp(self.stack)
         self.browser.open(app.authorize_url)
+        self.browser.wait_for("identity-karima")
+        self.browser.screenshot("provider-login")
         self.browser.click("identity-karima")
         tokens = app.exchange(self.browser.app_redirect(MobileApp.redirect_uri))
         # Signed in at the provider: the next sign-in offers to continue.
@@ -117,6 +121,7 @@ class BrowserJourneys(unittest.TestCase):
         app = MobileApp(self.stack)
         self.browser.open(app.authorize_url)
         self.browser.wait_for("identity-angela")
+        self.browser.screenshot("provider-login-before-restart")
         self.stack.restart_relay()  # the login transaction is in Redis, not in the process
         self.browser.click("identity-angela")
         tokens = app.exchange(self.browser.app_redirect(MobileApp.redirect_uri))
