@@ -166,6 +166,34 @@ extension RelayProcessTests {
             #expect(noHint.header("location") == "com.example.app:/logged-out?state=s")
         }
 
+        @Test func smallerRefusalsOfTheSessionEndpoints() async throws {
+            let harness = try await RelayHarness.launch(relayExtra: Self.resourceServers)
+            func oauthError(_ response: HTTPClientResponse) -> String? { JSONValue.object(from: response.body)?["error"]?.stringValue }
+            let noState = try await harness.get(harness.issuer + "/logout/callback")
+            #expect(noState.status == 400 && noState.bodyText.contains("invalid_request"))
+            let unknownState = try await harness.get(harness.issuer + "/logout/callback?state=made-up")
+            #expect(unknownState.status == 400 && unknownState.bodyText.contains("transaction_expired"))
+            let credentials = Base64.encode(Array("orders:orders-introspection-secret".utf8))
+            let noToken = try await harness.post(harness.issuer + "/introspect", [("token_type_hint", "access_token")], headers: [(name: "Authorization", value: "Basic \(credentials)")])
+            #expect(noToken.status == 400 && oauthError(noToken) == "invalid_request")
+            let revokeNoToken = try await harness.post(harness.issuer + "/revoke", [("client_id", "app")])
+            #expect(revokeNoToken.status == 400 && oauthError(revokeNoToken) == "invalid_request")
+            let apiLogoutNothing = try await harness.post(harness.issuer + "/logout", [("client_id", "app")])
+            #expect(apiLogoutNothing.status == 400 && oauthError(apiLogoutNothing) == "invalid_request")
+            let basicAuth = try await harness.http.send(HTTPClientRequest(url: harness.issuer + "/auth", headers: [(name: "Authorization", value: "Basic YTpi")]))
+            #expect(basicAuth.status == 400)
+        }
+
+        @Test func aSessionUnusedForItsIdleTimeoutEnds() async throws {
+            let harness = try await RelayHarness.launch(relayExtra: "sessions:\n  idle_timeout: 2s\n  lifetime: 1h")
+            let tokens = try await harness.tokens()
+            let first = try await harness.refresh(try #require(tokens["refresh_token"]?.stringValue))
+            #expect(first.status == 200)  // a use pushes the idle deadline back
+            try await Task.sleep(for: .milliseconds(3000))
+            let next = try #require(JSONValue.object(from: first.body)?["refresh_token"]?.stringValue)
+            #expect(try await harness.refresh(next).status == 400)
+        }
+
         @Test func apiLogoutWithABearerOrARefreshToken() async throws {
             let harness = try await RelayHarness.launch()
             let first = try await harness.tokens()
