@@ -8,7 +8,7 @@ set -euo pipefail
 wanted=("joserfc:joserfc>=1.6" "requests:requests>=2.28")
 if [ "${1:-}" = "e2e" ]; then
     wanted+=("selenium:selenium>=4.10" "authlib:authlib>=1.3" "openapi_spec_validator:openapi-spec-validator>=0.7" "schemathesis:schemathesis>=4.0"
-        "oidc_provider_mock:oidc-provider-mock>=0.3")
+        "oidc_provider_mock:oidc-provider-mock>=0.3,<0.4")
 fi
 missing=()
 for entry in "${wanted[@]}"; do
