@@ -181,7 +181,7 @@ extension ValueReader {
                 problem(key, "set a 32-byte key, base64url-encoded (secret or secret_file): openssl rand 32 | basenc --base64url")
                 continue
             }
-            guard let bytes = Base64URL.decode(text.replacingPadding()), bytes.count == 32 else {
+            guard let bytes = Base64.decode(text), bytes.count == 32 else {
                 problem(key, "must be 32 bytes, base64url-encoded (openssl rand 32 | basenc --base64url)")
                 continue
             }
@@ -267,12 +267,5 @@ public enum RedirectURIRules {
     public static func isLoopback(_ uri: String) -> Bool {
         let lowered = uri.lowercased()
         return lowered.hasPrefix("http://127.0.0.1") || lowered.hasPrefix("http://[::1]") || lowered.hasPrefix("http://localhost")
-    }
-}
-
-extension String {
-    /// Base64url text as people paste it: padding and standard-alphabet characters tolerated.
-    func replacingPadding() -> String {
-        String(self.filter { $0 != "=" }.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
     }
 }

@@ -120,4 +120,9 @@ public enum Base64 {
         while text.utf8.count % 4 != 0 { text += "=" }
         return text
     }
+
+    /// Decodes standard base64 (padding optional); base64url text is accepted too, as people paste either.
+    public static func decode(_ text: String) -> [UInt8]? {
+        Base64URL.decode(String(text.filter { $0 != "=" }.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 }))
+    }
 }

@@ -1,5 +1,6 @@
 import Hummingbird
 import RelaisConfig
+import RelaisJOSE
 import RelaisServer
 
 /// A tiny "app" for `make demo` (development only): it plays a mobile app's part in a browser —
@@ -78,23 +79,18 @@ struct DemoAppRoutes {
             """
     }
 
+    /// A JSON string is a JavaScript string literal; `<`, `>` and `&` are escaped on top so no
+    /// value can close the script element.
     private static func jsString(_ text: String) -> String {
-        var escaped = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": escaped += "\\\""
-            case "\\": escaped += "\\\\"
-            case "<": escaped += "\\u003c"
-            case ">": escaped += "\\u003e"
-            case "&": escaped += "\\u0026"
-            default:
-                if scalar.value < 0x20 { escaped += "\\u" + String(scalar.value, radix: 16).leftPadded(4) } else { escaped.unicodeScalars.append(scalar) }
-            }
-        }
-        return escaped + "\""
+        String(decoding: JSONValue.string(text).serialized(), as: UTF8.self)
+            .replacingAll("<", "\\u003c").replacingAll(">", "\\u003e").replacingAll("&", "\\u0026")
     }
 }
 
 extension String {
-    func leftPadded(_ length: Int) -> String { String(repeating: "0", count: max(0, length - count)) + self }
+    fileprivate func replacingAll(_ target: Character, _ replacement: String) -> String {
+        var result = ""
+        for character in self { if character == target { result += replacement } else { result.append(character) } }
+        return result
+    }
 }

@@ -43,7 +43,7 @@ struct IntrospectRoute {
     private func authenticate(_ request: Request, _ form: FormParameters) -> ResourceServerSettings? {
         var id = form["client_id"], secret = form["client_secret"]
         if let header = request.headers[.authorization], header.lowercased().hasPrefix("basic "),
-            let decoded = Base64URL.decode(String(header.dropFirst(6)).replacingStandardAlphabet()),
+            let decoded = Base64.decode(String(header.dropFirst(6))),
             let text = String(validating: decoded, as: UTF8.self), let colon = text.firstIndex(of: ":")
         {
             id = FormParameters(encoded: "i=" + text[..<colon])?["i"]
@@ -76,12 +76,5 @@ struct IntrospectRoute {
             "active": .bool(true), "token_type": .string("refresh_token"), "sub": .string(session.subject), "client_id": .string(session.clientID),
             "scope": .string(session.scopes.joined(separator: " ")), "exp": .number(session.expiresAt.rounded(.down)), "iss": .string(relay.issuer),
         ])
-    }
-}
-
-extension String {
-    /// Standard base64 (from HTTP Basic) read by the base64url decoder.
-    func replacingStandardAlphabet() -> String {
-        String(filter { $0 != "=" }.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
     }
 }

@@ -47,5 +47,8 @@ import Testing
         #expect(Base64.encode(Array("Aladdin:open sesame".utf8)) == "QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
         #expect(Base64.encode([0xFB, 0xFF]) == "+/8=")
         #expect(Base64.encode([UInt8]()) == "")
+        #expect(Base64.decode("QWxhZGRpbjpvcGVuIHNlc2FtZQ==") == Array("Aladdin:open sesame".utf8))
+        #expect(Base64.decode("+/8=") == [0xFB, 0xFF] && Base64.decode("-_8") == [0xFB, 0xFF])
+        #expect(Base64.decode("not base64!") == nil)
     }
 }
