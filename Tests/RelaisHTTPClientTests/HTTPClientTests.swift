@@ -72,9 +72,10 @@ import Testing
             defer { Task { try? await client.shutdown() } }
             let start = ContinuousClock.now
             await #expect(throws: HTTPClientError.timeout) {
-                try await client.send(.init(url: server.baseURL + "/slow?ms=3000"))
+                try await client.send(.init(url: server.baseURL + "/slow?ms=20000"))
             }
-            #expect(ContinuousClock.now - start < .seconds(2))
+            // Bounds are far from both the timeout and the server's 20 s, so a loaded machine cannot flip them.
+            #expect(ContinuousClock.now - start < .seconds(8))
             // A per-request timeout overrides the client's.
             let response = try await client.send(.init(url: server.baseURL + "/slow?ms=400", timeout: .seconds(3)))
             #expect(response.bodyText == "slow")
@@ -86,10 +87,10 @@ import Testing
             let client = client { $0.maxConcurrentRequests = 1; $0.totalTimeout = .milliseconds(500) }
             let start = ContinuousClock.now
             let outcomes = await withTaskGroup(of: Bool.self) { group in
-                for _ in 0..<10 {
+                for _ in 0..<24 {
                     group.addTask {
                         do {
-                            _ = try await client.send(.init(url: server.baseURL + "/slow?ms=3000"))
+                            _ = try await client.send(.init(url: server.baseURL + "/slow?ms=20000"))
                             return false
                         } catch {
                             return (error as? HTTPClientError) == .timeout
@@ -98,10 +99,10 @@ import Testing
                 }
                 return await group.reduce(into: [Bool]()) { $0.append($1) }
             }
-            // One worker, ten slow calls: each times out within its own 500 ms; without the deadline
-            // counting from the call, the last would wait 10 x 500 ms = 5 s.
-            #expect(outcomes == Array(repeating: true, count: 10))
-            #expect(ContinuousClock.now - start < .seconds(3))
+            // One worker, 24 slow calls: each times out within its own 500 ms; without the deadline
+            // counting from the call, the last would wait 24 x 500 ms = 12 s.
+            #expect(outcomes == Array(repeating: true, count: 24))
+            #expect(ContinuousClock.now - start < .seconds(7))
             try await client.shutdown()
         }
     }
@@ -195,11 +196,11 @@ import Testing
             let client = client()
             defer { Task { try? await client.shutdown() } }
             let start = ContinuousClock.now
-            let task = Task { try await client.send(.init(url: server.baseURL + "/slow?ms=5000")) }
+            let task = Task { try await client.send(.init(url: server.baseURL + "/slow?ms=30000")) }
             try await Task.sleep(for: .milliseconds(150))
             task.cancel()
             await #expect(throws: CancellationError.self) { try await task.value }
-            #expect(ContinuousClock.now - start < .seconds(3))
+            #expect(ContinuousClock.now - start < .seconds(10))
         }
     }
 

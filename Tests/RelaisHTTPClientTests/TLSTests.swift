@@ -55,7 +55,9 @@ import Glibc
     }
 
     private func send(_ port: Int, _ configure: (inout HTTPClientConfiguration) -> Void) async throws -> HTTPClientResponse {
-        var configuration = HTTPClientConfiguration(maxConcurrentRequests: 1)
+        // What is tested is the TLS outcome, not speed: generous timeouts keep a loaded machine from
+        // turning a slow single-threaded s_server into a timeout.
+        var configuration = HTTPClientConfiguration(connectTimeout: .seconds(30), totalTimeout: .seconds(60), maxConcurrentRequests: 1)
         configure(&configuration)
         let client = HTTPClient(configuration: configuration)
         do {

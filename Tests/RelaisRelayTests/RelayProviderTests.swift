@@ -50,15 +50,15 @@ extension RelayProcessTests {
 
         @Test func aSlowProviderGivesTheAppTemporarilyUnavailableWithinTheTimeout() async throws {
             let harness = try await RelayHarness.launch(providerExtra: "    timeout: 1s\n")
-            try await harness.armProvider("token:delay=4000")
+            try await harness.armProvider("token:delay=20000")
             let toRelay = try await harness.throughProvider(RelayHarness.AppRequest())
             let start = ContinuousClock.now
             let response = try await harness.callback(toRelay)
             let elapsed = ContinuousClock.now - start
             let location = try #require(response.header("location"))
             #expect(try RelayHarness.query(location).oauthError?.hasPrefix("temporarily_unavailable: provider_unavailable: http_timeout") == true)
-            // The app hears back after Relais' 1 s timeout, well before the provider's 4 s answer.
-            #expect(elapsed >= .milliseconds(900) && elapsed < .milliseconds(3500))
+            // The app hears back after Relais' 1 s timeout, long before the provider's 20 s answer.
+            #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(10))
         }
 
         @Test func aMissingKidOrARotatedKeyIsStillVerified() async throws {

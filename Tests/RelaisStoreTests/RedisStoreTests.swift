@@ -35,7 +35,7 @@ import Testing
         for _ in 0..<3 {
             let start = ContinuousClock.now
             await #expect { try await store.get("k") } throws: { ($0 as? StoreError)?.code == "store_unavailable" }
-            #expect(ContinuousClock.now - start < .seconds(2))
+            #expect(ContinuousClock.now - start < .seconds(8))  // a refused connection, not a hang
         }
         try await server.start()
         try await store.set("back", [1], ttl: nil)
@@ -54,7 +54,7 @@ import Testing
             guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
             return reason.contains("timeout")
         }
-        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(ContinuousClock.now - start < .seconds(8))  // without the command timeout, this never returns
         server.resume()
         try await store.ping()
         try await store.shutdown()
@@ -68,7 +68,7 @@ import Testing
         server.pause()
         let start = ContinuousClock.now
         let failures = try await withThrowingTaskGroup(of: Int.self) { group in
-            for index in 0..<16 {
+            for index in 0..<40 {
                 group.addTask {
                     do {
                         _ = try await store.get("k\(index)")
@@ -80,10 +80,10 @@ import Testing
             }
             return try await group.reduce(0, +)
         }
-        // One worker, sixteen calls: without the queue deadline the last would wait 16 x 400 ms = 6.4 s.
+        // One worker, forty calls: without the queue deadline the last would wait 40 x 400 ms = 16 s.
         // The bound leaves room for a loaded machine while staying far below that.
-        #expect(failures == 16)
-        #expect(ContinuousClock.now - start < .seconds(4))
+        #expect(failures == 40)
+        #expect(ContinuousClock.now - start < .seconds(8))
         server.resume()
         try await store.ping()
         try await store.shutdown()
