@@ -6,7 +6,6 @@ import RelaisCrypto
 import RelaisJOSE
 import RelaisServer
 import RelaisStore
-import Synchronization
 
 /// Verifies a Relais access token presented as `Authorization: Bearer` (RFC 6750): signature with
 /// Relais' keys, `typ: at+jwt`, issuer, expiry, and optionally that its session is still live.
@@ -85,45 +84,8 @@ struct AccessTokenCheck: Sendable {
             subject: subject, clientID: clientID, sid: sid, scopes: (claims.string("scope") ?? "").split(separator: " ").map(String.init),
             acr: claims.acr, claims: claims, session: nil
         )
-        relay.verifiedTokens.put(key, verified, expiresAt: expiration + Double(Self.leeway.components.seconds))
+        relay.verifiedTokens.put(key, verified, expiresAt: expiration + Double(Self.leeway.components.seconds), now: now)
         return .success(verified)
-    }
-}
-
-/// Verified access tokens by SHA-256, until their `exp`. Bounded: when full, expired entries go,
-/// and if that is not enough the cache starts over (a burst of distinct tokens only costs the
-/// verifications the cache would have saved).
-final class VerifiedTokenCache: Sendable {
-    private struct Entry {
-        var verified: AccessTokenCheck.Verified
-        var expiresAt: Double
-    }
-
-    private let entries = Mutex<[[UInt8]: Entry]>([:])
-    let capacity: Int
-
-    init(capacity: Int = 50_000) { self.capacity = capacity }
-
-    func get(_ key: [UInt8], now: Double) -> AccessTokenCheck.Verified? {
-        entries.withLock { entries in
-            guard let entry = entries[key] else { return nil }
-            guard entry.expiresAt > now else {
-                entries[key] = nil
-                return nil
-            }
-            return entry.verified
-        }
-    }
-
-    func put(_ key: [UInt8], _ verified: AccessTokenCheck.Verified, expiresAt: Double) {
-        let now = Date().timeIntervalSince1970
-        entries.withLock { entries in
-            if entries.count >= capacity {
-                entries = entries.filter { $0.value.expiresAt > now }
-                if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            }
-            entries[key] = Entry(verified: verified, expiresAt: expiresAt)
-        }
     }
 }
 

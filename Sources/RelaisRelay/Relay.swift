@@ -23,7 +23,9 @@ public final class Relay: Sendable {
     let minter: RelayTokenMinter
     let validator: AppAuthorizationValidator
     let limiter: RateLimiter
-    let verifiedTokens = VerifiedTokenCache()
+    /// Verified access tokens by their SHA-256, until `exp` (plus the leeway): a gateway presents the
+    /// same token many times, and an ES256 verification costs more than the rest of the request.
+    let verifiedTokens = MemoryCache<[UInt8], AccessTokenCheck.Verified>(capacity: 50_000)
     let logger: Logger
 
     /// Relais' issuer: its public base URL.

@@ -1,7 +1,6 @@
 import FoundationEssentials
 import RelaisCrypto
 import RelaisJOSE
-import Synchronization
 
 /// Seals session payloads at rest: JWE `dir` + `A256GCM` under the active session key, its `kid` in
 /// the header, so a key rotation keeps older sessions readable.
@@ -9,14 +8,14 @@ struct SessionVault: Sendable {
     let keys: RelayKeyRing
     /// Opened identities by the SHA-256 of their sealed form: /userinfo opens the same session's
     /// identity on every call, and unsealing costs more than the rest of the request.
-    let opened = OpenedIdentities()
+    let opened = MemoryCache<[UInt8], SessionIdentity>(capacity: 10_000)
 
     /// The identity of a session, from memory when this sealed form was opened before.
     func openIdentity(_ sealed: String) -> SessionIdentity? {
         let key = SHA256.hash(Array(sealed.utf8))
-        if let cached = opened.get(key) { return cached }
+        if let cached = opened.get(key, now: 0) { return cached }
         guard let identity = open(SessionIdentity.self, sealed) else { return nil }
-        opened.put(key, identity)
+        opened.put(key, identity, expiresAt: .infinity, now: 0)
         return identity
     }
 
@@ -44,20 +43,5 @@ struct SessionVault: Sendable {
     func open(json sealed: String) -> JSONValue? {
         guard let decrypted = try? JWE.parse(sealed).decrypt(with: keys.sessionKeys) else { return nil }
         return JSONValue.parse(decrypted.plaintext)
-    }
-}
-
-/// A bounded memory of opened identities; when full it starts over.
-final class OpenedIdentities: Sendable {
-    private let entries = Mutex<[[UInt8]: SessionIdentity]>([:])
-    let capacity = 10_000
-
-    func get(_ key: [UInt8]) -> SessionIdentity? { entries.withLock { $0[key] } }
-
-    func put(_ key: [UInt8], _ identity: SessionIdentity) {
-        entries.withLock { entries in
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[key] = identity
-        }
     }
 }
