@@ -3,7 +3,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev redis-server pkg-config openssl python3 python3-pip curl
 BENCH_PACKAGES := wrk curl
-E2E_PACKAGES := chromium chromium-driver nginx-light
+E2E_PACKAGES := chromium chromium-driver fonts-liberation nginx-light
 
 .PHONY: deps bench-deps e2e-deps build release test e2e demo bench check-config clean
 
