@@ -38,6 +38,8 @@ let package = Package(
         // which SwiftPM drops with a warning (harmless on 64-bit).
         .systemLibrary(name: "CHiredis"),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // libssl, only for the TLS tunnel to rediss:// servers (hiredis 0.14 has no TLS of its own).
+        .systemLibrary(name: "COpenSSLTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
 
         .target(
             name: "RelaisCrypto",
@@ -63,6 +65,7 @@ let package = Package(
             name: "RelaisStore",
             dependencies: [
                 "CHiredis",
+                "COpenSSLTLS",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

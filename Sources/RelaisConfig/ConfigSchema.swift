@@ -25,6 +25,8 @@ struct ConfigSchema: Sendable {
         "store.kind",
         "store.redis.url", "store.redis.username", "store.redis.password", "store.redis.password_file",
         "store.redis.pool_size", "store.redis.connect_timeout", "store.redis.command_timeout", "store.redis.key_prefix",
+        "store.redis.tls.verify", "store.redis.tls.ca_bundle", "store.redis.tls.client_certificate", "store.redis.tls.client_key",
+        "store.redis.tls.server_name",
     ]
 
     static let relay = ConfigSchema(

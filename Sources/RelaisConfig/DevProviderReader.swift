@@ -7,7 +7,7 @@ extension ValueReader {
         var result = DevProviderConfiguration()
         result.server = readServer(defaults: result.server)
         result.log = readLog()
-        result.store = readStore(defaults: result.store)
+        result.store = readStore(defaults: result.store, environment: result.server.environment)
 
         var provider = result.provider
         provider.mode = choice("provider.mode", default: provider.mode)

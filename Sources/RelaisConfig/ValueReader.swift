@@ -19,7 +19,7 @@ struct ValueReader {
         var result = RelaisConfiguration()
         result.server = readServer(defaults: result.server)
         result.log = readLog()
-        result.store = readStore(defaults: result.store)
+        result.store = readStore(defaults: result.store, environment: result.server.environment)
         result.httpClient = readHTTPClient(environment: result.server.environment)
         result.metrics.enabled = boolean("metrics.enabled") ?? result.metrics.enabled
         readRelaySections(into: &result, ids: ids)
@@ -61,7 +61,7 @@ struct ValueReader {
         return log
     }
 
-    mutating func readStore(defaults: RelaisConfiguration.Store) -> RelaisConfiguration.Store {
+    mutating func readStore(defaults: RelaisConfiguration.Store, environment: RelaisConfiguration.Environment) -> RelaisConfiguration.Store {
         var store = defaults
         store.kind = choice("store.kind", default: store.kind)
         var redis = store.redis
@@ -78,8 +78,38 @@ struct ValueReader {
         redis.connectTimeout = duration("store.redis.connect_timeout") ?? redis.connectTimeout
         redis.commandTimeout = duration("store.redis.command_timeout") ?? redis.commandTimeout
         if let prefix = text("store.redis.key_prefix", allowEmpty: true) { redis.keyPrefix = prefix }
+        readRedisTLS(into: &redis, environment: environment)
         store.redis = redis
         return store
+    }
+
+    /// `store.redis.tls.*` refine TLS, which the `rediss://` scheme turns on.
+    private mutating func readRedisTLS(into redis: inout RedisConfiguration, environment: RelaisConfiguration.Environment) {
+        let verify = boolean("store.redis.tls.verify")
+        let caBundle = readableFile("store.redis.tls.ca_bundle")
+        let certificate = readableFile("store.redis.tls.client_certificate")
+        let key = readableFile("store.redis.tls.client_key")
+        let serverName = text("store.redis.tls.server_name")
+        guard var tls = redis.tls else {
+            if verify != nil || caBundle != nil || certificate != nil || key != nil || serverName != nil {
+                problem("store.redis.tls", "TLS settings need a rediss:// URL in store.redis.url")
+            }
+            return
+        }
+        tls.verifyPeer = verify ?? tls.verifyPeer
+        if !tls.verifyPeer && environment == .production {
+            problem("store.redis.tls.verify", "TLS verification can only be turned off with server.environment: development")
+        }
+        tls.caBundlePath = caBundle ?? tls.caBundlePath
+        tls.clientCertificatePath = certificate ?? tls.clientCertificatePath
+        tls.clientKeyPath = key ?? tls.clientKeyPath
+        tls.serverName = serverName ?? tls.serverName
+        if (tls.clientCertificatePath == nil) != (tls.clientKeyPath == nil),
+            !problems.contains(where: { $0.keyPath.hasPrefix("store.redis.tls.client_") })
+        {
+            problem("store.redis.tls", "client_certificate and client_key go together: set both for mutual TLS, or neither")
+        }
+        redis.tls = tls
     }
 
     private mutating func readHTTPClient(environment: RelaisConfiguration.Environment) -> HTTPClientConfiguration {

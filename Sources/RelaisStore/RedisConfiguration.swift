@@ -20,6 +20,29 @@ public struct RedisConfiguration: Sendable, Equatable {
     public static var defaultPoolSize: Int { max(2, System.coreCount) }
     /// Prefix of every key Relais writes, so one Redis can serve several deployments.
     public var keyPrefix: String
+    /// TLS to Redis (`rediss://`); nil for plain TCP.
+    public var tls: TLS?
+
+    /// How Relais speaks TLS to Redis: managed Redis services often require it.
+    public struct TLS: Sendable, Equatable {
+        /// Verify the server's certificate chain and name. Off only for development.
+        public var verifyPeer: Bool
+        /// PEM file of the CAs to trust; nil uses the system's store.
+        public var caBundlePath: String?
+        /// Client certificate and key (PEM) for Redis servers that require mutual TLS.
+        public var clientCertificatePath: String?
+        public var clientKeyPath: String?
+        /// The name checked against the certificate and sent as SNI; nil uses the URL's host.
+        public var serverName: String?
+
+        public init(verifyPeer: Bool = true, caBundlePath: String? = nil, clientCertificatePath: String? = nil, clientKeyPath: String? = nil, serverName: String? = nil) {
+            self.verifyPeer = verifyPeer
+            self.caBundlePath = caBundlePath
+            self.clientCertificatePath = clientCertificatePath
+            self.clientKeyPath = clientKeyPath
+            self.serverName = serverName
+        }
+    }
 
     public init(
         host: String = "127.0.0.1",
@@ -30,7 +53,8 @@ public struct RedisConfiguration: Sendable, Equatable {
         connectTimeout: Duration = .seconds(1),
         commandTimeout: Duration = .seconds(1),
         poolSize: Int = RedisConfiguration.defaultPoolSize,
-        keyPrefix: String = "relais:"
+        keyPrefix: String = "relais:",
+        tls: TLS? = nil
     ) {
         self.host = host
         self.port = port
@@ -41,6 +65,7 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.commandTimeout = commandTimeout
         self.poolSize = poolSize
         self.keyPrefix = keyPrefix
+        self.tls = tls
     }
 
     public enum URLError: Error, Equatable, CustomStringConvertible {
@@ -51,7 +76,7 @@ public struct RedisConfiguration: Sendable, Equatable {
 
         public var description: String {
             switch self {
-            case .unsupportedScheme(let scheme): "unsupported scheme '\(scheme)' (expected redis://; TLS is not supported by hiredis 0.14)"
+            case .unsupportedScheme(let scheme): "unsupported scheme '\(scheme)' (expected redis:// or rediss:// for TLS)"
             case .missingHost: "the URL has no host"
             case .invalidPort(let port): "invalid port '\(port)'"
             case .invalidDatabase(let database): "invalid database index '\(database)' (expected 0-15 or more, a number)"
@@ -59,13 +84,15 @@ public struct RedisConfiguration: Sendable, Equatable {
         }
     }
 
-    /// Reads `redis://[user[:password]@]host[:port][/database]`; credentials may be percent-encoded.
-    /// Other settings keep their current values.
+    /// Reads `redis[s]://[user[:password]@]host[:port][/database]`; credentials may be
+    /// percent-encoded. `rediss` turns TLS on (with default settings unless `tls` is already set),
+    /// `redis` turns it off. Other settings keep their current values.
     public mutating func apply(url: String) throws(URLError) {
         let schemeParts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
-        guard schemeParts.count == 2, schemeParts[0].lowercased() == "redis" else {
+        guard schemeParts.count == 2, ["redis", "rediss"].contains(schemeParts[0].lowercased()) else {
             throw .unsupportedScheme(schemeParts.count == 2 ? String(schemeParts[0]) : url.isEmpty ? "" : "none")
         }
+        tls = schemeParts[0].lowercased() == "rediss" ? (tls ?? TLS()) : nil
         var rest = Substring(schemeParts[1])
         var path = ""
         if let slash = rest.firstIndex(of: "/") {

@@ -26,16 +26,29 @@ struct RedisConnectionFailure: Error {
 /// One blocking hiredis connection. Used by one worker thread at a time (the pool enforces it).
 final class RedisConnection: @unchecked Sendable {
     private let context: UnsafeMutablePointer<redisContext>
+    /// For `rediss://`: how the TLS tunnel ended, which hiredis alone sees as a closed socket.
+    private let tunnel: RedisTLSTunnel.Outcome?
 
-    private init(context: UnsafeMutablePointer<redisContext>) {
+    private init(context: UnsafeMutablePointer<redisContext>, tunnel: RedisTLSTunnel.Outcome?) {
         self.context = context
+        self.tunnel = tunnel
     }
 
     deinit { redisFree(context) }
 
     /// Connects, then authenticates and selects the database. Throws a failure naming the step.
     static func open(_ configuration: RedisConfiguration) throws(RedisConnectionFailure) -> RedisConnection {
-        guard let context = redisConnectWithTimeout(configuration.host, Int32(configuration.port), timeval(configuration.connectTimeout)) else {
+        let connected: UnsafeMutablePointer<redisContext>?
+        var tunnel: RedisTLSTunnel.Outcome?
+        if let tls = configuration.tls {
+            let opened = try RedisTLSTunnel.open(host: configuration.host, port: configuration.port, tls: tls, connectTimeout: configuration.connectTimeout)
+            connected = redisConnectFd(opened.descriptor)
+            if connected == nil { close(opened.descriptor) }
+            tunnel = opened.outcome
+        } else {
+            connected = redisConnectWithTimeout(configuration.host, Int32(configuration.port), timeval(configuration.connectTimeout))
+        }
+        guard let context = connected else {
             throw RedisConnectionFailure(message: "cannot allocate a Redis context", isStaleConnection: false)
         }
         if context.pointee.err != 0 {
@@ -46,7 +59,7 @@ final class RedisConnection: @unchecked Sendable {
                 isStaleConnection: false
             )
         }
-        let connection = RedisConnection(context: context)
+        let connection = RedisConnection(context: context, tunnel: tunnel)
         guard redisSetTimeout(context, timeval(configuration.commandTimeout)) == REDIS_OK else {
             throw RedisConnectionFailure(message: "cannot set the command timeout", isStaleConnection: false)
         }
@@ -125,10 +138,9 @@ final class RedisConnection: @unchecked Sendable {
         let reason = String(cString: relais_redis_errstr(context))
         let stale = code == REDIS_ERR_EOF || (code == REDIS_ERR_IO && (systemError == ECONNRESET || systemError == EPIPE))
         let timedOut = code == REDIS_ERR_IO && (systemError == EAGAIN || systemError == EWOULDBLOCK)
-        return RedisConnectionFailure(
-            message: timedOut ? "no reply within the command timeout" : (reason.isEmpty ? "connection lost" : reason),
-            isStaleConnection: stale
-        )
+        var message = timedOut ? "no reply within the command timeout" : (reason.isEmpty ? "connection lost" : reason)
+        if !timedOut, let tlsFailure = tunnel?.failure { message += " (\(tlsFailure))" }
+        return RedisConnectionFailure(message: message, isStaleConnection: stale)
     }
 
     private static func convert(_ reply: UnsafeMutablePointer<redisReply>) -> RedisReply {

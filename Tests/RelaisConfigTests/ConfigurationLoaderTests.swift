@@ -117,7 +117,7 @@ import Testing
             store:
               kind: memcached
               redis:
-                url: rediss://redis:6380
+                url: memcache://redis:6380
                 pool_size: 0
             http_client:
               timeout: 2s
@@ -138,6 +138,37 @@ import Testing
         ])
         #expect(found.first { $0.keyPath == "server.port" }?.message == "expected a whole number, got 'eighty'")
         #expect(found.first { $0.keyPath == "store.kind" }?.message == "expected one of redis, embedded; got 'memcached'")
+    }
+
+    @Test func redisTLSComesFromARedissURLAndItsSettings() async throws {
+        let ca = try temporaryFile("not read here: only its presence is checked")
+        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: [
+            "RELAIS_STORE_REDIS_URL": "rediss://cache.internal:6380/2", "RELAIS_STORE_REDIS_TLS_CA_BUNDLE": ca,
+            "RELAIS_STORE_REDIS_TLS_SERVER_NAME": "redis.internal",
+        ])
+        #expect(configuration.store.redis.tls == RedisConfiguration.TLS(caBundlePath: ca, serverName: "redis.internal"))
+        #expect(configuration.store.redis.host == "cache.internal" && configuration.store.redis.database == 2)
+        // redis:// is plain TCP.
+        #expect(try await ConfigurationLoader.load(filePath: Self.examplePath, environment: [:]).store.redis.tls == nil)
+
+        // TLS settings without rediss://, verification off in production, half a client identity, a missing CA file.
+        let plain = await problems(file: Self.examplePath, environment: ["RELAIS_STORE_REDIS_TLS_CA_BUNDLE": ca])
+        #expect(plain.map(\.description) == ["store.redis.tls: TLS settings need a rediss:// URL in store.redis.url"])
+        let unverified = await problems(file: Self.examplePath, environment: [
+            "RELAIS_SERVER_ENVIRONMENT": "production", "RELAIS_STORE_REDIS_URL": "rediss://cache:6380", "RELAIS_STORE_REDIS_TLS_VERIFY": "false",
+        ])
+        #expect(unverified.filter { $0.keyPath.hasPrefix("store.") }.map(\.description) == [
+            "store.redis.tls.verify: TLS verification can only be turned off with server.environment: development"
+        ])
+        let halfIdentity = await problems(file: Self.examplePath, environment: ["RELAIS_STORE_REDIS_URL": "rediss://cache:6380", "RELAIS_STORE_REDIS_TLS_CLIENT_CERTIFICATE": ca])
+        #expect(halfIdentity.map(\.description) == ["store.redis.tls: client_certificate and client_key go together: set both for mutual TLS, or neither"])
+        let missing = await problems(file: Self.examplePath, environment: ["RELAIS_STORE_REDIS_URL": "rediss://cache:6380", "RELAIS_STORE_REDIS_TLS_CA_BUNDLE": "/nonexistent/ca.pem"])
+        #expect(missing.map(\.keyPath) == ["store.redis.tls.ca_bundle"])
+        // Development (the example's environment) may turn verification off.
+        let development = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: [
+            "RELAIS_STORE_REDIS_URL": "rediss://cache:6380", "RELAIS_STORE_REDIS_TLS_VERIFY": "false",
+        ])
+        #expect(development.store.redis.tls?.verifyPeer == false)
     }
 
     @Test func unknownKeysAreReportedWithASuggestionAndLine() async throws {

@@ -1,4 +1,3 @@
-import Foundation
 import RelaisHTTPClient
 import RelaisTestSupport
 import Testing
@@ -10,34 +9,9 @@ import Glibc
 /// TLS against a real `openssl s_server` on loopback with certificates made for the test:
 /// verification is on by default, a CA bundle from config is honoured, and mutual TLS works.
 @Suite struct TLSTests {
-    struct Certificates {
-        let directory: String
-        var serverCertificate: String { directory + "/server.pem" }
-        var serverKey: String { directory + "/server.key" }
-        var clientCertificate: String { directory + "/client.pem" }
-        var clientKey: String { directory + "/client.key" }
-    }
-
-    static func makeCertificates() throws -> Certificates {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-tls-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let certificates = Certificates(directory: directory)
-        for (name, subject, extensions) in [
-            ("server", "/CN=127.0.0.1", ["-addext", "subjectAltName=IP:127.0.0.1"]),
-            ("client", "/CN=relais-test-client", []),
-        ] {
-            let process = try ChildProcess.spawn("/usr/bin/openssl", [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).pem", "-days", "2", "-subj", subject,
-            ] + extensions)
-            guard process.waitForExit(timeout: .seconds(20)) == 0 else { throw ChildProcessError.spawnFailed(executable: "openssl", errno: -1) }
-        }
-        return certificates
-    }
-
     /// Runs `body` against `openssl s_server -www` (which answers GET / with a status page).
     static func withTLSServer(
-        _ certificates: Certificates,
+        _ certificates: TestCertificates,
         requireClientCertificate: Bool = false,
         _ body: (Int) async throws -> Void
     ) async throws {
@@ -76,7 +50,7 @@ import Glibc
     }
 
     @Test func verificationIsOnByDefaultAndTheCABundleIsHonoured() async throws {
-        let certificates = try Self.makeCertificates()
+        let certificates = try TestCertificates.make()
         try await Self.withTLSServer(certificates) { port in
             await #expect { try await send(port) { _ in } } throws: { Self.isTLSFailure($0) }
             let trusted = try await send(port) { $0.tls.caBundlePath = certificates.serverCertificate }
@@ -87,7 +61,7 @@ import Glibc
     }
 
     @Test func mutualTLSPresentsTheConfiguredClientCertificate() async throws {
-        let certificates = try Self.makeCertificates()
+        let certificates = try TestCertificates.make()
         try await Self.withTLSServer(certificates, requireClientCertificate: true) { port in
             await #expect {
                 try await send(port) { $0.tls.caBundlePath = certificates.serverCertificate }
@@ -102,7 +76,7 @@ import Glibc
     }
 
     @Test func aMissingCABundleFileIsATLSError() async throws {
-        let certificates = try Self.makeCertificates()
+        let certificates = try TestCertificates.make()
         try await Self.withTLSServer(certificates) { port in
             await #expect { try await send(port) { $0.tls.caBundlePath = "/nonexistent/ca.pem" } } throws: { Self.isTLSFailure($0) }
         }

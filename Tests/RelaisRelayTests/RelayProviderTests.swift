@@ -143,6 +143,28 @@ extension RelayProcessTests {
             _ = try await harness.tokens()
         }
     
+        @Test func relaisKeepsItsSessionsInARedisReachedOverTLS() async throws {
+            let certificates = try TestCertificates.make()
+            let redis = try await RedisServerProcess.launch(tls: certificates, requireClientCertificate: true)
+            defer { redis.stop() }
+            let harness = try await RelayHarness.launch(store: """
+                  kind: redis
+                  redis:
+                    url: \(redis.url)
+                    tls:
+                      ca_bundle: \(certificates.serverCertificate)
+                      client_certificate: \(certificates.clientCertificate)
+                      client_key: \(certificates.clientKey)
+                """)
+            let tokens = try await harness.tokens()
+            let accessToken = try #require(tokens["access_token"]?.stringValue)
+            #expect(try await harness.userinfo(accessToken).status == 200)
+            let refreshed = try await harness.refresh(try #require(tokens["refresh_token"]?.stringValue))
+            #expect(refreshed.status == 200)
+            // The relay's readiness check goes through the same tunnel.
+            #expect(try await harness.get(harness.issuer + "/readyz").status == 200)
+        }
+
         @Test func relaisAuthenticatesWithPrivateKeyJWT() async throws {
             let key = try JWK.generate(for: .es256, keyID: "relais-client-key")
             let path = FileManager.default.temporaryDirectory.appendingPathComponent("relais-client-\(UUID().uuidString).pem").path

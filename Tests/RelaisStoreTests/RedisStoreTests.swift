@@ -152,7 +152,15 @@ import Testing
         #expect(configuration.username == "user" && configuration.password == "pw" && configuration.database == 3)
         try configuration.apply(url: "redis://[::1]:7000")
         #expect(configuration.host == "::1" && configuration.port == 7000)
-        #expect(throws: RedisConfiguration.URLError.unsupportedScheme("rediss")) { try configuration.apply(url: "rediss://h:1") }
+        #expect(configuration.tls == nil)
+        try configuration.apply(url: "rediss://cache.example:6380")
+        #expect(configuration.tls == RedisConfiguration.TLS() && configuration.host == "cache.example")
+        configuration.tls?.caBundlePath = "/etc/ca.pem"
+        try configuration.apply(url: "rediss://cache.example:6381")
+        #expect(configuration.tls?.caBundlePath == "/etc/ca.pem")  // settings made before survive a new rediss URL
+        try configuration.apply(url: "redis://cache.example:6379")
+        #expect(configuration.tls == nil)
+        #expect(throws: RedisConfiguration.URLError.unsupportedScheme("https")) { try configuration.apply(url: "https://h:1") }
         #expect(throws: RedisConfiguration.URLError.invalidPort("99999")) { try configuration.apply(url: "redis://h:99999") }
         #expect(throws: RedisConfiguration.URLError.invalidDatabase("x")) { try configuration.apply(url: "redis://h/x") }
         #expect(throws: RedisConfiguration.URLError.missingHost) { try configuration.apply(url: "redis://:1") }

@@ -2,9 +2,10 @@ import RelaisStore
 import RelaisTestSupport
 import Testing
 
-/// One suite, both stores: every behaviour Relais relies on holds for Redis and the embedded store.
+/// One suite, both stores: every behaviour Relais relies on holds for Redis (over plain TCP and over
+/// TLS, through the tunnel) and the embedded store.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case embedded, redis
+    case embedded, redis, redisTLS
     var testDescription: String { rawValue }
 }
 
@@ -22,6 +23,13 @@ struct StoreFixture {
             let server = try await RedisServerProcess.launch()
             var configuration = RedisConfiguration(poolSize: 2)
             try configuration.apply(url: server.url)
+            store = RedisStore(configuration: configuration)
+            redis = server
+        case .redisTLS:
+            let server = try await RedisServerProcess.launch(tls: try TestCertificates.make())
+            var configuration = RedisConfiguration(poolSize: 2)
+            try configuration.apply(url: server.url)
+            configuration.tls?.caBundlePath = server.tls?.serverCertificate
             store = RedisStore(configuration: configuration)
             redis = server
         }

@@ -11,22 +11,35 @@ import Glibc
 public final class RedisServerProcess: @unchecked Sendable {
     public let port: Int
     private let extraArguments: [String]
+    /// When set, the server speaks only TLS on `port` with these certificates.
+    public let tls: TestCertificates?
     private let lock = NSLock()
     private var process: ChildProcess?
 
-    public var url: String { "redis://127.0.0.1:\(port)" }
+    public var url: String { "\(tls == nil ? "redis" : "rediss")://127.0.0.1:\(port)" }
 
-    private init(port: Int, extraArguments: [String]) {
+    private init(port: Int, extraArguments: [String], tls: TestCertificates?) {
         self.port = port
         self.extraArguments = extraArguments
+        self.tls = tls
     }
 
     /// Starts a server on a free port. A port another process grabbed in the meantime makes
-    /// redis-server exit at once; a new port is tried then.
-    public static func launch(extraArguments: [String] = []) async throws -> RedisServerProcess {
+    /// redis-server exit at once; a new port is tried then. With `tls`, the port speaks TLS only
+    /// (server certificate for 127.0.0.1); `requireClientCertificate` asks clients for the test
+    /// client certificate (mutual TLS).
+    public static func launch(extraArguments: [String] = [], tls: TestCertificates? = nil, requireClientCertificate: Bool = false) async throws -> RedisServerProcess {
         var lastError: any Error = RedisServerError.didNotStart(port: 0)
         for _ in 0..<5 {
-            let server = RedisServerProcess(port: try FreePort.find(), extraArguments: extraArguments)
+            let port = try FreePort.find()
+            var arguments = extraArguments
+            if let tls {
+                arguments += [
+                    "--port", "0", "--tls-port", String(port), "--tls-cert-file", tls.serverCertificate, "--tls-key-file", tls.serverKey,
+                    "--tls-ca-cert-file", tls.clientCertificate, "--tls-auth-clients", requireClientCertificate ? "yes" : "no",
+                ]
+            }
+            let server = RedisServerProcess(port: port, extraArguments: arguments, tls: tls)
             do {
                 try await server.start()
                 return server

@@ -1,0 +1,28 @@
+import Foundation
+
+/// A server certificate for 127.0.0.1 and a client certificate, both self-signed P-256, made by
+/// `openssl req` in a fresh temporary directory: for TLS tests against `openssl s_server` and a
+/// TLS `redis-server`. Each certificate is its own CA.
+public struct TestCertificates: Sendable {
+    public let directory: String
+    public var serverCertificate: String { directory + "/server.pem" }
+    public var serverKey: String { directory + "/server.key" }
+    public var clientCertificate: String { directory + "/client.pem" }
+    public var clientKey: String { directory + "/client.key" }
+
+    public static func make() throws -> TestCertificates {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-tls-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for (name, subject, extensions) in [
+            ("server", "/CN=127.0.0.1", ["-addext", "subjectAltName=IP:127.0.0.1"]),
+            ("client", "/CN=relais-test-client", []),
+        ] {
+            let process = try ChildProcess.spawn("/usr/bin/openssl", [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).pem", "-days", "2", "-subj", subject,
+            ] + extensions)
+            guard process.waitForExit(timeout: .seconds(20)) == 0 else { throw ChildProcessError.spawnFailed(executable: "openssl", errno: -1) }
+        }
+        return TestCertificates(directory: directory)
+    }
+}
