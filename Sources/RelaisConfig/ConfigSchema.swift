@@ -27,7 +27,11 @@ struct ConfigSchema: Sendable {
         "store.redis.pool_size", "store.redis.connect_timeout", "store.redis.command_timeout", "store.redis.key_prefix",
         "store.redis.tls.verify", "store.redis.tls.ca_bundle", "store.redis.tls.client_certificate", "store.redis.tls.client_key",
         "store.redis.tls.server_name",
+        "store.redis.sentinel.master_name", "store.redis.sentinel.username",
+        "store.redis.sentinel.password", "store.redis.sentinel.password_file",
     ]
+
+    static let commonListKeys: Set<String> = ["store.redis.sentinel.nodes"]
 
     static let relay = ConfigSchema(
         environmentPrefix: "RELAIS_",
@@ -45,7 +49,7 @@ struct ConfigSchema: Sendable {
             "rate_limit.enabled", "rate_limit.window", "rate_limit.per_ip", "rate_limit.per_client",
             "well_known.apple_app_site_association_file", "well_known.assetlinks_file",
         ]),
-        listKeys: ["server.trusted_proxies"],
+        listKeys: commonListKeys.union(["server.trusted_proxies"]),
         keyedSections: [
             "providers": KeyedSection(
                 leafKeys: [
@@ -73,7 +77,7 @@ struct ConfigSchema: Sendable {
             "provider.pairwise_salt_file", "provider.code_lifetime", "provider.access_token_lifetime",
             "provider.id_token_lifetime", "provider.session_lifetime", "provider.test_api",
         ]),
-        listKeys: [],
+        listKeys: commonListKeys,
         keyedSections: [
             "clients": KeyedSection(
                 leafKeys: [

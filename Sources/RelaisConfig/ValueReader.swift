@@ -79,8 +79,37 @@ struct ValueReader {
         redis.commandTimeout = duration("store.redis.command_timeout") ?? redis.commandTimeout
         if let prefix = text("store.redis.key_prefix", allowEmpty: true) { redis.keyPrefix = prefix }
         readRedisTLS(into: &redis, environment: environment)
+        readRedisSentinel(into: &redis)
         store.redis = redis
         return store
+    }
+
+    /// `store.redis.sentinel.*`: the master comes from these sentinels; the URL's host and port
+    /// are then unused (its credentials, database and scheme still apply).
+    private mutating func readRedisSentinel(into redis: inout RedisConfiguration) {
+        let masterName = text("store.redis.sentinel.master_name")
+        let nodes = list("store.redis.sentinel.nodes")
+        let username = text("store.redis.sentinel.username")
+        let password = secret("store.redis.sentinel.password")
+        guard masterName != nil || nodes != nil else {
+            if username != nil || password != nil {
+                problem("store.redis.sentinel", "credentials without master_name and nodes")
+            }
+            return
+        }
+        guard let masterName, let nodes, !nodes.isEmpty else {
+            problem("store.redis.sentinel", "master_name and nodes go together: the master's name and at least one sentinel")
+            return
+        }
+        var parsed: [RedisConfiguration.Sentinel.Node] = []
+        for node in nodes {
+            guard let value = RedisConfiguration.Sentinel.Node(parsing: node) else {
+                problem("store.redis.sentinel.nodes", "'\(node)' is not host[:port] (the port defaults to 26379)")
+                continue
+            }
+            parsed.append(value)
+        }
+        redis.sentinel = RedisConfiguration.Sentinel(masterName: masterName, nodes: parsed, username: username, password: password)
     }
 
     /// `store.redis.tls.*` refine TLS, which the `rediss://` scheme turns on.

@@ -22,6 +22,54 @@ public struct RedisConfiguration: Sendable, Equatable {
     public var keyPrefix: String
     /// TLS to Redis (`rediss://`); nil for plain TCP.
     public var tls: TLS?
+    /// Redis Sentinel: the master is asked of the sentinels instead of `host`/`port`.
+    public var sentinel: Sentinel?
+
+    /// Where the sentinels are and which master they watch. The credentials are the sentinels'
+    /// own (Redis' `username`/`password` stay for the master); TLS settings apply to both.
+    public struct Sentinel: Sendable, Equatable {
+        public struct Node: Sendable, Equatable, CustomStringConvertible {
+            public var host: String
+            public var port: Int
+            public init(host: String, port: Int) {
+                self.host = host
+                self.port = port
+            }
+            public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+            /// `host[:port]` or `[ipv6]:port`; the port defaults to 26379, Sentinel's.
+            public init?(parsing text: String) {
+                var hostPart = Substring(text)
+                var port = 26379
+                if hostPart.hasPrefix("["), let close = hostPart.firstIndex(of: "]") {
+                    let rest = hostPart[hostPart.index(after: close)...]
+                    hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
+                    if !rest.isEmpty {
+                        guard rest.hasPrefix(":"), let value = Int(rest.dropFirst()) else { return nil }
+                        port = value
+                    }
+                } else if let colon = hostPart.lastIndex(of: ":") {
+                    guard let value = Int(hostPart[hostPart.index(after: colon)...]) else { return nil }
+                    port = value
+                    hostPart = hostPart[..<colon]
+                }
+                guard !hostPart.isEmpty, (1...65535).contains(port) else { return nil }
+                self.init(host: String(hostPart), port: port)
+            }
+        }
+
+        public var masterName: String
+        public var nodes: [Node]
+        public var username: String?
+        public var password: String?
+
+        public init(masterName: String, nodes: [Node], username: String? = nil, password: String? = nil) {
+            self.masterName = masterName
+            self.nodes = nodes
+            self.username = username
+            self.password = password
+        }
+    }
 
     /// How Relais speaks TLS to Redis: managed Redis services often require it.
     public struct TLS: Sendable, Equatable {
@@ -54,7 +102,8 @@ public struct RedisConfiguration: Sendable, Equatable {
         commandTimeout: Duration = .seconds(1),
         poolSize: Int = RedisConfiguration.defaultPoolSize,
         keyPrefix: String = "relais:",
-        tls: TLS? = nil
+        tls: TLS? = nil,
+        sentinel: Sentinel? = nil
     ) {
         self.host = host
         self.port = port
@@ -66,6 +115,7 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.poolSize = poolSize
         self.keyPrefix = keyPrefix
         self.tls = tls
+        self.sentinel = sentinel
     }
 
     public enum URLError: Error, Equatable, CustomStringConvertible {

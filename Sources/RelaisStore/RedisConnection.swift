@@ -37,16 +37,30 @@ final class RedisConnection: @unchecked Sendable {
     deinit { redisFree(context) }
 
     /// Connects, then authenticates and selects the database. Throws a failure naming the step.
-    static func open(_ configuration: RedisConfiguration) throws(RedisConnectionFailure) -> RedisConnection {
+    /// With Sentinel, `address` is the master the sentinels named; otherwise the configured host.
+    static func open(_ configuration: RedisConfiguration, address: (host: String, port: Int)? = nil) throws(RedisConnectionFailure) -> RedisConnection {
+        let (host, port) = address ?? (configuration.host, configuration.port)
+        let connection = try connect(host: host, port: port, configuration: configuration)
+        try connection.authenticate(username: configuration.username, password: configuration.password)
+        if configuration.database != 0 {
+            if case .error(let message) = try connection.command([Array("SELECT".utf8), Array(String(configuration.database).utf8)]) {
+                throw RedisConnectionFailure(message: "cannot select database \(configuration.database): \(message)", isStaleConnection: false)
+            }
+        }
+        return connection
+    }
+
+    /// A TCP (or, for `rediss://`, TLS) connection with the configured timeouts, not yet authenticated.
+    static func connect(host: String, port: Int, configuration: RedisConfiguration) throws(RedisConnectionFailure) -> RedisConnection {
         let connected: UnsafeMutablePointer<redisContext>?
         var tunnel: RedisTLSTunnel.Outcome?
         if let tls = configuration.tls {
-            let opened = try RedisTLSTunnel.open(host: configuration.host, port: configuration.port, tls: tls, connectTimeout: configuration.connectTimeout)
+            let opened = try RedisTLSTunnel.open(host: host, port: port, tls: tls, connectTimeout: configuration.connectTimeout)
             connected = redisConnectFd(opened.descriptor)
             if connected == nil { close(opened.descriptor) }
             tunnel = opened.outcome
         } else {
-            connected = redisConnectWithTimeout(configuration.host, Int32(configuration.port), timeval(configuration.connectTimeout))
+            connected = redisConnectWithTimeout(host, Int32(port), timeval(configuration.connectTimeout))
         }
         guard let context = connected else {
             throw RedisConnectionFailure(message: "cannot allocate a Redis context", isStaleConnection: false)
@@ -54,30 +68,25 @@ final class RedisConnection: @unchecked Sendable {
         if context.pointee.err != 0 {
             let reason = String(cString: relais_redis_errstr(context))
             redisFree(context)
-            throw RedisConnectionFailure(
-                message: "cannot connect to \(configuration.host):\(configuration.port): \(reason)",
-                isStaleConnection: false
-            )
+            throw RedisConnectionFailure(message: "cannot connect to \(host):\(port): \(reason)", isStaleConnection: false)
         }
         let connection = RedisConnection(context: context, tunnel: tunnel)
         guard redisSetTimeout(context, timeval(configuration.commandTimeout)) == REDIS_OK else {
             throw RedisConnectionFailure(message: "cannot set the command timeout", isStaleConnection: false)
         }
-        if let password = configuration.password {
-            var auth: [[UInt8]] = [Array("AUTH".utf8)]
-            if let username = configuration.username { auth.append(Array(username.utf8)) }
-            auth.append(Array(password.utf8))
-            // The reply text (WRONGPASS …) never contains the password; the password is never logged.
-            if case .error(let message) = try connection.command(auth) {
-                throw RedisConnectionFailure(message: "authentication failed: \(message)", isStaleConnection: false)
-            }
-        }
-        if configuration.database != 0 {
-            if case .error(let message) = try connection.command([Array("SELECT".utf8), Array(String(configuration.database).utf8)]) {
-                throw RedisConnectionFailure(message: "cannot select database \(configuration.database): \(message)", isStaleConnection: false)
-            }
-        }
         return connection
+    }
+
+    /// `AUTH [username] password` when a password is set.
+    func authenticate(username: String?, password: String?) throws(RedisConnectionFailure) {
+        guard let password else { return }
+        var auth: [[UInt8]] = [Array("AUTH".utf8)]
+        if let username { auth.append(Array(username.utf8)) }
+        auth.append(Array(password.utf8))
+        // The reply text (WRONGPASS …) never contains the password; the password is never logged.
+        if case .error(let message) = try command(auth) {
+            throw RedisConnectionFailure(message: "authentication failed: \(message)", isStaleConnection: false)
+        }
     }
 
     /// Sends one command with binary-safe arguments (explicit lengths, no C strings) and waits for

@@ -13,6 +13,7 @@ import Synchronization
 /// ``StoreError/storeUnavailable(reason:)``: refused at once, or after the connect/command timeout.
 public final class RedisStore: KeyValueStore {
     public let configuration: RedisConfiguration
+    private let connector: RedisConnector
     private let threadPool: NIOThreadPool
     private let idle = Mutex<[RedisConnection]>([])
     private let queue = Mutex<CommandQueue>(CommandQueue())
@@ -36,6 +37,7 @@ public final class RedisStore: KeyValueStore {
 
     public init(configuration: RedisConfiguration, logger: Logger = Logger(label: "relais.store.redis")) {
         self.configuration = configuration
+        self.connector = RedisConnector(configuration: configuration)
         self.logger = logger
         self.threadPool = NIOThreadPool(numberOfThreads: max(1, configuration.poolSize))
         threadPool.start()
@@ -175,7 +177,10 @@ public final class RedisStore: KeyValueStore {
             throw error
         }
         if case .error(let message) = reply {
-            let error: StoreError = message.contains("WRONGTYPE") ? .wrongType(key: key ?? "") : .commandFailed(reason: message)
+            let error: StoreError =
+                message.contains("WRONGTYPE") ? .wrongType(key: key ?? "")
+                : message.hasPrefix("READONLY") ? .storeUnavailable(reason: "Redis answered as a read-only replica (failover in progress?)")
+                : .commandFailed(reason: message)
             outcome = error.code
             throw error
         }
@@ -233,13 +238,24 @@ public final class RedisStore: KeyValueStore {
                 connection = pooled
             } else {
                 do {
-                    connection = try RedisConnection.open(configuration)
+                    connection = try connector.open()
                 } catch {
                     return Array(repeating: .failure(.storeUnavailable(reason: error.message)), count: commands.count)
                 }
             }
             let results = connection.pipeline(commands)
             guard case .failure(let failure)? = results.first(where: { if case .failure = $0 { true } else { false } }) else {
+                if results.contains(where: Self.isReadOnlyRefusal) {
+                    // This node became a replica (a failover): it executed no write of the batch,
+                    // and reads are safe to repeat. Drop it and its pool mates, retry once on a
+                    // fresh connection, which asks the sentinels (or DNS) for the master again.
+                    idle.withLock { $0.removeAll() }
+                    if attempt == 1 {
+                        logger.info("redis answered as a read-only replica; reconnecting to the master")
+                        continue
+                    }
+                    return results.map { result in result.mapError { StoreError.storeUnavailable(reason: $0.message) } }
+                }
                 idle.withLock { $0.append(connection) }
                 return results.map { result in result.mapError { _ in StoreError.storeUnavailable(reason: "connection lost") } }
             }
@@ -252,6 +268,11 @@ public final class RedisStore: KeyValueStore {
             }
             return results.map { result in result.mapError { StoreError.storeUnavailable(reason: $0.message) } }
         }
+    }
+
+    private static func isReadOnlyRefusal(_ result: Result<RedisReply, RedisConnectionFailure>) -> Bool {
+        if case .success(.error(let message)) = result { return message.hasPrefix("READONLY") }
+        return false
     }
 
     // MARK: - Helpers

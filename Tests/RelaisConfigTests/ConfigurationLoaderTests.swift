@@ -171,6 +171,43 @@ import Testing
         #expect(development.store.redis.tls?.verifyPeer == false)
     }
 
+    @Test func redisSentinelSettings() async throws {
+        let secret = try temporaryFile("sentinel-secret\n")
+        let file = try temporaryFile("""
+            server:
+              environment: development
+            store:
+              redis:
+                url: redis://:master-secret@unused:6379/1
+                sentinel:
+                  master_name: relais-master
+                  nodes: [sentinel-a, "sentinel-b:26380", "[fd00::3]:26381"]
+                  password_file: \(secret)
+            """)
+        let configuration = try await ConfigurationLoader.load(filePath: file, environment: [:])
+        let sentinel = try #require(configuration.store.redis.sentinel)
+        #expect(sentinel.masterName == "relais-master" && sentinel.password == "sentinel-secret" && sentinel.username == nil)
+        #expect(sentinel.nodes.map(\.description) == ["sentinel-a:26379", "sentinel-b:26380", "[fd00::3]:26381"])
+        #expect(configuration.store.redis.password == "master-secret" && configuration.store.redis.database == 1)
+
+        // From the environment, nodes are comma-separated.
+        let fromEnvironment = try await ConfigurationLoader.load(filePath: nil, environment: [
+            "RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_SENTINEL_MASTER_NAME": "m",
+            "RELAIS_STORE_REDIS_SENTINEL_NODES": "s1:26390,s2",
+        ])
+        #expect(fromEnvironment.store.redis.sentinel?.nodes.map(\.description) == ["s1:26390", "s2:26379"])
+
+        let halves = await problems(file: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_SENTINEL_MASTER_NAME": "m"])
+        #expect(halves.map(\.description) == ["store.redis.sentinel: master_name and nodes go together: the master's name and at least one sentinel"])
+        let badNode = try temporaryFile("""
+            server: {environment: development}
+            store: {redis: {sentinel: {master_name: m, nodes: ["ok:1", "bad:port"]}}}
+            """)
+        #expect(await problems(file: badNode).map(\.description) == ["store.redis.sentinel.nodes: 'bad:port' is not host[:port] (the port defaults to 26379)"])
+        let orphan = await problems(file: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_SENTINEL_PASSWORD": "x"])
+        #expect(orphan.map(\.description) == ["store.redis.sentinel: credentials without master_name and nodes"])
+    }
+
     @Test func unknownKeysAreReportedWithASuggestionAndLine() async throws {
         let file = try temporaryFile("""
             server:

@@ -20,13 +20,9 @@ import Testing
     }
 
     /// What `redis-cli` (over TLS) reports as connected clients, itself included.
-    private func connectedClients(_ server: RedisServerProcess) throws -> Int? {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("relais-redis-cli-\(UUID().uuidString)").path
-        let cli = try ChildProcess.spawn("/usr/bin/redis-cli", [
-            "--tls", "--cacert", server.tls!.serverCertificate, "-h", "127.0.0.1", "-p", String(server.port), "info", "clients",
-        ], standardOutput: output)
-        guard cli.waitForExit(timeout: .seconds(20)) == 0, let text = try? String(contentsOfFile: output, encoding: .utf8) else { return nil }
-        return text.split(whereSeparator: \.isNewline).first { $0.hasPrefix("connected_clients:") }.flatMap { Int($0.split(separator: ":")[1]) }
+    private func connectedClients(_ server: RedisServerProcess) async -> Int? {
+        await server.cli(["info", "clients"])?.split(whereSeparator: \.isNewline)
+            .first { $0.hasPrefix("connected_clients:") }.flatMap { Int($0.split(separator: ":")[1]) }
     }
 
     @Test func theServerIsVerifiedAgainstTheConfiguredCA() async throws {
@@ -120,14 +116,14 @@ import Testing
             for index in 0..<24 { group.addTask { try await store.set("k\(index)", [1], ttl: nil) } }
             try await group.waitForAll()
         }
-        let during = try #require(try connectedClients(server))
+        let during = try #require(await connectedClients(server))
         #expect(during >= 2)  // the store's connections, plus redis-cli itself
         try await store.shutdown()
         // Each tunnel ends when hiredis closes its side; Redis then sees the TLS connection close.
         var after = during
         for _ in 0..<100 where after > 1 {
             try await Task.sleep(for: .milliseconds(50))
-            after = try #require(try connectedClients(server))
+            after = try #require(await connectedClients(server))
         }
         #expect(after == 1)
         server.stop()

@@ -77,6 +77,20 @@ public struct ChildProcess: Sendable {
         return nil
     }
 
+    /// `waitForExit` for async code: polls with `Task.sleep`, so the short-lived tools tests run
+    /// (redis-cli, openssl) never hold one of the few concurrency threads while they work.
+    public func exitStatus(within timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        var status: Int32 = 0
+        while ContinuousClock.now < deadline {
+            if waitpid(pid, &status, WNOHANG) == pid {
+                return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return nil
+    }
+
     /// Sends `signal` and reaps the process.
     public func terminate(with signal: Int32 = SIGTERM) {
         kill(pid, signal)

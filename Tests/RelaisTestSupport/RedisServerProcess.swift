@@ -85,6 +85,22 @@ public final class RedisServerProcess: @unchecked Sendable {
         try await start()
     }
 
+    /// Runs `redis-cli` against this server (over TLS when it speaks TLS) and returns its output,
+    /// or nil when it failed. For looking at the server from outside Relais (INFO, ROLE).
+    public func cli(_ arguments: [String]) async -> String? {
+        await RedisServerProcess.cli(port: port, tls: tls, arguments)
+    }
+
+    public static func cli(port: Int, tls: TestCertificates? = nil, _ arguments: [String]) async -> String? {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("relais-redis-cli-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let tlsArguments = tls.map { ["--tls", "--cacert", $0.serverCertificate] } ?? []
+        guard let cli = try? ChildProcess.spawn("/usr/bin/redis-cli", tlsArguments + ["-h", "127.0.0.1", "-p", String(port)] + arguments, standardOutput: output),
+            await cli.exitStatus(within: .seconds(20)) == 0
+        else { return nil }
+        return try? String(contentsOfFile: output, encoding: .utf8)
+    }
+
     /// Polls without blocking a concurrency thread; fails early if redis-server exited.
     private func waitUntilAccepting(_ process: ChildProcess) async throws {
         for _ in 0..<200 {
@@ -104,7 +120,63 @@ public final class RedisServerProcess: @unchecked Sendable {
     }
 }
 
-public enum RedisServerError: Error { case didNotStart(port: Int) }
+public enum RedisServerError: Error { case didNotStart(port: Int), notReady(String) }
+
+/// A real Redis Sentinel (`redis-server FILE --sentinel`) on a free loopback port, watching one
+/// master under `masterName` with quick failure detection (1 s), for failover tests.
+public final class RedisSentinelProcess: @unchecked Sendable {
+    public let port: Int
+    public let masterName: String
+    private let process: ChildProcess
+
+    private init(port: Int, masterName: String, process: ChildProcess) {
+        self.port = port
+        self.masterName = masterName
+        self.process = process
+    }
+
+    deinit { stop() }
+
+    /// Starts a sentinel for `master` and waits until it has seen `replicas` replicas (a failover
+    /// needs the sentinel to know a replica to promote).
+    public static func launch(monitoring master: RedisServerProcess, masterName: String = "relais-master", replicas: Int) async throws -> RedisSentinelProcess {
+        let port = try FreePort.find()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-sentinel-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let file = directory + "/sentinel.conf"
+        try """
+            port \(port)
+            bind 127.0.0.1
+            dir \(directory)
+            sentinel monitor \(masterName) 127.0.0.1 \(master.port) 1
+            sentinel down-after-milliseconds \(masterName) 1000
+            sentinel failover-timeout \(masterName) 10000
+            sentinel parallel-syncs \(masterName) 1
+
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let process = try ChildProcess.spawn(RedisServerProcess.executable, [file, "--sentinel"], standardOutput: directory + "/log")
+        let sentinel = RedisSentinelProcess(port: port, masterName: masterName, process: process)
+        for _ in 0..<600 {
+            if process.hasExited() { throw RedisServerError.didNotStart(port: port) }
+            // redis-cli prints each field of each replica on its own line: one "ip" per replica.
+            if let known = await RedisServerProcess.cli(port: port, ["sentinel", "replicas", masterName]),
+                known.split(whereSeparator: \.isNewline).filter({ $0 == "ip" }).count >= replicas
+            {
+                return sentinel
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw RedisServerError.notReady("the sentinel did not see \(replicas) replica(s) of \(masterName)")
+    }
+
+    /// The master's port as the sentinel names it now.
+    public func masterPort() async -> Int? {
+        await RedisServerProcess.cli(port: port, ["sentinel", "get-master-addr-by-name", masterName])?
+            .split(whereSeparator: \.isNewline).last.flatMap { Int($0) }
+    }
+
+    public func stop() { process.terminate() }
+}
 
 /// Loopback port helpers built on plain sockets.
 public enum FreePort {
