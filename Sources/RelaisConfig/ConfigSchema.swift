@@ -56,7 +56,7 @@ struct ConfigSchema: Sendable {
                     "preset", "issuer", "discovery", "authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri",
                     "end_session_endpoint", "client_id", "client_secret", "client_secret_file", "client_auth", "client_key_file",
                     "acr_values", "userinfo_format", "pkce", "require_callback_iss", "post_logout_redirect_uri", "timeout",
-                    "jwks_refetch_interval",
+                    "jwks_refetch_interval", "backchannel_logout",
                 ],
                 listKeys: ["scopes", "acr_order", "id_token_algs", "decryption_key_files"]
             ),
@@ -82,7 +82,7 @@ struct ConfigSchema: Sendable {
             "clients": KeyedSection(
                 leafKeys: [
                     "secret", "secret_file", "token_endpoint_auth_method", "jwks", "jwks_file", "jwks_uri",
-                    "id_token_signed_response_alg", "encryption_alg", "sector_identifier", "faults",
+                    "id_token_signed_response_alg", "encryption_alg", "sector_identifier", "faults", "id_token_sid",
                 ],
                 listKeys: ["redirect_uris", "post_logout_redirect_uris"]
             )

@@ -59,6 +59,9 @@ public struct DevProviderConfiguration: Sendable {
         public var sectorIdentifier: String
         /// Faults applied to every request of this client (`token:status=503`; see the test API).
         public var faults: [String] = []
+        /// Put the provider session's id in id_tokens (`sid`), as generic OpenID providers that
+        /// support back-channel logout do. FranceConnect does not: off by default.
+        public var idTokenSessionID = false
 
         public init(id: String) {
             self.id = id

@@ -52,6 +52,9 @@ public struct ProviderSettings: Sendable {
     public var pkce: Bool
     /// Whether callbacks must carry `iss` (RFC 9207); when they do, it is always checked.
     public var requireCallbackIssuer: Bool
+    /// Accept OpenID Connect Back-Channel Logout tokens from this provider at
+    /// `POST /backchannel-logout` (register that URL with the provider). FranceConnect sends none.
+    public var backchannelLogout: Bool = false
     /// Where the provider sends the browser back after its logout. Default: {public_base_url}/logout/callback.
     public var postLogoutRedirectURI: String?
     /// Total time for each call to this provider (token, userinfo, JWKS, discovery).

@@ -99,6 +99,7 @@ extension ValueReader {
         }
         provider.pkce = boolean("\(base).pkce") ?? provider.pkce
         provider.requireCallbackIssuer = boolean("\(base).require_callback_iss") ?? provider.requireCallbackIssuer
+        provider.backchannelLogout = boolean("\(base).backchannel_logout") ?? provider.backchannelLogout
         provider.postLogoutRedirectURI = text("\(base).post_logout_redirect_uri") ?? "\(publicBaseURL)/logout/callback"
         provider.timeout = duration("\(base).timeout")
         provider.jwksRefetchInterval = duration("\(base).jwks_refetch_interval") ?? provider.jwksRefetchInterval

@@ -13,7 +13,7 @@ struct TokenFactory: Sendable {
     let idTokenLifetime: Duration
 
     /// Claims of an id_token (OIDC Core §2, FranceConnect's nine claims).
-    func idTokenClaims(grant: CodeGrant, subject: String, accessToken: String, now: Int, faults: [Fault]) -> [String: JSONValue] {
+    func idTokenClaims(grant: CodeGrant, subject: String, accessToken: String, now: Int, faults: [Fault], includeSessionID: Bool = false) -> [String: JSONValue] {
         var claims: [String: JSONValue] = [
             "iss": .string(issuer),
             "sub": .string(subject),
@@ -26,9 +26,16 @@ struct TokenFactory: Sendable {
             "at_hash": .string(Self.accessTokenHash(accessToken)),
         ]
         if grant.request.wantsAMR { claims["amr"] = .array([.string("pwd")]) }
+        if includeSessionID { claims["sid"] = .string(Self.publicSessionID(grant.sessionID)) }
         apply(faults, on: .idToken, to: &claims, now: now)
         if faults.has(.wrongNonce, on: .idToken) { claims["nonce"] = .string(grant.request.nonce + "-not-yours") }
         return claims
+    }
+
+    /// The `sid` clients see: derived from the browser session's id, which stays a secret (it is
+    /// the session cookie's value).
+    static func publicSessionID(_ sessionID: String) -> String {
+        String(SHA256.hexHash("sid\u{0}" + sessionID).prefix(32))
     }
 
     /// Claims of a userinfo response: `sub`, the claims the granted scopes release, and (as a JWT)

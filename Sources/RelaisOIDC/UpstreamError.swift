@@ -15,6 +15,8 @@ public enum UpstreamError: Error, Equatable, Sendable, CustomStringConvertible {
     case userinfoRejected(String)
     /// The callback itself is wrong: `iss` missing or another issuer (RFC 9207), no `code`.
     case callbackRejected(String)
+    /// A back-channel logout token failed a check (OpenID Connect Back-Channel Logout 1.0 §2.6).
+    case logoutTokenRejected(String)
 
     public var code: String {
         switch self {
@@ -24,6 +26,7 @@ public enum UpstreamError: Error, Equatable, Sendable, CustomStringConvertible {
         case .idTokenRejected: "provider_id_token_rejected"
         case .userinfoRejected: "provider_userinfo_rejected"
         case .callbackRejected: "provider_callback_rejected"
+        case .logoutTokenRejected: "provider_logout_token_rejected"
         }
     }
 
@@ -42,6 +45,7 @@ public enum UpstreamError: Error, Equatable, Sendable, CustomStringConvertible {
         case .idTokenRejected(let error): "\(code): \(error.code)"
         case .userinfoRejected(let reason): "\(code): \(reason)"
         case .callbackRejected(let reason): "\(code): \(reason)"
+        case .logoutTokenRejected(let reason): "\(code): \(reason)"
         }
     }
 }

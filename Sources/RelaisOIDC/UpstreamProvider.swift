@@ -15,6 +15,17 @@ public struct UpstreamIdentity: Sendable {
     public var authTime: Double?
     /// Identity claims (userinfo over id_token), limited to the claims Relais knows how to release.
     public var claims: [String: JSONValue]
+    /// The provider's session id (`sid` in the id_token), when it sends one: back-channel logout
+    /// tokens may name the session by it.
+    public var sessionID: String?
+}
+
+/// A verified back-channel logout token: whose sessions end. At least one of the two is set.
+public struct LogoutToken: Sendable, Equatable {
+    public var subject: String?
+    public var sessionID: String?
+    /// Unique per token; the caller refuses a second use.
+    public var tokenID: String
 }
 
 /// One configured provider, seen from Relais as a confidential OpenID Connect client: discovery,
@@ -104,8 +115,52 @@ public actor UpstreamProvider {
         }
         return UpstreamIdentity(
             subject: subject, idToken: rawIDToken, acr: idToken.acr, amr: idToken["amr"]?.arrayValue?.compactMap(\.stringValue),
-            authTime: idToken["auth_time"]?.numberValue, claims: claims
+            authTime: idToken["auth_time"]?.numberValue, claims: claims, sessionID: idToken["sid"]?.stringValue
         )
+    }
+
+    // MARK: - Back-channel logout
+
+    /// The event member a logout token must carry in `events`.
+    static let logoutEvent = "http://schemas.openid.net/event/backchannel-logout"
+    /// A logout token is acted on when fresh: an older one is more likely captured than delayed.
+    static let logoutTokenMaxAge: Duration = .seconds(300)
+
+    /// Checks a logout token as OpenID Connect Back-Channel Logout 1.0 §2.6 asks: signed by this
+    /// provider (decrypted first when it encrypts), `typ` `logout+jwt` when present, `iss`, `aud`,
+    /// a recent `iat`, `exp` when present, `jti`, the logout event, `sub` and/or `sid`, and no `nonce`.
+    public func verifyLogoutToken(_ raw: String) async throws(UpstreamError) -> LogoutToken {
+        let claims: VerifiedClaims
+        do {
+            let jws = try JWS.parse(try signedToken(raw))
+            if let type = jws.header["typ"]?.stringValue?.lowercased(), type != "logout+jwt", type != "application/logout+jwt" {
+                throw UpstreamError.logoutTokenRejected("typ is '\(type)', not logout+jwt")
+            }
+            try await verifySignature(jws)
+            var policy = ClaimsPolicy(issuer: settings.issuer, audience: settings.clientID)
+            policy.leeway = Self.leeway
+            policy.requireIssuedAt = true
+            policy.requireExpiration = false  // optional in logout tokens; checked when present
+            policy.maxAge = Self.logoutTokenMaxAge
+            policy.requiredClaims = ["jti", "events"]
+            claims = try policy.validate(jws)
+        } catch let error as UpstreamError {
+            throw error
+        } catch let error as JOSEError {
+            // The provider's operator reads this: the failed check and why, never a token.
+            throw .logoutTokenRejected(error.description)
+        } catch {
+            throw .logoutTokenRejected("unreadable")
+        }
+        guard case .object = claims["events"]?.objectValue?[Self.logoutEvent] ?? .null else {
+            throw .logoutTokenRejected("events has no \(Self.logoutEvent) member")
+        }
+        guard claims["nonce"] == nil else { throw .logoutTokenRejected("a logout token must not carry a nonce") }
+        guard let tokenID = claims.string("jti"), !tokenID.isEmpty else { throw .logoutTokenRejected("jti is not a string") }
+        let subject = claims.subject
+        let sessionID = claims.string("sid")
+        guard subject != nil || sessionID != nil else { throw .logoutTokenRejected("neither sub nor sid names whom to log out") }
+        return LogoutToken(subject: subject, sessionID: sessionID, tokenID: tokenID)
     }
 
     private func exchange(code: String, redirectURI: String, codeVerifier: String?, metadata: ProviderMetadata) async throws(UpstreamError) -> [String: JSONValue] {

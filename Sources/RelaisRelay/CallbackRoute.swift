@@ -83,7 +83,7 @@ struct CallbackRoute {
             let sealed = try relay.vault.seal(
                 SessionIdentity(claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken)
             )
-            let record = RelayCode(app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: sealed)
+            let record = RelayCode(app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: sealed, providerSessionID: identity.sessionID)
             try await relay.store.set(RelayKeys.code(relayCode), StoredJSON.encode(record), ttl: relay.configuration.relay.codeLifetime)
         } catch {
             context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])

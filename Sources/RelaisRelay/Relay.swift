@@ -59,6 +59,7 @@ public final class Relay: Sendable {
         RevokeRoute(relay: self).register(on: router)
         ForwardAuthRoute(relay: self).register(on: router)
         LogoutRoutes(relay: self).register(on: router)
+        BackchannelLogoutRoute(relay: self).register(on: router)
         WellKnownRoutes(relay: self).register(on: router)
         MetadataRoutes(relay: self).register(on: router)
         if configuration.server.environment == .development { DemoAppRoutes(relay: self).register(on: router) }

@@ -33,6 +33,8 @@ struct RelayCode: Codable, Sendable {
     var subject: String
     var acr: String?
     var sealedIdentity: String
+    /// The provider's `sid`, indexed when the session opens (back-channel logout may name it).
+    var providerSessionID: String?
 }
 
 /// A signed-in person, for one app: what the refresh token, the access token's `sid`, /userinfo,
@@ -133,6 +135,10 @@ enum RelayKeys {
     static func refreshToken(_ token: String) -> String { "rt:\(SHA256.hexHash(token))" }
     static func subjectSessions(provider: String, subject: String) -> String { "sub:\(SHA256.hexHash(provider + "\u{0}" + subject))" }
     static func logout(_ state: String) -> String { "logout:\(SHA256.hexHash(state))" }
+    /// Relais sessions opened from one provider session (its `sid`).
+    static func providerSessions(provider: String, sid: String) -> String { "psid:\(SHA256.hexHash(provider + "\u{0}" + sid))" }
+    /// A back-channel logout token's `jti`, remembered so a token acts once.
+    static func logoutToken(provider: String, jti: String) -> String { "bcl-jti:\(SHA256.hexHash(provider + "\u{0}" + jti))" }
     static func refreshLock(_ token: String) -> String { "rt-lock:\(SHA256.hexHash(token))" }
     static let signingKey = "relay:signing-key"
     static let sessionKey = "relay:session-key"

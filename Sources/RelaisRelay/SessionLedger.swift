@@ -18,10 +18,15 @@ struct SessionLedger: Sendable {
         return min(settings.sessionIdleTimeout, .seconds(Int(remaining)))
     }
 
-    func open(_ session: SessionRecord) async throws -> String {
+    /// Stores the session and indexes it by the provider's subject (and the provider's session id
+    /// when known), so an operator or a back-channel logout can find every session of a person.
+    func open(_ session: SessionRecord, providerSessionID: String? = nil) async throws -> String {
         let sid = Hex.encode(SecureRandom.bytes(16))
         try await store.set(RelayKeys.session(sid), StoredJSON.encode(session), ttl: ttl(for: session) ?? .seconds(1))
         try await store.setAdd(RelayKeys.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime)
+        if let providerSessionID {
+            try await store.setAdd(RelayKeys.providerSessions(provider: session.providerID, sid: providerSessionID), member: sid, ttl: settings.sessionLifetime)
+        }
         return sid
     }
 

@@ -89,7 +89,7 @@ struct TokenRoute {
             clientID: app.clientID, subject: record.subject, providerID: record.app.providerID, scopes: record.app.scopes, acr: record.acr,
             createdAt: now, expiresAt: now + Double(relay.configuration.relay.sessionLifetime.components.seconds), sealedIdentity: record.sealedIdentity
         )
-        let sid = try await relay.sessions.open(session)
+        let sid = try await relay.sessions.open(session, providerSessionID: record.providerSessionID)
         do {
             try await store.set(RelayKeys.usedCode(code), Array(sid.utf8), ttl: relay.configuration.relay.codeLifetime * 2)
             let response = try await issue(sid: sid, session: session, identity: identity, app: app, nonce: record.app.nonce)

@@ -36,7 +36,8 @@ final class RelayHarness: @unchecked Sendable {
     }
 
     /// `relayExtra` is appended to the relay's file (top-level sections); `providerExtra` goes in
-    /// the provider's `providers.fc` entry; `store` is the relay's store section.
+    /// the provider's `providers.fc` entry; `store` is the relay's store section; `providerSettings`
+    /// goes in the development provider's own `provider` section.
     static func launch(
         mode: String = "v2",
         instances: Int = 1,
@@ -45,7 +46,8 @@ final class RelayHarness: @unchecked Sendable {
         providerExtra: String = "",
         relayExtra: String = "",
         relayEnvironment: [String: String] = [:],
-        fcplusKey: JWK? = nil
+        fcplusKey: JWK? = nil,
+        providerSettings: String = ""
     ) async throws -> RelayHarness {
         let relayPorts = try (0..<instances).map { _ in try FreePort.find() }
         // All instances share one public URL (the load balancer's): the first port stands for it.
@@ -61,7 +63,7 @@ final class RelayHarness: @unchecked Sendable {
             client += "\n    jwks_uri: \(publicURL)/jwks/provider.json"
         }
         client += providerClient.replacingOccurrences(of: "RELAY/", with: publicURL + "/")
-        let provider = try await RelaisProcess.devProvider(mode: mode, clients: client)
+        let provider = try await RelaisProcess.devProvider(mode: mode, clients: client, provider: providerSettings)
         let preset = ["v2": "franceconnect-v2", "v1": "franceconnect-v1", "fcplus": "franceconnect-plus"][mode]!
         let prefix = mode == "v1" ? "/api/v1" : "/api/v2"
         var endpoints = ""
