@@ -46,6 +46,7 @@ struct BackchannelLogoutRoute {
             let providerID = provider.settings.id
             do {
                 guard try await relay.store.setIfAbsent(RelayKeys.logoutToken(provider: providerID, jti: token.tokenID), [1], ttl: Self.replayWindow) else {
+                    RelayMetrics.securityEvent(.logoutTokenReplay)
                     return refuse("provider_logout_token_rejected: this jti was already used (replay)")
                 }
                 let ended = try await endSessions(of: token, providerID: providerID)
@@ -78,7 +79,7 @@ struct BackchannelLogoutRoute {
             let ofSubject = try await relay.store.setMembers(RelayKeys.subjectSessions(provider: providerID, subject: subject))
             targets = targets.isEmpty ? ofSubject : targets.intersection(ofSubject)
         }
-        for sid in targets { try await relay.sessions.revoke(sid) }
+        for sid in targets { try await relay.sessions.revoke(sid, reason: .backchannelLogout) }
         return targets.count
     }
 }

@@ -37,16 +37,20 @@ struct CallbackRoute {
             transaction = StoredJSON.decode(LoginTransaction.self, try await relay.store.getAndDelete(RelayKeys.transaction(state)))
         } catch {
             context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])
+            RelayMetrics.signIn(provider: "unknown", client: "unknown", outcome: "store_unavailable")
             return Relay.page(.serviceUnavailable, code: "temporarily_unavailable", message: "Relais cannot read the sign-in right now.")
         }
         guard let transaction else {
+            RelayMetrics.signIn(provider: "unknown", client: "unknown", outcome: "transaction_expired")
             return Relay.page(.badRequest, code: "transaction_expired", message: "This sign-in has expired or was already completed.")
         }
         let app = transaction.app
         guard let provider = relay.providers[app.providerID] else {
+            RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: "server_error")
             return relay.errorRedirect(app, error: "server_error", description: "the provider is no longer configured")
         }
         func fail(_ error: UpstreamError) -> Response {
+            RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: error.code)
             context.logger.warning("sign-in failed", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)", "error": "\(error.description)"])
             return relay.errorRedirect(app, error: error.oauthError, description: error.description)
         }
@@ -60,6 +64,7 @@ struct CallbackRoute {
             let code = Self.passedThrough.contains(error) ? error : "server_error"
             let detail = String((parameters["error_description"] ?? "").prefix(200))
             context.logger.info("provider returned an error", metadata: ["provider": "\(app.providerID)", "error": "\(error)"])
+            RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: error == "access_denied" ? "cancelled" : "provider_error")
             return relay.errorRedirect(app, error: code, description: "the provider answered \(error)" + (detail.isEmpty ? "" : ": \(detail)"))
         }
         guard let code = parameters["code"], !code.isEmpty else { return fail(.callbackRejected("the callback carries no code")) }
@@ -87,9 +92,11 @@ struct CallbackRoute {
             try await relay.store.set(RelayKeys.code(relayCode), StoredJSON.encode(record), ttl: relay.configuration.relay.codeLifetime)
         } catch {
             context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])
+            RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: "store_unavailable")
             return relay.errorRedirect(app, error: "temporarily_unavailable", description: "Relais cannot store the sign-in right now; try again shortly")
         }
         context.logger.info("sign-in completed at the provider", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)"])
+        RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: "ok")
         var fields = [("code", relayCode)]
         if let state = app.state { fields.append(("state", state)) }
         fields.append(("iss", relay.issuer))

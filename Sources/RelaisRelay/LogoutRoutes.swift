@@ -41,7 +41,7 @@ struct LogoutRoutes {
         }
         do {
             let session = try await relay.sessions.get(sid)
-            try await relay.sessions.revoke(sid)
+            try await relay.sessions.revoke(sid, reason: .logout)
             context.logger.info("session ended by logout", metadata: ["client_id": "\(clientID)"])
             guard let session, let provider = relay.providers[session.providerID],
                 let identity = relay.vault.open(SessionIdentity.self, session.sealedIdentity)
@@ -88,7 +88,7 @@ struct LogoutRoutes {
                 sid = try await relay.sessionID(ofToken: token, clientID: clientID, hint: "refresh_token")
                 if sid == nil { return Relay.oauthError(.badRequest, "invalid_grant", "the refresh token is unknown", requestID: context.requestID) }
             }
-            if let sid { try await relay.sessions.revoke(sid) }
+            if let sid { try await relay.sessions.revoke(sid, reason: .logout) }
             return Response(status: .noContent, headers: [.cacheControl: "no-store"])
         } catch is StoreError {
             return Relay.oauthError(.serviceUnavailable, "temporarily_unavailable", "Relais cannot reach its store right now; retry shortly", requestID: context.requestID)

@@ -23,7 +23,7 @@ struct RevokeRoute {
             }
             do {
                 if let sid = try await relay.sessionID(ofToken: token, clientID: clientID, hint: form["token_type_hint"]) {
-                    try await relay.sessions.revoke(sid)
+                    try await relay.sessions.revoke(sid, reason: .revoked)
                     context.logger.info("session revoked by the app", metadata: ["client_id": "\(clientID)"])
                 }
                 return Response(status: .ok, headers: [.cacheControl: "no-store"])

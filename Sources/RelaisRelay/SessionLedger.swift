@@ -49,10 +49,11 @@ struct SessionLedger: Sendable {
     }
 
     /// Ends a session: its refresh tokens and access tokens stop working (they are checked against it).
-    func revoke(_ sid: String) async throws {
+    /// Counted under `reason` when it was still there.
+    func revoke(_ sid: String, reason: RelayMetrics.EndReason) async throws {
         if let session = StoredJSON.decode(SessionRecord.self, try await store.get(RelayKeys.session(sid))) {
             _ = try await store.setRemove(RelayKeys.subjectSessions(provider: session.providerID, subject: session.subject), member: sid)
         }
-        _ = try await store.delete(RelayKeys.session(sid))
+        if try await store.delete(RelayKeys.session(sid)) { RelayMetrics.sessionsEnded(1, reason: reason) }
     }
 }

@@ -72,7 +72,8 @@ struct TokenRoute {
         guard let record = StoredJSON.decode(RelayCode.self, try await store.getAndDelete(RelayKeys.code(code))) else {
             // A code used twice is a stolen or replayed code: the session it opened ends (RFC 6749 §4.1.2).
             if let sid = try await store.get(RelayKeys.usedCode(code)).map({ String(decoding: $0, as: UTF8.self) }) {
-                try await relay.sessions.revoke(sid)
+                try await relay.sessions.revoke(sid, reason: .codeReplay)
+                RelayMetrics.securityEvent(.codeReplay)
                 context.logger.warning("authorization code replayed; session revoked", metadata: ["client_id": "\(app.clientID)"])
                 throw Failure.grant("the code was already used; the session it opened is revoked")
             }
@@ -93,11 +94,12 @@ struct TokenRoute {
         do {
             try await store.set(RelayKeys.usedCode(code), Array(sid.utf8), ttl: relay.configuration.relay.codeLifetime * 2)
             let response = try await issue(sid: sid, session: session, identity: identity, app: app, nonce: record.app.nonce)
+            RelayMetrics.sessionOpened(client: app.clientID)
             context.logger.info("session opened", metadata: ["client_id": "\(app.clientID)", "provider": "\(session.providerID)"])
             return Relay.json(.ok, response)
         } catch {
             // No half-open session: without its refresh token nobody could use or end it.
-            try? await relay.sessions.revoke(sid)
+            try? await relay.sessions.revoke(sid, reason: .aborted)
             throw error
         }
     }
@@ -183,7 +185,8 @@ struct TokenRoute {
         {
             return Relay.json(.ok, response)
         }
-        try await relay.sessions.revoke(record.sid)
+        try await relay.sessions.revoke(record.sid, reason: .refreshReuse)
+        RelayMetrics.securityEvent(.refreshReuse)
         context.logger.warning("refresh token reused after rotation; session revoked", metadata: ["client_id": "\(app.clientID)"])
         throw Failure.grant("the refresh token was already used; the session is revoked")
     }

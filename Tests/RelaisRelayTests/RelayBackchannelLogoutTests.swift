@@ -73,6 +73,7 @@ extension RelayProcessTests {
             let unknownSid = try await setup.send(try setup.logoutToken(subject: nil, sid: "unknown-provider-session"))
             #expect(unknownSid.status == 200)
             #expect(try await setup.isLive(other) == true)
+            #expect(try await setup.harness.metrics()[#"relais_sessions_ended_total{reason="backchannel_logout"}"#] == 2)
         }
 
         @Test func aProviderSessionIDEndsOnlyTheRelaisSessionsOpenedFromIt() async throws {
@@ -135,6 +136,9 @@ extension RelayProcessTests {
             let missing = try await setup.harness.post(setup.harness.issuer + "/backchannel-logout", [("token", "x")])
             #expect(JSONValue.object(from: missing.body)?["error_description"] == .string("logout_token is missing"))
             #expect(try await setup.isLive(tokens))
+            let metrics = try await setup.harness.metrics()
+            #expect(metrics[#"relais_security_events_total{event="logout_token_replay"}"#] == 1)
+            #expect(metrics[#"relais_sessions_ended_total{reason="backchannel_logout"}"#] == nil)
         }
 
         @Test func aProviderWithoutBackchannelLogoutIsNotHeard() async throws {

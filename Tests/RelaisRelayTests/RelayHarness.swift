@@ -216,6 +216,18 @@ final class RelayHarness: @unchecked Sendable {
         try await http.send(HTTPClientRequest(url: issuer + "/userinfo", headers: [(name: "Authorization", value: "Bearer \(accessToken)")]))
     }
 
+    /// The relay's `/metrics`: each `name{labels} value` line of the Prometheus text format, by `name{labels}`.
+    func metrics() async throws -> [String: Double] {
+        let response = try await get(issuer + "/metrics")
+        try #require(response.status == 200)
+        var values: [String: Double] = [:]
+        for line in response.bodyText.split(whereSeparator: \.isNewline) where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+            values[String(line[..<space])] = value
+        }
+        return values
+    }
+
     func relayKeys() async throws -> JWKSet {
         try JWKSet(json: try await get(issuer + "/jwks.json").body)
     }
