@@ -19,17 +19,25 @@ swift build -c release --product relais-bench >/dev/null
 
 work=$(mktemp -d)
 redis_port=$(free_port)
+redis_tls_port=$(free_port)
 relais_port=$(free_port)
+relais_tls_port=$(free_port)
 provider_port=$(free_port)
 cleanup() {
     [ -n "${relais_pid:-}" ] && kill "$relais_pid" 2>/dev/null && wait "$relais_pid" 2>/dev/null || true
+    [ -n "${relais_tls_pid:-}" ] && kill "$relais_tls_pid" 2>/dev/null && wait "$relais_tls_pid" 2>/dev/null || true
     [ -n "${provider_pid:-}" ] && kill "$provider_pid" 2>/dev/null && wait "$provider_pid" 2>/dev/null || true
     [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
 
-redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --loglevel warning >"$work/redis.log" 2>&1 &
+# One Redis, reachable in plain TCP and over TLS (its tls-port): the second relay uses rediss://
+# and shares everything with the first, so the same token measures the tunnel's cost.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/redis.key" -out "$work/redis.pem" -days 1 \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+redis-server --port "$redis_port" --tls-port "$redis_tls_port" --tls-cert-file "$work/redis.pem" --tls-key-file "$work/redis.key" \
+    --tls-ca-cert-file "$work/redis.pem" --tls-auth-clients no --bind 127.0.0.1 --save "" --appendonly no --loglevel warning >"$work/redis.log" 2>&1 &
 redis_pid=$!
 
 # The development provider (FranceConnect v2 look-alike) and a relay wired to it, on Redis. Rate
@@ -69,6 +77,14 @@ provider_pid=$!
 relais_pid=$!
 wait_for "http://127.0.0.1:$provider_port/readyz"
 wait_for "http://127.0.0.1:$relais_port/readyz"
+# The same relay behind the same public URL (as behind a load balancer), its store over TLS.
+sed -e "s|port: $relais_port,|port: $relais_tls_port,|" \
+    -e "s|url: \"redis://127.0.0.1:$redis_port\"}|url: \"rediss://127.0.0.1:$redis_tls_port\", tls: {ca_bundle: $work/redis.pem}}|" \
+    "$work/relais.yaml" >"$work/relais-tls.yaml"
+grep -q "rediss://" "$work/relais-tls.yaml" || { echo "could not derive the TLS relay's configuration" >&2; exit 1; }
+.build/release/relais serve --config "$work/relais-tls.yaml" >"$work/relais-tls.log" 2>&1 &
+relais_tls_pid=$!
+wait_for "http://127.0.0.1:$relais_tls_port/readyz"
 
 run_wrk() {  # prints "rps p50 p99" for a URL; extra arguments go to wrk (-H, -s)
     local url=$1
@@ -97,6 +113,7 @@ echo "wrk /userinfo, /auth (JWT only and session-checked), /introspect..."
 read -r userinfo_rps userinfo_p50 userinfo_p99 < <(run_wrk "http://127.0.0.1:$relais_port/userinfo" -H "Authorization: Bearer $access_token")
 read -r authjwt_rps authjwt_p50 authjwt_p99 < <(run_wrk "http://127.0.0.1:$relais_port/auth?session=0" -H "Authorization: Bearer $access_token")
 read -r authsession_rps authsession_p50 authsession_p99 < <(run_wrk "http://127.0.0.1:$relais_port/auth?session=1" -H "Authorization: Bearer $access_token")
+read -r authtls_rps authtls_p50 authtls_p99 < <(run_wrk "http://127.0.0.1:$relais_tls_port/auth?session=1" -H "Authorization: Bearer $access_token")
 cat >"$work/introspect.lua" <<LUA
 wrk.method = "POST"
 wrk.body = "token=$access_token"
@@ -152,6 +169,7 @@ mkdir -p bench
     echo "| GET /auth, JWT only (target ≥ 0.70) | $authjwt_rps | $authjwt_p50 | $authjwt_p99 | $(ratio "$authjwt_rps" "$healthz_rps") of /healthz |"
     echo "| GET /auth, session checked in Redis (target ≥ 0.50) | $authsession_rps | $authsession_p50 | $authsession_p99 | $(ratio "$authsession_rps" "$healthz_rps") of /healthz |"
     echo "| GET /userinfo (JWT, session and sealed identity from Redis; target ≥ 0.50) | $userinfo_rps | $userinfo_p50 | $userinfo_p99 | $(ratio "$userinfo_rps" "$healthz_rps") of /healthz |"
+    echo "| GET /auth, session checked in Redis over TLS (rediss://, the tunnel) | $authtls_rps | $authtls_p50 | $authtls_p99 | $(ratio "$authtls_rps" "$healthz_rps") of /healthz; $(ratio "$authtls_rps" "$authsession_rps") of plain Redis |"
     echo "| POST /introspect (HTTP Basic, JWT, session from Redis) | $introspect_rps | $introspect_p50 | $introspect_p99 | $(ratio "$introspect_rps" "$healthz_rps") of /healthz |"
     echo "| libcurl client, keep-alive (4 in flight, $CURL_REQUESTS requests, $reuse_conns new connections) | $reuse_rps | | | 1.00 |"
     echo "| libcurl client, new connection per request ($fresh_conns new connections) | $fresh_rps | | | $(ratio "$fresh_rps" "$reuse_rps") of keep-alive |"

@@ -22,13 +22,11 @@ struct AccessTokenCheck: Sendable {
         var scopes: [String]
         var acr: String?
         var claims: VerifiedClaims
-        var session: SessionRecord?
     }
 
-    /// How the session is checked: not at all (the JWT alone), alive (one cheap store lookup, for
-    /// gateways and introspection), or loaded (the record, for userinfo).
+    /// How the session is checked: not at all (the JWT alone), or alive (one cheap store lookup).
     enum SessionCheck {
-        case none, alive, load
+        case none, alive
     }
 
     func verify(_ request: Request, session check: SessionCheck) async -> Result<Verified, BearerFailure> {
@@ -36,7 +34,7 @@ struct AccessTokenCheck: Sendable {
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return .failure(.invalidRequest("use the Bearer scheme")) }
         let token = String(parts[1].trimmingCharacters(in: " "))
-        var verified: Verified
+        let verified: Verified
         switch verifyToken(token) {
         case .success(let value): verified = value
         case .failure(let failure): return .failure(failure)
@@ -47,11 +45,6 @@ struct AccessTokenCheck: Sendable {
                 break
             case .alive:
                 guard try await relay.sessions.isLive(verified.sid) else { return .failure(.invalidToken("the session has ended")) }
-            case .load:
-                guard let session = try await relay.sessions.get(verified.sid), session.subject == verified.subject, session.clientID == verified.clientID else {
-                    return .failure(.invalidToken("the session has ended"))
-                }
-                verified.session = session
             }
         } catch {
             return .failure(.unavailable)
@@ -82,7 +75,7 @@ struct AccessTokenCheck: Sendable {
         }
         let verified = Verified(
             subject: subject, clientID: clientID, sid: sid, scopes: (claims.string("scope") ?? "").split(separator: " ").map(String.init),
-            acr: claims.acr, claims: claims, session: nil
+            acr: claims.acr, claims: claims
         )
         relay.verifiedTokens.put(key, verified, expiresAt: expiration + Double(Self.leeway.components.seconds), now: now)
         return .success(verified)

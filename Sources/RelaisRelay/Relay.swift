@@ -26,6 +26,11 @@ public final class Relay: Sendable {
     /// Verified access tokens by their SHA-256, until `exp` (plus the leeway): a gateway presents the
     /// same token many times, and an ES256 verification costs more than the rest of the request.
     let verifiedTokens = MemoryCache<[UInt8], AccessTokenCheck.Verified>(capacity: 50_000)
+    /// Rendered /userinfo bodies by session, app, subject and scopes. A session record never
+    /// changes once written, so its body is current for as long as the session is live, which
+    /// /userinfo still checks on every call (one TTL lookup instead of reading, parsing and
+    /// rendering the record).
+    let userinfoBodies = MemoryCache<String, [UInt8]>(capacity: 10_000)
     let logger: Logger
 
     /// Relais' issuer: its public base URL.
@@ -99,11 +104,15 @@ public final class Relay: Sendable {
     }
 
     static func json(_ status: HTTPResponse.Status, _ value: JSONValue, headers extra: HTTPFields = [:]) -> Response {
+        json(status, serialized: value.serialized(), headers: extra)
+    }
+
+    static func json(_ status: HTTPResponse.Status, serialized body: [UInt8], headers extra: HTTPFields = [:]) -> Response {
         var headers = extra
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"
         headers[HTTPField.Name("Pragma")!] = "no-cache"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: value.serialized())))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     /// RFC 6749 §5.2 error body (plus the request id the rest of Relais uses).

@@ -16,19 +16,34 @@ struct UserinfoRoute {
     }
 
     private func userinfo(_ request: Request, context: RelaisRequestContext) async throws -> Response {
+        // The session must be live on every call; its record is read only when this body was not
+        // rendered before (see `Relay.userinfoBodies`).
         let access: AccessTokenCheck.Verified
-        switch await AccessTokenCheck(relay: relay).verify(request, session: .load) {
+        switch await AccessTokenCheck(relay: relay).verify(request, session: .alive) {
         case .success(let verified): access = verified
         case .failure(let failure): return failure.response(requestID: context.requestID)
         }
         guard access.scopes.contains("openid") else {
             return BearerFailure.insufficientScope("the token lacks the openid scope").response(requestID: context.requestID)
         }
-        guard let session = access.session, let identity = relay.vault.openIdentity(session.sealedIdentity) else {
+        let key = [access.sid, access.clientID, access.subject, access.scopes.joined(separator: " ")].joined(separator: "\u{0}")
+        let now = SessionLedger.now()
+        if let body = relay.userinfoBodies.get(key, now: now) { return Relay.json(.ok, serialized: body) }
+        let session: SessionRecord?
+        do {
+            session = try await relay.sessions.get(access.sid)
+        } catch {
+            return BearerFailure.unavailable.response(requestID: context.requestID)
+        }
+        guard let session, session.subject == access.subject, session.clientID == access.clientID,
+            let identity = relay.vault.openIdentity(session.sealedIdentity)
+        else {
             return BearerFailure.invalidToken("the session has ended").response(requestID: context.requestID)
         }
         var claims = RelayTokenMinter.grantedClaims(identity, scopes: access.scopes)
         claims["sub"] = .string(access.subject)
-        return Relay.json(.ok, .object(claims))
+        let body = JSONValue.object(claims).serialized()
+        relay.userinfoBodies.put(key, body, expiresAt: session.expiresAt, now: now)
+        return Relay.json(.ok, serialized: body)
     }
 }
