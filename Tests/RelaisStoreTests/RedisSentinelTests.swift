@@ -55,6 +55,10 @@ import Testing
         }
         try await store.set("before", [1], ttl: nil)
         #expect(await deployment.master.cli(["get", "relais:before"])?.hasPrefix("\u{1}") == true)  // it went to the master
+        // Replication is asynchronous: let the write reach the replica before the master dies.
+        for _ in 0..<200 where await deployment.replica.cli(["get", "relais:before"])?.hasPrefix("\u{1}") != true {
+            try await Task.sleep(for: .milliseconds(25))
+        }
 
         // The master dies; the sentinel promotes the replica (about a second to notice, then the election).
         deployment.master.stop(abruptly: true)

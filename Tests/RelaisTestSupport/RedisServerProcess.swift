@@ -54,8 +54,11 @@ public final class RedisServerProcess: @unchecked Sendable {
     deinit { stop() }
 
     public func start() async throws {
+        // Its own directory: a replica writes the RDB it receives there, never into the package.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-redis-\(port)-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let process = try ChildProcess.spawn(Self.executable, [
-            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory,
             "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
         ] + extraArguments)
         lock.withLock { self.process = process }
@@ -158,11 +161,15 @@ public final class RedisSentinelProcess: @unchecked Sendable {
         let sentinel = RedisSentinelProcess(port: port, masterName: masterName, process: process)
         for _ in 0..<600 {
             if process.hasExited() { throw RedisServerError.didNotStart(port: port) }
-            // redis-cli prints each field of each replica on its own line: one "ip" per replica.
-            if let known = await RedisServerProcess.cli(port: port, ["sentinel", "replicas", masterName]),
-                known.split(whereSeparator: \.isNewline).filter({ $0 == "ip" }).count >= replicas
-            {
-                return sentinel
+            // redis-cli prints each field name and value of each replica on its own line. A replica
+            // the sentinel could promote is connected (flags exactly "slave") and has answered the
+            // sentinel's INFO with a working link to its master.
+            if let known = await RedisServerProcess.cli(port: port, ["sentinel", "replicas", masterName]) {
+                let lines = known.split(whereSeparator: \.isNewline).map(String.init)
+                let fields = zip(lines, lines.dropFirst())
+                let connected = fields.filter { $0 == ("flags", "slave") }.count
+                let linked = fields.filter { $0 == ("master-link-status", "ok") }.count
+                if connected >= replicas && linked >= replicas { return sentinel }
             }
             try await Task.sleep(for: .milliseconds(50))
         }
