@@ -158,6 +158,8 @@ let package = Package(
                 "RelaisServer",
                 "RelaisJOSE",
                 "RelaisHTTPClient",
+                "RelaisOIDC",
+                "RelaisStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

@@ -119,6 +119,28 @@ public actor UpstreamProvider {
         )
     }
 
+    // MARK: - Probe
+
+    /// What `relais check-config --probe` reports: the provider's metadata (discovery, or the
+    /// configured endpoints) and its signing keys are reachable now. A short description, or the
+    /// error that stops sign-ins.
+    public func probe() async throws(UpstreamError) -> String {
+        let metadata = try await metadata()
+        var parts = [settings.discovery ? "discovery document read" : "endpoints configured (no discovery)"]
+        if metadata.jwksURI == nil {
+            parts.append("no jwks_uri (id_tokens are checked with the client secret)")
+        } else {
+            do throws(JOSEError) {
+                guard let keys = try await keySet() else { throw .keySetUnavailable(reason: "no jwks_uri") }
+                let count = try await keys.currentSet().keys.count
+                parts.append("JWKS read (\(count) key\(count == 1 ? "" : "s"))")
+            } catch {
+                throw .unavailable("JWKS: \(error.description)")
+            }
+        }
+        return parts.joined(separator: ", ")
+    }
+
     // MARK: - Back-channel logout
 
     /// The event member a logout token must carry in `events`.

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Logging
 import RelaisConfig
+import RelaisOIDC
 import RelaisRelay
 import RelaisServer
+import RelaisStore
 
 #if canImport(Glibc)
 import Glibc
@@ -58,14 +60,46 @@ struct CheckConfig: AsyncParsableCommand {
     @Argument(help: "The YAML configuration file to check.")
     var file: String
 
+    @Flag(help: "Also reach what the file names, as `serve` would: the store (a PING, through TLS or Sentinel when configured) and each provider's metadata and signing keys. Exit 1 if any cannot be reached.")
+    var probe = false
+
     func run() async throws {
+        let configuration: RelaisConfiguration
         do {
-            let configuration = try await ConfigurationLoader.load(filePath: file, environment: currentEnvironment())
+            configuration = try await ConfigurationLoader.load(filePath: file, environment: currentEnvironment())
             print("\(file): OK (store: \(configuration.store.kind.rawValue), listening on \(configuration.server.host):\(configuration.server.port), public URL \(configuration.server.publicBaseURL))")
         } catch {
             printError(error.description)
             throw ExitCode(1)
         }
+        if probe, !(await Self.probe(configuration)) { throw ExitCode(1) }
+    }
+
+    /// One line per dependency, `OK` or `FAILED` with the reason; true when all answered.
+    static func probe(_ configuration: RelaisConfiguration) async -> Bool {
+        var logger = Logger(label: "relais.probe")
+        logger.logLevel = .critical  // the lines below say everything; no secrets either way
+        let dependencies = RelaisDependencies.make(for: configuration, logger: logger)
+        var allReachable = true
+        let storeName = configuration.store.kind == .embedded ? "store (embedded)" : "store (redis)"
+        do {
+            try await dependencies.store.ping()
+            print("\(storeName): OK")
+        } catch {
+            print("\(storeName): FAILED: \(error)")
+            allReachable = false
+        }
+        for settings in configuration.providers {
+            let provider = UpstreamProvider(settings: settings, http: dependencies.httpClient)
+            do {
+                print("provider \(settings.id) (\(settings.issuer)): OK: \(try await provider.probe())")
+            } catch {
+                print("provider \(settings.id) (\(settings.issuer)): FAILED: \(error.description)")
+                allReachable = false
+            }
+        }
+        await dependencies.shutdown()
+        return allReachable
     }
 }
 

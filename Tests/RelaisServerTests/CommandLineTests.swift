@@ -46,6 +46,42 @@ import Glibc
         #expect(result.stdout.contains("OK"))
     }
 
+    @Test func checkConfigProbeReachesTheStoreAndEachProvider() async throws {
+        let redis = try await RedisServerProcess.launch()
+        let provider = try await RelaisProcess.devProvider(clients: """
+              relais:
+                secret: probe-secret-0123456789-0123456789-0123
+                redirect_uris: [http://127.0.0.1:1/callback]
+            """)
+        let file = try write("""
+            server: {environment: development, port: 1}
+            store: {kind: redis, redis: {url: "\(redis.url)", connect_timeout: 500ms, command_timeout: 500ms}}
+            http_client: {connect_timeout: 1s, timeout: 2s}
+            providers:
+              fc:
+                preset: franceconnect-v2
+                issuer: \(provider.baseURL)/api/v2
+                client_id: relais
+                client_secret: probe-secret-0123456789-0123456789-0123
+            apps:
+              app:
+                redirect_uris: ["com.example.app:/cb"]
+            """)
+        let reachable = try run(["check-config", "--probe", file])
+        #expect(reachable.status == 0, "\(reachable.stdout)\(reachable.stderr)")
+        #expect(reachable.stdout.contains("store (redis): OK"))
+        #expect(reachable.stdout.contains("provider fc (\(provider.baseURL)/api/v2): OK: discovery document read, JWKS read (2 keys)"))  // its ES256 and RS256 keys
+
+        redis.stop()
+        provider.stop()
+        let unreachable = try run(["check-config", "--probe", file])
+        #expect(unreachable.status == 1)
+        #expect(unreachable.stdout.contains("store (redis): FAILED: store_unavailable: cannot connect to 127.0.0.1:\(redis.port)"))
+        #expect(unreachable.stdout.contains("provider fc (\(provider.baseURL)/api/v2): FAILED: provider_unavailable:"))
+        // Without --probe nothing is reached: the file alone is valid.
+        #expect(try run(["check-config", file]).status == 0)
+    }
+
     @Test func checkConfigPrintsEveryProblemAndFails() throws {
         let result = try run(["check-config", try write(Self.badConfiguration)])
         #expect(result.status == 1)
