@@ -27,6 +27,9 @@ class Upstream(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    # The guarded API takes writes too; the upstream answers every method alike.
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_GET  # noqa: N815
+
     def log_message(self, *args):
         pass
 
@@ -93,6 +96,20 @@ http {{
         self.assertNotEqual(seen["x-relais-sub"], "forged-admin")
         self.assertEqual(len(seen["x-relais-sub"]), 66)
         self.assertNotIn("authorization", seen)
+
+    def test_writes_are_guarded_like_reads(self):
+        # Writes through nginx are checked like reads (its auth_request subrequest asks Relais with GET
+        # whatever the client's method; Envoy keeps the method, which the Swift tests cover).
+        tokens = sign_in(self.stack, "standard-client", identity="pierre")
+        for method in ("POST", "PUT", "DELETE", "PATCH"):
+            Upstream.seen.clear()
+            allowed = requests.request(method, f"http://127.0.0.1:{self.port}/orders/42", data=b'{"n": 1}',
+                                       headers={"Authorization": "Bearer " + tokens["access_token"]}, timeout=10)
+            self.assertEqual(allowed.status_code, 200, f"{method}: {allowed.text}")
+            self.assertEqual(allowed.json()["x-relais-client"], "standard-client")
+            refused = requests.request(method, f"http://127.0.0.1:{self.port}/orders/42", data=b'{"n": 1}', timeout=10)
+            self.assertEqual(refused.status_code, 401, method)
+            self.assertEqual(len(Upstream.seen), 1, method)
 
     def test_missing_tampered_expired_and_revoked_tokens_never_reach_the_upstream(self):
         missing = self.get()

@@ -3,19 +3,41 @@ import HTTPTypes
 import RelaisConfig
 import RelaisServer
 
-/// `GET /auth`: forward-auth for gateways (nginx `auth_request`, Traefik ForwardAuth, Envoy
+/// `/auth`: forward-auth for gateways (nginx `auth_request`, Traefik ForwardAuth, Envoy
 /// ext_authz). A valid Bearer gives 200 and the identity in headers; anything else 401 (or 403
-/// for a missing scope or a too-low acr) with `WWW-Authenticate`. Query options:
-/// `?scope=a+b` (required scopes), `?acr=eidas2` (minimum level), `?session=0|1` (override
-/// `forward_auth.check_session`).
+/// for a missing scope or a too-low acr) with `WWW-Authenticate`.
+///
+/// Envoy asks with the method of the request it guards (nginx and Traefik ask with GET), so every
+/// method is answered alike. `/auth?scope=a+b` (required scopes), `&acr=eidas2` (minimum
+/// level) and `&session=0|1` (override `forward_auth.check_session`) come from the gateway's own
+/// configuration. Under `/auth/…` (Envoy's `path_prefix`, which appends the guarded request's
+/// path and query) the query belongs to the client, so it is ignored: a client could otherwise
+/// switch the session check off with `?session=0`.
 struct ForwardAuthRoute {
     let relay: Relay
+
+    static let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
 
     func register(on router: Router<RelaisRequestContext>) {
         let settings = relay.configuration.forwardAuth
         let names = [settings.subjectHeader, settings.clientHeader, settings.acrHeader, settings.scopeHeader, settings.sessionHeader].map { HTTPField.Name($0)! }
-        router.get("/auth") { request, context in
-            let options = FormParameters.query(of: request)
+        let check = Check(relay: relay, settings: settings, names: names)
+        for method in Self.methods {
+            router.on("/auth", method: method) { request, context in
+                await check.respond(to: request, context: context, options: FormParameters.query(of: request))
+            }
+            router.on("/auth/**", method: method) { request, context in
+                await check.respond(to: request, context: context, options: nil)
+            }
+        }
+    }
+
+    private struct Check: Sendable {
+        let relay: Relay
+        let settings: ForwardAuthSettings
+        let names: [HTTPField.Name]
+
+        func respond(to request: Request, context: RelaisRequestContext, options: FormParameters?) async -> Response {
             let checkSession = options?["session"].map { $0 != "0" } ?? settings.checkSession
             let access: AccessTokenCheck.Verified
             switch await AccessTokenCheck(relay: relay).verify(request, session: checkSession ? .alive : .none) {

@@ -77,9 +77,24 @@ extension RelayProcessTests {
             #expect(none.status == 401 && none.header("www-authenticate") == #"Bearer realm="relais""#)
             #expect(try await auth(token: accessToken + "x").status == 401)
 
+            // Gateways ask with the guarded request's method (nginx, Envoy), and Envoy's path_prefix
+            // appends the guarded path and query: every method and /auth/... are answered alike.
+            func guarded(_ method: HTTPClientRequest.Method, _ path: String, token: String?) async throws -> HTTPClientResponse {
+                try await harness.http.send(HTTPClientRequest(method: method, url: harness.issuer + path, headers: token.map { [(name: "Authorization", value: "Bearer \($0)")] } ?? []))
+            }
+            for method: HTTPClientRequest.Method in [.post, .put, .delete] {
+                let asked = try await guarded(method, "/auth", token: accessToken)
+                #expect(asked.status == 200 && asked.header("x-relais-client") == "app", "\(method)")
+                #expect(try await guarded(method, "/auth/api/orders/42", token: accessToken).status == 200, "\(method)")
+                #expect(try await guarded(method, "/auth/api/orders/42", token: nil).status == 401, "\(method)")
+            }
+            // Under /auth/... the query is the client's, not the gateway's: it cannot ask for less.
+            #expect(try await guarded(.get, "/auth/api/orders?scope=orders:write", token: accessToken).status == 200)
+
             _ = try await harness.post(harness.issuer + "/revoke", [("token", accessToken), ("client_id", "app")])
             #expect(try await auth(token: accessToken).status == 401)  // session-checked by default
             #expect(try await auth("?session=0", token: accessToken).status == 200)  // JWT only: valid until it expires
+            #expect(try await guarded(.post, "/auth/api/orders?session=0", token: accessToken).status == 401)  // a client's session=0 is ignored
         }
 
         @Test func aCachedVerificationNeverOutlivesTheToken() async throws {
