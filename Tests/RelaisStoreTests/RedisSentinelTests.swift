@@ -11,10 +11,11 @@ import Testing
         let replica: RedisServerProcess
         let sentinel: RedisSentinelProcess
 
-        static func launch(withReplica: Bool = true) async throws -> Deployment {
+        /// With `tls`, every process speaks only TLS: clients, replication and the sentinel.
+        static func launch(withReplica: Bool = true, tls: TestCertificates? = nil) async throws -> Deployment {
             // No diskless-sync delay (5 s by default): the replica links at once.
-            let master = try await RedisServerProcess.launch(extraArguments: ["--repl-diskless-sync-delay", "0"])
-            let replica = try await RedisServerProcess.launch(extraArguments: withReplica ? ["--replicaof", "127.0.0.1", String(master.port)] : [])
+            let master = try await RedisServerProcess.launch(extraArguments: ["--repl-diskless-sync-delay", "0"], tls: tls)
+            let replica = try await RedisServerProcess.launch(extraArguments: withReplica ? ["--replicaof", "127.0.0.1", String(master.port)] : [], tls: tls)
             for _ in 0..<400 where withReplica {
                 if await replica.cli(["info", "replication"])?.contains("master_link_status:up") == true { break }
                 try await Task.sleep(for: .milliseconds(25))
@@ -41,14 +42,18 @@ import Testing
         return reason.contains(fragment)
     }
 
-    @Test func theStoreFollowsTheMasterThroughAFailover() async throws {
-        let deployment = try await Deployment.launch()
+    @Test(arguments: [false, true])
+    func theStoreFollowsTheMasterThroughAFailover(overTLS: Bool) async throws {
+        let certificates = overTLS ? try TestCertificates.make() : nil
+        let deployment = try await Deployment.launch(tls: certificates)
         defer { deployment.stop() }
         // The URL's host and port are deliberately wrong: with Sentinel only the sentinels count.
         // A dead sentinel listed first is skipped.
         let deadSentinel = try FreePort.find()
         let store = makeStore {
             $0.port = 1
+            // Over TLS, the sentinels and the master are verified against the test CA.
+            if let certificates { $0.tls = .init(caBundlePath: certificates.serverCertificate) }
             $0.sentinel = .init(masterName: deployment.sentinel.masterName, nodes: [
                 .init(host: "127.0.0.1", port: deadSentinel), .init(host: "127.0.0.1", port: deployment.sentinel.port),
             ])
@@ -87,7 +92,7 @@ import Testing
         try await store.set("k", [1], ttl: nil)  // one pooled connection, to the current master
         // A planned failover: the old master stays up but becomes a replica, so the pooled
         // connection now answers writes with READONLY.
-        #expect(await RedisServerProcess.cli(port: deployment.sentinel.port, ["sentinel", "failover", deployment.sentinel.masterName])?.hasPrefix("OK") == true)
+        #expect(await deployment.sentinel.cli(["sentinel", "failover", deployment.sentinel.masterName])?.hasPrefix("OK") == true)
         for _ in 0..<300 where await deployment.sentinel.masterPort() != deployment.replica.port {
             try await Task.sleep(for: .milliseconds(50))
         }

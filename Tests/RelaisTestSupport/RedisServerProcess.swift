@@ -36,7 +36,9 @@ public final class RedisServerProcess: @unchecked Sendable {
             if let tls {
                 arguments += [
                     "--port", "0", "--tls-port", String(port), "--tls-cert-file", tls.serverCertificate, "--tls-key-file", tls.serverKey,
-                    "--tls-ca-cert-file", tls.clientCertificate, "--tls-auth-clients", requireClientCertificate ? "yes" : "no",
+                    "--tls-ca-cert-file", tls.bundle, "--tls-auth-clients", requireClientCertificate ? "yes" : "no",
+                    // A replica reaches its master over TLS too.
+                    "--tls-replication", "yes",
                 ]
             }
             let server = RedisServerProcess(port: port, extraArguments: arguments, tls: tls)
@@ -130,25 +132,44 @@ public enum RedisServerError: Error { case didNotStart(port: Int), notReady(Stri
 public final class RedisSentinelProcess: @unchecked Sendable {
     public let port: Int
     public let masterName: String
+    public let tls: TestCertificates?
     private let process: ChildProcess
 
-    private init(port: Int, masterName: String, process: ChildProcess) {
+    private init(port: Int, masterName: String, tls: TestCertificates?, process: ChildProcess) {
         self.port = port
         self.masterName = masterName
+        self.tls = tls
         self.process = process
+    }
+
+    /// `redis-cli` against this sentinel (over TLS when it speaks TLS).
+    public func cli(_ arguments: [String]) async -> String? {
+        await RedisServerProcess.cli(port: port, tls: tls, arguments)
     }
 
     deinit { stop() }
 
     /// Starts a sentinel for `master` and waits until it has seen `replicas` replicas (a failover
     /// needs the sentinel to know a replica to promote).
+    /// With the master's `tls`, the sentinel speaks only TLS, to its clients and to the servers.
     public static func launch(monitoring master: RedisServerProcess, masterName: String = "relais-master", replicas: Int) async throws -> RedisSentinelProcess {
         let port = try FreePort.find()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-sentinel-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let file = directory + "/sentinel.conf"
+        let listen = master.tls.map {
+            """
+            port 0
+            tls-port \(port)
+            tls-cert-file \($0.serverCertificate)
+            tls-key-file \($0.serverKey)
+            tls-ca-cert-file \($0.bundle)
+            tls-auth-clients no
+            tls-replication yes
+            """
+        } ?? "port \(port)"
         try """
-            port \(port)
+            \(listen)
             bind 127.0.0.1
             dir \(directory)
             sentinel monitor \(masterName) 127.0.0.1 \(master.port) 1
@@ -158,13 +179,13 @@ public final class RedisSentinelProcess: @unchecked Sendable {
 
             """.write(toFile: file, atomically: true, encoding: .utf8)
         let process = try ChildProcess.spawn(RedisServerProcess.executable, [file, "--sentinel"], standardOutput: directory + "/log")
-        let sentinel = RedisSentinelProcess(port: port, masterName: masterName, process: process)
+        let sentinel = RedisSentinelProcess(port: port, masterName: masterName, tls: master.tls, process: process)
         for _ in 0..<600 {
             if process.hasExited() { throw RedisServerError.didNotStart(port: port) }
             // redis-cli prints each field name and value of each replica on its own line. A replica
             // the sentinel could promote is connected (flags exactly "slave") and has answered the
             // sentinel's INFO with a working link to its master.
-            if let known = await RedisServerProcess.cli(port: port, ["sentinel", "replicas", masterName]) {
+            if let known = await RedisServerProcess.cli(port: port, tls: master.tls, ["sentinel", "replicas", masterName]) {
                 let lines = known.split(whereSeparator: \.isNewline).map(String.init)
                 let fields = zip(lines, lines.dropFirst())
                 let connected = fields.filter { $0 == ("flags", "slave") }.count
@@ -178,7 +199,7 @@ public final class RedisSentinelProcess: @unchecked Sendable {
 
     /// The master's port as the sentinel names it now.
     public func masterPort() async -> Int? {
-        await RedisServerProcess.cli(port: port, ["sentinel", "get-master-addr-by-name", masterName])?
+        await cli(["sentinel", "get-master-addr-by-name", masterName])?
             .split(whereSeparator: \.isNewline).last.flatMap { Int($0) }
     }
 

@@ -9,6 +9,9 @@ public struct TestCertificates: Sendable {
     public var serverKey: String { directory + "/server.key" }
     public var clientCertificate: String { directory + "/client.pem" }
     public var clientKey: String { directory + "/client.key" }
+    /// Both certificates in one PEM file: what a server that is also a client trusts (a Redis
+    /// replica or sentinel reaches the master over TLS and is reached by clients).
+    public var bundle: String { directory + "/bundle.pem" }
 
     public static func make() throws -> TestCertificates {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-tls-\(UUID().uuidString)").path
@@ -23,6 +26,9 @@ public struct TestCertificates: Sendable {
             ] + extensions)
             guard process.waitForExit(timeout: .seconds(20)) == 0 else { throw ChildProcessError.spawnFailed(executable: "openssl", errno: -1) }
         }
-        return TestCertificates(directory: directory)
+        let certificates = TestCertificates(directory: directory)
+        let both = try String(contentsOfFile: certificates.serverCertificate, encoding: .utf8) + String(contentsOfFile: certificates.clientCertificate, encoding: .utf8)
+        try both.write(toFile: certificates.bundle, atomically: true, encoding: .utf8)
+        return certificates
     }
 }
