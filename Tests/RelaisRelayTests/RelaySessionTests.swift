@@ -230,7 +230,23 @@ extension RelayProcessTests {
             let second = try await harness.tokens(identity: "pierre")
             let other = try await harness.tokens(identity: "karima")
             let access = try JWS.parse(try #require(first["access_token"]?.stringValue))
-            let subject = try #require(try ClaimsPolicy().validate(access).subject)
+            let accessClaims = try ClaimsPolicy().validate(access)
+            let subject = try #require(accessClaims.subject)
+            func sessions(_ arguments: [String]) throws -> (status: Int32?, output: String) {
+                let output = FileManager.default.temporaryDirectory.appendingPathComponent("relais-sessions-\(UUID().uuidString)").path
+                let process = try ChildProcess.spawn(RelaisProcess.binary, ["sessions"] + arguments + ["--config", harness.relay.configPath, "--sub", subject], standardOutput: output)
+                let status = process.waitForExit(timeout: .seconds(30))
+                return (status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+            }
+            // Listing shows which apps and since when, never identity claims or tokens.
+            let listed = try sessions(["list"])
+            #expect(listed.status == 0)
+            let lines = listed.output.split(separator: "\n").map(String.init)
+            #expect(lines.count == 3 && lines.last == "2 live session(s)", "\(listed.output)")
+            #expect(lines.dropLast().allSatisfy { $0.contains("  client=app  provider=fc  acr=eidas1  since=") && $0.contains("  idle_expires_in=") })
+            let sid = try #require(accessClaims.string("sid"))
+            #expect(lines.contains { $0.hasPrefix(sid + "  ") })
+            #expect(!listed.output.contains("MERCIER") && !listed.output.contains("eyJ"))
             let output = FileManager.default.temporaryDirectory.appendingPathComponent("relais-sessions-\(UUID().uuidString)").path
             let process = try ChildProcess.spawn(RelaisProcess.binary, ["sessions", "revoke", "--config", harness.relay.configPath, "--sub", subject], standardOutput: output)
             #expect(process.waitForExit(timeout: .seconds(30)) == 0)
@@ -239,8 +255,12 @@ extension RelayProcessTests {
                 #expect(try await harness.refresh(try #require(tokens["refresh_token"]?.stringValue)).status == 400)
             }
             #expect(try await harness.refresh(try #require(other["refresh_token"]?.stringValue)).status == 200)
+            #expect(try sessions(["list"]).output == "0 live session(s)\n")
+            #expect(try sessions(["list", "--provider", "nope"]).status == 2)
             let unknown = try ChildProcess.spawn(RelaisProcess.binary, ["sessions", "revoke", "--config", harness.relay.configPath, "--sub", subject, "--provider", "nope"])
             #expect(unknown.waitForExit(timeout: .seconds(30)) == 2)
+            redis.stop()
+            #expect(try sessions(["list"]).status == 1)  // the store is unreachable: an error, not "0 sessions"
         }
     }
 }
