@@ -108,6 +108,9 @@ echo "Sign-ins end to end (relay + development provider)..."
 signin_field() { awk -v f="$1" '{for (i=1;i<=NF;i++) if (index($i, f"=")==1) print substr($i, length(f)+2)}' "$work/signin.txt"; }
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_port" --print-tokens >"$work/tokens.txt"
 access_token=$(awk -F= '$1=="access_token" {print $2}' "$work/tokens.txt")
+# The sign-ins leave thousands of fresh keys behind; let Redis' and the processes' background work
+# settle so that it does not land on whichever endpoint is measured first.
+sleep 3
 
 echo "wrk /userinfo, /auth (JWT only and session-checked), /introspect..."
 read -r userinfo_rps userinfo_p50 userinfo_p99 < <(run_wrk "http://127.0.0.1:$relais_port/userinfo" -H "Authorization: Bearer $access_token")
@@ -121,6 +124,12 @@ wrk.headers["Content-Type"] = "application/x-www-form-urlencoded"
 wrk.headers["Authorization"] = "Basic $(printf 'bench-api:bench-introspection-secret' | base64 -w0)"
 LUA
 read -r introspect_rps introspect_p50 introspect_p99 < <(run_wrk "http://127.0.0.1:$relais_port/introspect" -s "$work/introspect.lua")
+# /healthz again after the endpoints: the ratios use the higher of the two, so a burst of load from
+# another tenant during one /healthz run cannot flatter them.
+echo "wrk /healthz again..."
+read -r healthz2_rps healthz2_p50 healthz2_p99 < <(run_wrk "http://127.0.0.1:$relais_port/healthz")
+first_healthz_rps=$healthz_rps
+healthz_rps=$(python3 -c "print(max(float('$healthz_rps'), float('$healthz2_rps')))")
 grep -q '"active":true' <(curl -s -u bench-api:bench-introspection-secret -d "token=$access_token" "http://127.0.0.1:$relais_port/introspect") \
     || { echo "introspection did not report the token active" >&2; exit 1; }
 
@@ -164,7 +173,9 @@ mkdir -p bench
     echo
     echo "| measurement | requests/s | p50 | p99 | ratio |"
     echo "|---|---:|---:|---:|---:|"
-    echo "| GET /healthz (no I/O) | $healthz_rps | $healthz_p50 | $healthz_p99 | 1.00 |"
+    echo "| GET /healthz (no I/O), before the endpoints | $first_healthz_rps | $healthz_p50 | $healthz_p99 | |"
+    echo "| GET /healthz (no I/O), after them | $healthz2_rps | $healthz2_p50 | $healthz2_p99 | |"
+    echo "| baseline: the higher /healthz | $healthz_rps | | | 1.00 |"
     echo "| GET /readyz (Redis PING via hiredis pool) | $readyz_rps | $readyz_p50 | $readyz_p99 | $(ratio "$readyz_rps" "$healthz_rps") of /healthz |"
     echo "| GET /auth, JWT only (target ≥ 0.70) | $authjwt_rps | $authjwt_p50 | $authjwt_p99 | $(ratio "$authjwt_rps" "$healthz_rps") of /healthz |"
     echo "| GET /auth, session checked in Redis (target ≥ 0.50) | $authsession_rps | $authsession_p50 | $authsession_p99 | $(ratio "$authsession_rps" "$healthz_rps") of /healthz |"
