@@ -4,6 +4,7 @@ provider and Relais (the debug binary that `make e2e` builds), each on a free po
 import base64
 import hashlib
 import os
+import random
 import re
 import secrets
 import signal
@@ -22,7 +23,25 @@ ARTIFACTS = os.path.join(ROOT, "e2e", "artifacts")
 PROVIDER_SECRET = "e2e-provider-secret-0123456789-0123456789"
 
 
+_handed_out = set()
+
+
 def free_port():
+    """A free port below the kernel's ephemeral range: a port from that range can be taken as the
+    source port of an outgoing connection before the server that was meant to have it binds it."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as handle:
+        first_ephemeral = int(handle.read().split()[0])
+    for _ in range(200):
+        port = random.randrange(10000, max(first_ephemeral, 10001))
+        if port in _handed_out:
+            continue
+        _handed_out.add(port)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]

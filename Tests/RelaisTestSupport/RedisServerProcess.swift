@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -208,8 +209,22 @@ public final class RedisSentinelProcess: @unchecked Sendable {
 
 /// Loopback port helpers built on plain sockets.
 public enum FreePort {
-    /// A port the kernel just handed out for 127.0.0.1 and that is closed again.
+    /// Ports already handed out in this process: two tests never get the same one.
+    private static let handedOut = Mutex<Set<Int>>([])
+
+    /// A free port for a test server on 127.0.0.1, below the kernel's ephemeral range. A port from
+    /// that range (what binding port 0 gives) can be taken as the source port of any outgoing
+    /// connection between the moment it is chosen and the moment the server binds it, which made
+    /// a server fail with "Address already in use" on a busy CI machine.
     public static func find() throws -> Int {
+        let firstEphemeral = ephemeralRangeStart()
+        let candidates = firstEphemeral > 12_000 ? 10_000..<firstEphemeral : 0..<0
+        for _ in 0..<200 where !candidates.isEmpty {
+            let port = Int.random(in: candidates)
+            guard handedOut.withLock({ $0.insert(port).inserted }) else { continue }
+            if canBind(port) { return port }
+        }
+        // No room below the ephemeral range: let the kernel choose.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RedisServerError.didNotStart(port: 0) }
         defer { close(fd) }
@@ -223,6 +238,24 @@ public enum FreePort {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    private static func canBind(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = loopback(port: port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    /// The first port of `net.ipv4.ip_local_port_range` (32768 by default).
+    private static func ephemeralRangeStart() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8),
+            let first = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap({ Int($0) })
+        else { return 32_768 }
+        return first
     }
 
     public static func isAccepting(port: Int) -> Bool {
