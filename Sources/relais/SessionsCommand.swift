@@ -4,27 +4,17 @@ import Logging
 import RelaisConfig
 import RelaisRelay
 import RelaisServer
+import RelaisStore
 
-/// `relais sessions revoke --sub …`: the operator's way to sign someone out everywhere (a lost
-/// phone, a compromised account). Access tokens stop working wherever sessions are checked
-/// (userinfo, introspection, session-checked forward-auth); refresh tokens at once.
+/// `relais sessions list|revoke --sub …`: the operator's view of a person's sessions, and the way
+/// to sign them out everywhere (a lost phone, a compromised account). After a revocation, access
+/// tokens stop working wherever sessions are checked (userinfo, introspection, session-checked
+/// forward-auth); refresh tokens at once.
 struct SessionsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sessions", abstract: "Manage Relais sessions in the store.", subcommands: [List.self, Revoke.self])
 
-    /// The providers to look at: `--provider`, or every configured one; nil (after an error
-    /// message) for an unknown id.
-    static func providers(_ provider: String?, in configuration: RelaisConfiguration) -> [String]? {
-        guard let provider else { return configuration.providers.map(\.id) }
-        guard configuration.providers.contains(where: { $0.id == provider }) else {
-            printError("unknown provider '\(provider)' (configured: \(configuration.providers.map(\.id).joined(separator: ", ")))")
-            return nil
-        }
-        return [provider]
-    }
-
-    struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show a user's live sessions (all apps): which app, since when, until when. Never identity claims or tokens.")
-
+    /// What both subcommands take: the configuration, whose sessions, and at which providers.
+    struct SubjectOptions: ParsableArguments {
         @OptionGroup var options: ConfigOptions
 
         @Option(help: "The user's `sub`, as in Relais tokens.")
@@ -33,31 +23,48 @@ struct SessionsCommand: AsyncParsableCommand {
         @Option(help: "Only sessions opened through this provider id (default: every configured provider).")
         var provider: String?
 
-        func run() async throws {
+        /// Runs `body` once per provider against the configured store, then closes it. Exit 2 for
+        /// an invalid configuration or an unknown `--provider`, 1 when the store fails (`verb`
+        /// names the action in the message).
+        func forEachProvider(_ verb: String, _ body: (_ provider: String, _ store: any KeyValueStore) async throws -> Void) async throws {
             let configuration = try await options.load()
-            guard let providers = SessionsCommand.providers(provider, in: configuration) else { throw ExitCode(2) }
+            let known = configuration.providers.map(\.id)
+            if let provider, !known.contains(provider) {
+                printError("unknown provider '\(provider)' (configured: \(known.joined(separator: ", ")))")
+                throw ExitCode(2)
+            }
             var logger = Logger(label: "relais.sessions")
             logger.logLevel = .error
             let dependencies = RelaisDependencies.make(for: configuration, logger: logger)
             do {
-                var sessions: [SessionAdministration.Summary] = []
-                for provider in providers {
-                    sessions += try await SessionAdministration.list(subject: sub, provider: provider, store: dependencies.store)
-                }
+                for id in provider.map({ [$0] }) ?? known { try await body(id, dependencies.store) }
                 await dependencies.shutdown()
-                for session in sessions {
-                    print(
-                        "\(session.sid)  client=\(session.clientID)  provider=\(session.providerID)  acr=\(session.acr ?? "-")"
-                            + "  since=\(Self.timestamp(session.createdAt))  ends=\(Self.timestamp(session.endsAt))"
-                            + "  idle_expires_in=\(session.idleRemaining.components.seconds)s"
-                    )
-                }
-                print("\(sessions.count) live session(s)")
             } catch {
                 await dependencies.shutdown()
-                printError("cannot list: \(error)")
+                printError("cannot \(verb): \(error)")
                 throw ExitCode(1)
             }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a user's live sessions (all apps): which app, since when, until when. Never identity claims or tokens.")
+
+        @OptionGroup var subject: SubjectOptions
+
+        func run() async throws {
+            var sessions: [SessionAdministration.Summary] = []
+            try await subject.forEachProvider("list") { provider, store in
+                sessions += try await SessionAdministration.list(subject: subject.sub, provider: provider, store: store)
+            }
+            for session in sessions {
+                print(
+                    "\(session.sid)  client=\(session.clientID)  provider=\(session.providerID)  acr=\(session.acr ?? "-")"
+                        + "  since=\(Self.timestamp(session.createdAt))  ends=\(Self.timestamp(session.endsAt))"
+                        + "  idle_expires_in=\(session.idleRemaining.components.seconds)s"
+                )
+            }
+            print("\(sessions.count) live session(s)")
         }
 
         static func timestamp(_ seconds: Double) -> String {
@@ -68,32 +75,14 @@ struct SessionsCommand: AsyncParsableCommand {
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "End every session of a user (all apps).")
 
-        @OptionGroup var options: ConfigOptions
-
-        @Option(help: "The user's `sub`, as in Relais tokens.")
-        var sub: String
-
-        @Option(help: "Only sessions opened through this provider id (default: every configured provider).")
-        var provider: String?
+        @OptionGroup var subject: SubjectOptions
 
         func run() async throws {
-            let configuration = try await options.load()
-            guard let providers = SessionsCommand.providers(provider, in: configuration) else { throw ExitCode(2) }
-            var logger = Logger(label: "relais.sessions")
-            logger.logLevel = .error
-            let dependencies = RelaisDependencies.make(for: configuration, logger: logger)
-            do {
-                var total = 0
-                for provider in providers {
-                    total += try await SessionAdministration.revokeAll(subject: sub, provider: provider, store: dependencies.store)
-                }
-                await dependencies.shutdown()
-                print("revoked \(total) session(s)")
-            } catch {
-                await dependencies.shutdown()
-                printError("cannot revoke: \(error)")
-                throw ExitCode(1)
+            var total = 0
+            try await subject.forEachProvider("revoke") { provider, store in
+                total += try await SessionAdministration.revokeAll(subject: subject.sub, provider: provider, store: store)
             }
+            print("revoked \(total) session(s)")
         }
     }
 }
