@@ -45,11 +45,16 @@ struct BackchannelLogoutRoute {
             }
             let providerID = provider.settings.id
             do {
-                guard try await relay.store.setIfAbsent(RelayKeys.logoutToken(provider: providerID, jti: token.tokenID), [1], ttl: Self.replayWindow) else {
+                // The jti is remembered only once its sessions have ended: if the store fails halfway,
+                // the provider's retry of the same token must still be heard, not refused as a
+                // replay. Two copies arriving together both end the same sessions, which is harmless.
+                let used = RelayKeys.logoutToken(provider: providerID, jti: token.tokenID)
+                guard try await relay.store.get(used) == nil else {
                     RelayMetrics.securityEvent(.logoutTokenReplay)
                     return refuse("provider_logout_token_rejected: this jti was already used (replay)")
                 }
                 let ended = try await endSessions(of: token, providerID: providerID)
+                try await relay.store.set(used, [1], ttl: Self.replayWindow)
                 context.logger.info("back-channel logout", metadata: ["provider": "\(providerID)", "sessions_ended": "\(ended)"])
                 return Response(status: .ok, headers: [.cacheControl: "no-store"])
             } catch {

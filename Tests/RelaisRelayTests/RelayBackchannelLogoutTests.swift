@@ -15,14 +15,14 @@ extension RelayProcessTests {
             let harness: RelayHarness
             let key: JWK
 
-            static func launch(providerClient: String = "") async throws -> Setup {
+            static func launch(providerClient: String = "", store: String = "  kind: embedded") async throws -> Setup {
                 // No kid: the provider publishes this one key under its thumbprint, and a token without
                 // a kid is accepted when exactly one key matches.
                 let key = try JWK.generate(for: .es256)
                 let path = FileManager.default.temporaryDirectory.appendingPathComponent("relais-bcl-\(UUID().uuidString).pem").path
                 try #require(key.privateKeyPEM()).write(toFile: path, atomically: true, encoding: .utf8)
                 let harness = try await RelayHarness.launch(
-                    providerClient: providerClient, providerExtra: "    backchannel_logout: true\n", providerSettings: "  signing_key_file: \(path)"
+                    store: store, providerClient: providerClient, providerExtra: "    backchannel_logout: true\n", providerSettings: "  signing_key_file: \(path)"
                 )
                 return Setup(harness: harness, key: key)
             }
@@ -139,6 +139,23 @@ extension RelayProcessTests {
             let metrics = try await setup.harness.metrics()
             #expect(metrics[#"relais_security_events_total{event="logout_token_replay"}"#] == 1)
             #expect(metrics[#"relais_sessions_ended_total{reason="backchannel_logout"}"#] == nil)
+        }
+
+        @Test func withTheStoreDownTheProviderIsToldToRetry() async throws {
+            let redis = try await RedisServerProcess.launch()
+            defer { redis.stop() }
+            let setup = try await Setup.launch(store: "  kind: redis\n  redis:\n    url: \(redis.url)\n    command_timeout: 500ms\n    connect_timeout: 500ms")
+            let tokens = try await setup.harness.tokens(identity: "angela")
+            let token = try setup.logoutToken(subject: try setup.subject(of: tokens))
+            redis.pause()  // frozen, so its data is still there afterwards
+            let response = try await setup.send(token)
+            #expect(response.status == 503)
+            #expect(JSONValue.object(from: response.body)?["error"] == .string("temporarily_unavailable"))
+            // Nothing was ended or remembered: the same token works once the store is back.
+            redis.resume()
+            #expect(try await setup.isLive(tokens))
+            #expect(try await setup.send(token).status == 200)
+            #expect(try await setup.isLive(tokens) == false)
         }
 
         @Test func aProviderWithoutBackchannelLogoutIsNotHeard() async throws {

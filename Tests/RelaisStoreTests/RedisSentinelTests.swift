@@ -123,6 +123,20 @@ import Testing
         try await noSentinel.shutdown()
     }
 
+    @Test func aSentinelNamingANodeThatIsNotAMasterIsRefused() async throws {
+        let deployment = try await Deployment.launch()
+        defer { deployment.stop() }
+        // A second sentinel told to watch the replica as if it were the master: what a sentinel
+        // answers for a moment during a failover.
+        let confused = try await RedisSentinelProcess.launch(monitoring: deployment.replica, masterName: "confused", replicas: 0)
+        defer { confused.stop() }
+        let store = makeStore { $0.sentinel = .init(masterName: "confused", nodes: [.init(host: "127.0.0.1", port: confused.port)]) }
+        await #expect { try await store.ping() } throws: {
+            Self.unavailable($0, because: "the sentinels named 127.0.0.1:\(deployment.replica.port) as master 'confused', but it is not a master")
+        }
+        try await store.shutdown()
+    }
+
     @Test func sentinelNodesParse() {
         typealias Node = RedisConfiguration.Sentinel.Node
         #expect(Node(parsing: "sentinel-1") == Node(host: "sentinel-1", port: 26379))

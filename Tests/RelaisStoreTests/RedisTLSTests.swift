@@ -3,6 +3,10 @@ import RelaisStore
 import RelaisTestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `rediss://`: a real `redis-server` speaking TLS only, reached through Relais' tunnel (hiredis
 /// 0.14 has no TLS). The conformance suite also runs over TLS; these are the TLS-specific cases.
 @Suite struct RedisTLSTests {
@@ -44,6 +48,41 @@ import Testing
         #expect(try await trusted.get("k") == Array("over tls".utf8))
         try await trusted.shutdown()
         server.stop()
+    }
+
+    @Test func unusableTLSFilesAndASilentServerAreNamed() async throws {
+        let certificates = try TestCertificates.make()
+        let server = try await RedisServerProcess.launch(tls: certificates)
+        // A CA file that holds no certificate.
+        let notPEM = FileManager.default.temporaryDirectory.appendingPathComponent("relais-not-pem-\(UUID().uuidString)").path
+        try "not a certificate".write(toFile: notPEM, atomically: true, encoding: .utf8)
+        let badCA = try makeStore(server) { $0.tls?.caBundlePath = notPEM }
+        await #expect { try await badCA.ping() } throws: { Self.unavailable($0, because: "cannot load the CA bundle") }
+        try await badCA.shutdown()
+        // A client certificate with another certificate's key.
+        let mismatched = try makeStore(server) {
+            $0.tls?.clientCertificatePath = certificates.clientCertificate
+            $0.tls?.clientKeyPath = certificates.serverKey
+        }
+        await #expect { try await mismatched.ping() } throws: { Self.unavailable($0, because: "cannot load the client certificate and key") }
+        try await mismatched.shutdown()
+        server.stop()
+
+        // A port that accepts TCP connections but never answers the TLS handshake.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        let port = try FreePort.find()
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        try #require(bound == 0 && listen(listener, 8) == 0)
+        var configuration = RedisConfiguration(connectTimeout: .milliseconds(400), commandTimeout: .milliseconds(400))
+        try configuration.apply(url: "rediss://127.0.0.1:\(port)")
+        let silent = RedisStore(configuration: configuration)
+        await #expect { try await silent.ping() } throws: { Self.unavailable($0, because: "handshake timed out") }
+        try await silent.shutdown()
     }
 
     @Test func aPlainClientIsRefusedByATLSServerAndTheReverse() async throws {
