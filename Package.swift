@@ -41,6 +41,7 @@ let package = Package(
         // libssl, only for the TLS tunnel to rediss:// servers (hiredis 0.14 has no TLS of its own).
         .systemLibrary(name: "COpenSSLTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
 
+        .target(name: "RelaisClock", swiftSettings: swiftSettings),
         .target(
             name: "RelaisCrypto",
             dependencies: ["COpenSSL"],
@@ -55,6 +56,8 @@ let package = Package(
             name: "RelaisHTTPClient",
             dependencies: [
                 "CCurl",
+                // Only for HTTPKeySetFetcher: JWKS documents fetched through libcurl.
+                "RelaisJOSE",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -107,11 +110,11 @@ let package = Package(
         .target(
             name: "RelaisOIDC",
             dependencies: [
+                "RelaisClock",
                 "RelaisConfig",
                 "RelaisCrypto",
                 "RelaisHTTPClient",
                 "RelaisJOSE",
-                "RelaisServer",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -119,6 +122,7 @@ let package = Package(
         .target(
             name: "RelaisRelay",
             dependencies: [
+                "RelaisClock",
                 "RelaisConfig",
                 "RelaisCrypto",
                 "RelaisHTTPClient",
@@ -137,7 +141,6 @@ let package = Package(
             name: "RelaisDevProvider",
             dependencies: [
                 "RelaisConfig",
-                "RelaisOIDC",
                 "RelaisCrypto",
                 "RelaisHTTPClient",
                 "RelaisJOSE",

@@ -1,8 +1,9 @@
 import FoundationEssentials
 import RelaisConfig
 import RelaisJOSE
-import RelaisOIDC
+import RelaisConfig
 import RelaisServer
+import RelaisHTTPClient
 
 /// The `/authorize` rules of FranceConnect, as a pure function of the parameters: the route only
 /// performs what the outcome says. Errors about the client or its redirect URI cannot be sent back

@@ -3,6 +3,7 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisServer
 import RelaisStore
+import RelaisHTTPClient
 
 /// `/authorize` (GET and POST), then the interaction: the login page and its form.
 struct AuthorizeRoutes {

@@ -3,6 +3,7 @@ import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer
 
+
 /// The registered clients' public keys: inline, or fetched from their `jwks_uri` through the
 /// libcurl client and cached (refetched when an assertion names an unknown `kid`).
 struct ClientKeys: Sendable {

@@ -1,7 +1,7 @@
 import Hummingbird
 import RelaisConfig
 import RelaisJOSE
-import RelaisOIDC
+import RelaisConfig
 import RelaisServer
 
 /// `/.well-known/openid-configuration` and `/jwks` (v2 and FranceConnect+ only; v1 has neither).

@@ -3,6 +3,7 @@ import RelaisConfig
 import RelaisJOSE
 import RelaisServer
 import RelaisStore
+import RelaisHTTPClient
 
 /// `GET /session/end` (v1: `/logout`): a browser redirect with `id_token_hint`, `state` and a
 /// registered `post_logout_redirect_uri`. Ends the provider session, then 303 back with `state`.

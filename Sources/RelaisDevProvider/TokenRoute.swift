@@ -4,6 +4,7 @@ import RelaisCrypto
 import RelaisJOSE
 import RelaisServer
 import RelaisStore
+import RelaisHTTPClient
 
 /// `POST /token`: the authorization code grant only (no refresh tokens, like FranceConnect), with
 /// `client_secret_post` or `private_key_jwt`.

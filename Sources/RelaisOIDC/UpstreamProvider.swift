@@ -3,7 +3,7 @@ public import RelaisHTTPClient
 public import RelaisJOSE
 import FoundationEssentials
 import RelaisCrypto
-import RelaisServer
+
 
 /// What Relais learned about the person from the provider: the verified id_token and userinfo.
 public struct UpstreamIdentity: Sendable {

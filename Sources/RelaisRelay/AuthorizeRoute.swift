@@ -5,6 +5,7 @@ import RelaisCrypto
 import RelaisOIDC
 import RelaisServer
 import RelaisStore
+import RelaisHTTPClient
 
 /// `GET|POST /authorize`: the app's request is checked, a login transaction is stored, and the
 /// browser goes to the provider with Relais' own `state`, `nonce` (and PKCE when the provider takes it).

@@ -5,6 +5,7 @@ import RelaisJOSE
 import RelaisOIDC
 import RelaisServer
 import RelaisStore
+import RelaisHTTPClient
 
 /// `POST /backchannel-logout` (OpenID Connect Back-Channel Logout 1.0): a provider that ended a
 /// person's session tells Relais server to server, and the Relais sessions opened from it end with

@@ -8,6 +8,7 @@ import RelaisJOSE
 import RelaisOIDC
 import RelaisServer
 import RelaisStore
+import RelaisHTTPClient
 
 /// `GET /callback`: the provider sends the browser back. The transaction is consumed first (a
 /// replayed callback finds nothing), then the code is exchanged and every token checked; the app

@@ -2,6 +2,7 @@ import Hummingbird
 import HTTPTypes
 import RelaisConfig
 import RelaisServer
+import RelaisHTTPClient
 
 /// `/auth`: forward-auth for gateways (nginx `auth_request`, Traefik ForwardAuth, Envoy
 /// ext_authz). A valid Bearer gives 200 and the identity in headers; anything else 401 (or 403

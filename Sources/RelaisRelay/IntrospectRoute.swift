@@ -6,6 +6,7 @@ import RelaisCrypto
 import RelaisJOSE
 import RelaisServer
 import RelaisStore
+import RelaisHTTPClient
 
 /// `POST /introspect` (RFC 7662) for resource servers, authenticated with HTTP Basic (or
 /// `client_id`/`client_secret` in the form). An access token is active while it verifies and its

@@ -6,6 +6,7 @@ import RelaisJOSE
 import RelaisOIDC
 import RelaisServer
 import RelaisStore
+import RelaisHTTPClient
 
 /// Logout. In the browser: `GET /logout?client_id&post_logout_redirect_uri&state[&id_token_hint]`
 /// ends the Relais session named by the hint, sends the browser through the provider's end-session

@@ -2,6 +2,7 @@ import FoundationEssentials
 import RelaisCrypto
 import RelaisJOSE
 import RelaisServer
+import RelaisStore
 
 /// What the relay keeps in the store. Codes and tokens are stored under their SHA-256, never as
 /// themselves; identity claims and the provider's id_token travel sealed (`SessionVault`).

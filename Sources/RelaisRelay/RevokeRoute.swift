@@ -4,6 +4,7 @@ import RelaisConfig
 import RelaisJOSE
 import RelaisServer
 import RelaisStore
+import RelaisHTTPClient
 
 /// `POST /revoke` (RFC 7009) for apps: a refresh token (or an access token) ends its session, so
 /// every token of that sign-in stops working. An unknown token is not an error (§2.2).

@@ -6,6 +6,7 @@ import RelaisCrypto
 import RelaisJOSE
 import RelaisServer
 import RelaisStore
+import RelaisHTTPClient
 
 /// `POST /token` for public clients: `authorization_code` with PKCE opens the session;
 /// `refresh_token` rotates the refresh token on every use, with a grace window for a lost response

@@ -1,4 +1,3 @@
-public import RelaisHTTPClient
 public import RelaisJOSE
 
 /// Fetches JWKS documents for ``JWKSCache`` through the libcurl client.

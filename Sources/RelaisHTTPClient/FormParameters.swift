@@ -1,7 +1,3 @@
-public import Hummingbird
-import NIOCore
-import RelaisHTTPClient
-
 /// `application/x-www-form-urlencoded` parameters (a query string or a form body), kept in order
 /// with repeats, because OAuth 2.0 forbids repeating a parameter (RFC 6749 §3.1) and an endpoint
 /// must be able to say so instead of silently taking the first or last value.
@@ -24,20 +20,6 @@ public struct FormParameters: Sendable, Equatable {
             pairs.append(Pair(name: name, value: value))
         }
         self.pairs = pairs
-    }
-
-    /// The query string of a request (empty when it has none).
-    public static func query(of request: Request) -> FormParameters? {
-        FormParameters(encoded: request.uri.query ?? "")
-    }
-
-    /// The request's form body; nil when the content type is not a form or the body is malformed.
-    public static func body(of request: Request, limit: Int) async throws -> FormParameters? {
-        let contentType = request.headers[.contentType]?.lowercased() ?? ""
-        guard contentType.hasPrefix("application/x-www-form-urlencoded") else { return nil }
-        var request = request
-        let buffer = try await request.collectBody(upTo: limit)
-        return FormParameters(encoded: String(buffer: buffer))
     }
 
     /// The single value of `name`; nil when absent. Check ``repeatedNames`` first.
@@ -86,26 +68,5 @@ public struct FormParameters: Sendable, Equatable {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
         default: nil
         }
-    }
-
-
-}
-
-/// HTML text escaping for pages Relais renders: every value that came from a request or a file.
-public enum HTMLText {
-    public static func escape(_ text: String) -> String {
-        var output = ""
-        output.reserveCapacity(text.utf8.count)
-        for character in text.unicodeScalars {
-            switch character {
-            case "&": output += "&amp;"
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "\"": output += "&quot;"
-            case "'": output += "&#39;"
-            default: output.unicodeScalars.append(character)
-            }
-        }
-        return output
     }
 }
