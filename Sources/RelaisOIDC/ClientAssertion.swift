@@ -1,4 +1,3 @@
-import FoundationEssentials
 import RelaisCrypto
 import RelaisJOSE
 
@@ -7,8 +6,8 @@ import RelaisJOSE
 enum ClientAssertion {
     static let type = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
-    static func make(clientID: String, tokenEndpoint: String, key: JWK) throws(JOSEError) -> String {
-        let now = Date().timeIntervalSince1970.rounded(.down)
+    static func make(clientID: String, tokenEndpoint: String, key: JWK, now: Double) throws(JOSEError) -> String {
+        let now = now.rounded(.down)
         let claims: [String: JSONValue] = [
             "iss": .string(clientID), "sub": .string(clientID), "aud": .string(tokenEndpoint),
             "jti": .string(SecureRandom.token(bits: 128)), "iat": .number(now), "exp": .number(now + 60),

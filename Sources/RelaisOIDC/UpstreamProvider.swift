@@ -1,6 +1,7 @@
 public import RelaisConfig
 public import RelaisHTTPClient
 public import RelaisJOSE
+public import RelaisClock
 import FoundationEssentials
 import RelaisCrypto
 
@@ -33,15 +34,17 @@ public struct LogoutToken: Sendable, Equatable {
 public actor UpstreamProvider {
     public nonisolated let settings: ProviderSettings
     private let http: HTTPClient
+    private let clock: any RelaisClock
     private var cachedMetadata: (value: ProviderMetadata, fetchedAt: ContinuousClock.Instant)?
     private var keys: JWKSCache?
 
     static let metadataMaxAge: Duration = .seconds(3600)
     static let leeway: Duration = .seconds(30)
 
-    public init(settings: ProviderSettings, http: HTTPClient) {
+    public init(settings: ProviderSettings, http: HTTPClient, clock: any RelaisClock = SystemClock()) {
         self.settings = settings
         self.http = http
+        self.clock = clock
     }
 
     // MARK: - Endpoints
@@ -49,10 +52,10 @@ public actor UpstreamProvider {
     /// The provider's endpoints: discovered (cached an hour; the last good document is kept if a
     /// refresh fails) or configured.
     public func metadata() async throws(UpstreamError) -> ProviderMetadata {
-        if let cachedMetadata, ContinuousClock.now - cachedMetadata.fetchedAt < Self.metadataMaxAge { return cachedMetadata.value }
+        if let cachedMetadata, clock.instant - cachedMetadata.fetchedAt < Self.metadataMaxAge { return cachedMetadata.value }
         guard settings.discovery else {
             guard let configured = ProviderMetadata(settings: settings) else { throw .invalidResponse("no endpoints configured") }
-            cachedMetadata = (configured, ContinuousClock.now)
+            cachedMetadata = (configured, clock.instant)
             return configured
         }
         do {
@@ -60,7 +63,7 @@ public actor UpstreamProvider {
             guard response.status == 200 else { throw UpstreamError.invalidResponse("discovery answered HTTP \(response.status)") }
             guard let document = JSONValue.object(from: response.body) else { throw UpstreamError.invalidResponse("the discovery document is not a JSON object") }
             let metadata = try ProviderMetadata(discovery: document, settings: settings)
-            cachedMetadata = (metadata, ContinuousClock.now)
+            cachedMetadata = (metadata, clock.instant)
             return metadata
         } catch let error as UpstreamError {
             if let cachedMetadata { return cachedMetadata.value }
@@ -160,6 +163,7 @@ public actor UpstreamProvider {
             }
             try await verifySignature(jws)
             var policy = ClaimsPolicy(issuer: settings.issuer, audience: settings.clientID)
+            policy.now = { [clock] in clock.now }
             policy.leeway = Self.leeway
             policy.requireIssuedAt = true
             policy.requireExpiration = false  // optional in logout tokens; checked when present
@@ -198,7 +202,7 @@ public actor UpstreamProvider {
         case .privateKeyJWT:
             guard let key = settings.clientKey else { throw .invalidResponse("no client key configured") }
             do {
-                let assertion = try ClientAssertion.make(clientID: settings.clientID, tokenEndpoint: metadata.tokenEndpoint, key: key)
+                let assertion = try ClientAssertion.make(clientID: settings.clientID, tokenEndpoint: metadata.tokenEndpoint, key: key, now: clock.now)
                 fields += [("client_id", settings.clientID), ("client_assertion_type", ClientAssertion.type), ("client_assertion", assertion)]
             } catch {
                 throw .invalidResponse("cannot sign the client assertion (\(error.code))")
@@ -253,7 +257,7 @@ public actor UpstreamProvider {
             throw .keySetUnavailable(reason: error.description)
         }
         guard let uri = metadata.jwksURI else { return nil }
-        let cache = JWKSCache(url: uri, fetcher: HTTPKeySetFetcher(client: http), maxAge: .seconds(3600), minimumRefetchInterval: settings.jwksRefetchInterval)
+        let cache = JWKSCache(url: uri, fetcher: HTTPKeySetFetcher(client: http), maxAge: .seconds(3600), minimumRefetchInterval: settings.jwksRefetchInterval, clock: { [clock] in clock.instant })
         keys = cache
         return cache
     }
@@ -263,6 +267,7 @@ public actor UpstreamProvider {
             let jws = try JWS.parse(try signedToken(raw))
             try await verifySignature(jws)
             var policy = ClaimsPolicy(issuer: settings.issuer, audience: settings.clientID)
+            policy.now = { [clock] in clock.now }
             policy.leeway = Self.leeway
             policy.nonce = nonce
             policy.requireIssuedAt = true
@@ -305,6 +310,7 @@ public actor UpstreamProvider {
             let jws = try JWS.parse(try signedToken(text))
             try await verifySignature(jws)
             var policy = ClaimsPolicy()
+            policy.now = { [clock] in clock.now }
             policy.leeway = Self.leeway
             policy.requireExpiration = false
             let claims = try policy.validate(jws)
