@@ -22,7 +22,7 @@ public enum RelayRunner {
             ],
             onServerRunning: onServerRunning
         ) { dependencies in
-            let relay = try await Relay(configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient, logger: logger)
+            let relay = try await Relay(configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient)
             return relay.register(on:)
         }
     }

@@ -6,12 +6,13 @@ import RelaisServer
 /// A tiny "app" for `make demo` (development only): it plays a mobile app's part in a browser —
 /// PKCE, /authorize, the code exchange, /userinfo — so a person can click through a sign-in.
 /// It is served for the first app that registers `{public_base_url}/demo/callback`.
-struct DemoAppRoutes {
-    let relay: Relay
+struct DemoAppRoutes: RelayRoutes {
+    let issuer: String
+    let apps: [AppSettings]
 
     func register(on router: Router<RelaisRequestContext>) {
-        let redirect = relay.issuer + "/demo/callback"
-        guard let app = relay.configuration.apps.first(where: { $0.redirectURIs.contains(redirect) }) else { return }
+        let redirect = issuer + "/demo/callback"
+        guard let app = apps.first(where: { $0.redirectURIs.contains(redirect) }) else { return }
         let page = Self.page(clientID: app.clientID, redirectURI: redirect, scopes: app.scopes, providers: app.providers)
         let html: @Sendable (Request, RelaisRequestContext) -> Response = { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: .init(string: page)))

@@ -1,14 +1,14 @@
-import FoundationEssentials
+import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
-import RelaisOIDC
 
 /// Mints Relais' own tokens. The access token is a JWT (RFC 9068 profile, `typ: at+jwt`) that APIs
 /// verify offline with /jwks.json; the id_token carries the identity claims the app's scopes grant.
-struct RelayTokenMinter: Sendable {
+struct TokenMinter: Sendable {
     let issuer: String
     let keys: RelayKeyRing
+    let clock: any RelaisClock
 
     struct Minted {
         var accessToken: String
@@ -17,7 +17,7 @@ struct RelayTokenMinter: Sendable {
     }
 
     func mint(sid: String, session: SessionRecord, identity: SessionIdentity, app: AppSettings, nonce: String?) throws -> Minted {
-        let now = Date().timeIntervalSince1970.rounded(.down)
+        let now = clock.now.rounded(.down)
         let lifetime = Double(app.accessTokenLifetime.components.seconds)
         let scope = session.scopes.joined(separator: " ")
         var access: [String: JSONValue] = [

@@ -8,8 +8,10 @@ import RelaisHTTPClient
 struct AppAuthorizationValidator: Sendable {
     enum Outcome: Equatable {
         case valid(AppRequest)
-        case errorPage(code: String, message: String)
-        case redirectError(redirectURI: String, state: String?, error: String, description: String)
+        /// Answered with a page: the client or its redirect URI cannot be trusted.
+        case refused(RelayError)
+        /// Sent back to the app's verified redirect URI.
+        case redirectError(RelayError, redirectURI: String, state: String?)
     }
 
     let apps: [String: AppSettings]
@@ -17,57 +19,57 @@ struct AppAuthorizationValidator: Sendable {
 
     func validate(_ parameters: FormParameters) -> Outcome {
         if let repeated = parameters.repeatedNames.first(where: { $0 == "client_id" || $0 == "redirect_uri" }) {
-            return .errorPage(code: "invalid_request", message: "The parameter '\(repeated)' is given more than once.")
+            return .refused(RelayError(.invalidRequest, "The parameter '\(repeated)' is given more than once."))
         }
         guard let clientID = parameters["client_id"], !clientID.isEmpty else {
-            return .errorPage(code: "invalid_request", message: "The client_id parameter is missing.")
+            return .refused(RelayError(.invalidRequest, "The client_id parameter is missing."))
         }
         guard let app = apps[clientID] else {
-            return .errorPage(code: "unknown_client", message: "No app is registered with this client_id.")
+            return .refused(RelayError(.unknownClient, "No app is registered with this client_id."))
         }
         guard let redirectURI = parameters["redirect_uri"], !redirectURI.isEmpty else {
-            return .errorPage(code: "invalid_request", message: "The redirect_uri parameter is missing.")
+            return .refused(RelayError(.invalidRequest, "The redirect_uri parameter is missing."))
         }
         guard RedirectMatcher.matches(redirectURI, registered: app.redirectURIs) else {
-            return .errorPage(code: "invalid_redirect_uri", message: "This redirect_uri is not registered for the app.")
+            return .refused(RelayError(.invalidRedirectURI, "This redirect_uri is not registered for the app."))
         }
 
         let state = parameters["state"]
-        func reject(_ error: String, _ description: String) -> Outcome {
-            .redirectError(redirectURI: redirectURI, state: state, error: error, description: description)
+        func reject(_ code: RelayError.Code, _ description: String) -> Outcome {
+            .redirectError(RelayError(code, description), redirectURI: redirectURI, state: state)
         }
         if let repeated = parameters.repeatedNames.first {
-            return reject("invalid_request", "the parameter '\(repeated)' is given more than once")
+            return reject(.invalidRequest, "the parameter '\(repeated)' is given more than once")
         }
-        guard let responseType = parameters["response_type"] else { return reject("invalid_request", "response_type is missing") }
-        guard responseType == "code" else { return reject("unsupported_response_type", "only response_type=code is supported") }
+        guard let responseType = parameters["response_type"] else { return reject(.invalidRequest, "response_type is missing") }
+        guard responseType == "code" else { return reject(.unsupportedResponseType, "only response_type=code is supported") }
         guard let challenge = parameters["code_challenge"], !challenge.isEmpty else {
-            return reject("invalid_request", "code_challenge is required (PKCE, RFC 7636)")
+            return reject(.invalidRequest, "code_challenge is required (PKCE, RFC 7636)")
         }
         guard parameters["code_challenge_method"] == "S256" else {
-            return reject("invalid_request", "code_challenge_method must be S256")
+            return reject(.invalidRequest, "code_challenge_method must be S256")
         }
         guard PKCE.isValidChallenge(challenge) else {
-            return reject("invalid_request", "code_challenge must be the 43-character base64url SHA-256 of the verifier")
+            return reject(.invalidRequest, "code_challenge must be the 43-character base64url SHA-256 of the verifier")
         }
         var scopes = app.scopes
         if let scope = parameters["scope"] {
             scopes = scope.split(separator: " ").map(String.init)
-            guard scopes.contains("openid") else { return reject("invalid_scope", "scope must include openid") }
+            guard scopes.contains("openid") else { return reject(.invalidScope, "scope must include openid") }
             if let refused = scopes.first(where: { !app.scopes.contains($0) }) {
-                return reject("invalid_scope", "scope '\(refused)' is not allowed for this app")
+                return reject(.invalidScope, "scope '\(refused)' is not allowed for this app")
             }
         }
         let providerID = parameters["provider"] ?? app.providers[0]
         guard app.providers.contains(providerID), let provider = providers[providerID] else {
-            return reject("invalid_request", "provider '\(providerID)' is not available to this app")
+            return reject(.invalidRequest, "provider '\(providerID)' is not available to this app")
         }
         var acr = provider.acrValues
         if let requested = parameters["acr_values"] {
             // The lowest level the app accepts: Relais checks the provider reaches it.
             let levels = requested.split(separator: " ").map(String.init)
             guard let lowest = provider.acrOrder.first(where: levels.contains) else {
-                return reject("invalid_request", "acr_values must be among \(provider.acrOrder.joined(separator: ", "))")
+                return reject(.invalidRequest, "acr_values must be among \(provider.acrOrder.joined(separator: ", "))")
             }
             acr = lowest
         }
@@ -75,18 +77,18 @@ struct AppAuthorizationValidator: Sendable {
         if let prompt = parameters["prompt"] {
             let values = prompt.split(separator: " ").map(String.init)
             if values.contains("none") {
-                return reject("login_required", "prompt=none is not supported: the provider always asks the person")
+                return reject(.loginRequired, "prompt=none is not supported: the provider always asks the person")
             }
             guard values.allSatisfy({ $0 == "login" || $0 == "consent" || $0 == "select_account" }) else {
-                return reject("invalid_request", "prompt must be login, consent or select_account")
+                return reject(.invalidRequest, "prompt must be login, consent or select_account")
             }
             forceLogin = values.contains("login")
         }
         if let nonce = parameters["nonce"], nonce.utf8.count > 512 {
-            return reject("invalid_request", "nonce is longer than 512 bytes")
+            return reject(.invalidRequest, "nonce is longer than 512 bytes")
         }
         if let state, state.utf8.count > 1024 {
-            return .errorPage(code: "invalid_request", message: "The state parameter is longer than 1024 bytes.")
+            return .refused(RelayError(.invalidRequest, "The state parameter is longer than 1024 bytes."))
         }
         return .valid(
             AppRequest(

@@ -1,8 +1,8 @@
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import RelaisConfig
-import RelaisServer
 import RelaisHTTPClient
+import RelaisServer
 
 /// `/auth`: forward-auth for gateways (nginx `auth_request`, Traefik ForwardAuth, Envoy
 /// ext_authz). A valid Bearer gives 200 and the identity in headers; anything else 401 (or 403
@@ -14,44 +14,44 @@ import RelaisHTTPClient
 /// configuration. Under `/auth/…` (Envoy's `path_prefix`, which appends the guarded request's
 /// path and query) the query belongs to the client, so it is ignored: a client could otherwise
 /// switch the session check off with `?session=0`.
-struct ForwardAuthRoute {
-    let relay: Relay
+struct ForwardAuthRoute: RelayRoutes {
+    let bearer: BearerAuthenticator
+    let settings: ForwardAuthSettings
 
     static let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
 
     func register(on router: Router<RelaisRequestContext>) {
-        let settings = relay.configuration.forwardAuth
         let names = [settings.subjectHeader, settings.clientHeader, settings.acrHeader, settings.scopeHeader, settings.sessionHeader].map { HTTPField.Name($0)! }
-        let check = Check(relay: relay, settings: settings, names: names)
+        let check = Check(bearer: bearer, checkSession: settings.checkSession, names: names)
         for method in Self.methods {
             router.on("/auth", method: method) { request, context in
-                await check.respond(to: request, context: context, options: FormParameters.query(of: request))
+                try await check.respond(to: request, context: context, options: FormParameters.query(of: request))
             }
             router.on("/auth/**", method: method) { request, context in
-                await check.respond(to: request, context: context, options: nil)
+                try await check.respond(to: request, context: context, options: nil)
             }
         }
     }
 
     private struct Check: Sendable {
-        let relay: Relay
-        let settings: ForwardAuthSettings
+        let bearer: BearerAuthenticator
+        let checkSession: Bool
         let names: [HTTPField.Name]
 
-        func respond(to request: Request, context: RelaisRequestContext, options: FormParameters?) async -> Response {
-            let checkSession = options?["session"].map { $0 != "0" } ?? settings.checkSession
-            let access: AccessTokenCheck.Verified
-            switch await AccessTokenCheck(relay: relay).verify(request, session: checkSession ? .alive : .none) {
-            case .success(let verified): access = verified
-            case .failure(let failure): return failure.response(requestID: context.requestID)
-            }
+        func respond(to request: Request, context: RelaisRequestContext, options: FormParameters?) async throws -> Response {
+            try await RelayError.rendering(.bearer, context) { try await authorize(request, options: options) }
+        }
+
+        private func authorize(_ request: Request, options: FormParameters?) async throws -> Response {
+            let checkSession = options?["session"].map { $0 != "0" } ?? checkSession
+            let access = try await bearer.authenticate(request, session: checkSession ? .alive : .none)
             if let required = options?["scope"]?.split(separator: " ").map(String.init), let missing = required.first(where: { !access.scopes.contains($0) }) {
-                return BearerFailure.insufficientScope("the token lacks the scope '\(missing)'").response(requestID: context.requestID)
+                throw RelayError.insufficientScope("the token lacks the scope '\(missing)'")
             }
             if let minimum = options?["acr"] {
                 let order = ["eidas1", "eidas2", "eidas3"]
                 guard let need = order.firstIndex(of: minimum), let have = access.acr.flatMap(order.firstIndex(of:)), have >= need else {
-                    return BearerFailure.insufficientScope("the sign-in level is below \(minimum)").response(requestID: context.requestID)
+                    throw RelayError.insufficientScope("the sign-in level is below \(minimum)")
                 }
             }
             var headers = HTTPFields()

@@ -5,11 +5,10 @@ import RelaisServer
 
 /// The files that let claimed https redirect URIs open the app instead of the browser: iOS
 /// universal links and Android App Links, served from the configured files as they are.
-struct WellKnownRoutes {
-    let relay: Relay
+struct WellKnownRoutes: RelayRoutes {
+    let files: WellKnownSettings
 
     func register(on router: Router<RelaisRequestContext>) {
-        let files = relay.configuration.wellKnown
         for (path, body) in [("/.well-known/apple-app-site-association", files.appleAppSiteAssociation), ("/.well-known/assetlinks.json", files.assetLinks)] {
             guard let body else { continue }
             router.get(RouterPath(path)) { _, _ in

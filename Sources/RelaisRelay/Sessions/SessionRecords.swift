@@ -128,27 +128,16 @@ protocol JSONRecord {
     var json: JSONValue { get }
 }
 
-enum RelayKeys {
-    static func transaction(_ state: String) -> String { "tx:\(SHA256.hexHash(state))" }
-    static func code(_ code: String) -> String { "code:\(SHA256.hexHash(code))" }
-    static func usedCode(_ code: String) -> String { "code-used:\(SHA256.hexHash(code))" }
-    static func session(_ sid: String) -> String { "session:\(sid)" }
-    static func refreshToken(_ token: String) -> String { "rt:\(SHA256.hexHash(token))" }
-    static func subjectSessions(provider: String, subject: String) -> String { "sub:\(SHA256.hexHash(provider + "\u{0}" + subject))" }
-    static func logout(_ state: String) -> String { "logout:\(SHA256.hexHash(state))" }
-    /// Relais sessions opened from one provider session (its `sid`).
-    static func providerSessions(provider: String, sid: String) -> String { "psid:\(SHA256.hexHash(provider + "\u{0}" + sid))" }
-    /// A back-channel logout token's `jti`, remembered so a token acts once.
-    static func logoutToken(provider: String, jti: String) -> String { "bcl-jti:\(SHA256.hexHash(provider + "\u{0}" + jti))" }
-    static func refreshLock(_ token: String) -> String { "rt-lock:\(SHA256.hexHash(token))" }
-    static let signingKey = "relay:signing-key"
-    static let sessionKey = "relay:session-key"
-}
-
 extension StoredJSON {
     static func encode<Value: JSONRecord>(_ value: Value) -> [UInt8] { value.json.serialized() }
 
     static func decode<Value: JSONRecord>(_ type: Value.Type, _ bytes: [UInt8]?) -> Value? {
         bytes.flatMap(JSONValue.object(from:)).flatMap(Value.init(json:))
     }
+}
+
+/// Between `GET /logout` and the provider's return to `/logout/callback`.
+struct LogoutTransaction: Codable, Sendable {
+    var redirectURI: String
+    var state: String?
 }

@@ -1,4 +1,5 @@
-import RelaisServer
+import RelaisClock
+import RelaisConfig
 public import RelaisStore
 
 /// Operator actions on sessions (`relais sessions ...`), straight on the store.
@@ -16,13 +17,16 @@ public enum SessionAdministration {
         public var idleRemaining: Duration
     }
 
+    private static func sessions(_ store: any KeyValueStore) -> SessionStore {
+        SessionStore(store: store, settings: RelaySettings(), clock: SystemClock())
+    }
+
     /// The live sessions of `subject` at `provider` (all apps), oldest first.
     public static func list(subject: String, provider: String, store: any KeyValueStore) async throws -> [Summary] {
+        let sessions = sessions(store)
         var summaries: [Summary] = []
-        for sid in try await store.setMembers(RelayKeys.subjectSessions(provider: provider, subject: subject)) {
-            guard case .expiresIn(let remaining) = try await store.timeToLive(RelayKeys.session(sid)),
-                let record = StoredJSON.decode(SessionRecord.self, try await store.get(RelayKeys.session(sid)))
-            else { continue }  // ended since it was indexed
+        for sid in try await sessions.sessions(ofSubject: subject, provider: provider) {
+            guard let remaining = try await sessions.idleRemaining(sid), let record = try await sessions.session(sid) else { continue }  // ended since it was indexed
             summaries.append(Summary(
                 sid: sid, clientID: record.clientID, providerID: record.providerID, acr: record.acr, createdAt: record.createdAt,
                 endsAt: record.expiresAt, idleRemaining: remaining
@@ -33,11 +37,11 @@ public enum SessionAdministration {
 
     /// Ends every session of `subject` at `provider` (all apps); returns how many ended.
     public static func revokeAll(subject: String, provider: String, store: any KeyValueStore) async throws -> Int {
-        let index = RelayKeys.subjectSessions(provider: provider, subject: subject)
+        let sessions = sessions(store)
         var count = 0
-        for sid in try await store.setMembers(index) {
-            if try await store.delete(RelayKeys.session(sid)) { count += 1 }
-            try await store.setRemove(index, member: sid)
+        for sid in try await sessions.sessions(ofSubject: subject, provider: provider) {
+            if try await sessions.deleteSession(sid) { count += 1 }
+            try await sessions.unindex(sid, subject: subject, provider: provider)
         }
         return count
     }

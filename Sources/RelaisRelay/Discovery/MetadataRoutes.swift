@@ -2,34 +2,32 @@ import Hummingbird
 import Logging
 import RelaisConfig
 import RelaisJOSE
-import RelaisOIDC
 import RelaisServer
 
 /// What apps and APIs discover about Relais: RFC 8414 / OpenID Discovery metadata and the JWKS.
-struct MetadataRoutes {
-    let relay: Relay
+struct MetadataRoutes: RelayRoutes {
+    let issuer: String
+    let apps: [AppSettings]
+    let providers: [ProviderSettings]
+    let keys: RelayKeyRing
 
     func register(on router: Router<RelaisRequestContext>) {
         let document = metadata()
-        router.get("/.well-known/oauth-authorization-server") { _, _ in Relay.json(.ok, document, cache: true) }
-        router.get("/.well-known/openid-configuration") { _, _ in Relay.json(.ok, document, cache: true) }
-        let keys = relay.keys.signingKeys.publicJSON()
-        router.get("/jwks.json") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/jwk-set+json", .cacheControl: "public, max-age=300"], body: .init(byteBuffer: .init(bytes: keys)))
-        }
+        let serialized = document.serialized()
+        router.get("/.well-known/oauth-authorization-server") { _, _ in RelayResponse.publicDocument(serialized, contentType: "application/json") }
+        router.get("/.well-known/openid-configuration") { _, _ in RelayResponse.publicDocument(serialized, contentType: "application/json") }
+        let signingKeys = keys.signingKeys.publicJSON()
+        router.get("/jwks.json") { _, _ in RelayResponse.publicDocument(signingKeys, contentType: "application/jwk-set+json") }
         // The jwks_uri to register at providers: the public halves of Relais' client keys
         // (private_key_jwt assertions, `use: sig`) and of its decryption keys (FranceConnect+
         // encrypts id_tokens and userinfo to them, `use: enc`).
-        let providerKeys = JWKSet(keys: relay.configuration.providers.flatMap { ($0.clientKey.map { [$0] } ?? []) + $0.decryptionKeys }).publicJSON()
-        router.get("/jwks/provider.json") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/jwk-set+json", .cacheControl: "public, max-age=300"], body: .init(byteBuffer: .init(bytes: providerKeys)))
-        }
+        let providerKeys = JWKSet(keys: providers.flatMap { ($0.clientKey.map { [$0] } ?? []) + $0.decryptionKeys }).publicJSON()
+        router.get("/jwks/provider.json") { _, _ in RelayResponse.publicDocument(providerKeys, contentType: "application/jwk-set+json") }
     }
 
     func metadata() -> JSONValue {
-        let issuer = relay.issuer
         func strings(_ values: [String]) -> JSONValue { .array(values.map { .string($0) }) }
-        let scopes = Set(relay.apps.values.flatMap(\.scopes)).sorted()
+        let scopes = Set(apps.flatMap(\.scopes)).sorted()
         return .object([
             "issuer": .string(issuer),
             "authorization_endpoint": .string(issuer + "/authorize"),
@@ -47,18 +45,11 @@ struct MetadataRoutes {
             "code_challenge_methods_supported": strings(["S256"]),
             "token_endpoint_auth_methods_supported": strings(["none"]),
             "subject_types_supported": strings(["public"]),
-            "id_token_signing_alg_values_supported": strings([relay.keys.activeAlgorithm.rawValue]),
+            "id_token_signing_alg_values_supported": strings([keys.activeAlgorithm.rawValue]),
             "scopes_supported": strings(scopes),
             "claims_supported": strings(["sub", "acr", "amr", "auth_time", "sid", "idp"] + ScopeCatalogue.identityClaims.sorted()),
             "authorization_response_iss_parameter_supported": .bool(true),
             "prompt_values_supported": strings(["login", "consent", "select_account"]),
         ])
-    }
-}
-
-extension Relay {
-    static func json(_ status: HTTPResponse.Status, _ value: JSONValue, cache: Bool) -> Response {
-        guard cache else { return json(status, value) }
-        return Response(status: status, headers: [.contentType: "application/json", .cacheControl: "public, max-age=300"], body: .init(byteBuffer: .init(bytes: value.serialized())))
     }
 }

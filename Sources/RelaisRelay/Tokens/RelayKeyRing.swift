@@ -1,7 +1,6 @@
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
-import RelaisStore
 
 /// Relais' own keys: the signing keys (all published, the active one signs) and the session keys
 /// (the active one seals, all open). In development without configured keys, one of each is
@@ -14,14 +13,13 @@ struct RelayKeyRing: Sendable {
 
     var activeAlgorithm: JWSAlgorithm { activeSigningKey.keyType == .rsa ? .rs256 : .es256 }
 
-    static func load(_ settings: RelayKeySettings, store: any KeyValueStore) async throws -> RelayKeyRing {
+    static func load(_ settings: RelayKeySettings, store: SessionStore) async throws -> RelayKeyRing {
         var signing = settings.signingKeys
         var active = settings.activeSigningKey.flatMap { id in signing.first { $0.keyID == id } }
         if signing.isEmpty {
             let generated = try JWK.generate(for: .es256)
             let pem = Array((generated.privateKeyPEM() ?? "").utf8)
-            _ = try await store.setIfAbsent(RelayKeys.signingKey, pem, ttl: .seconds(10 * 365 * 86400))
-            guard let stored = try await store.get(RelayKeys.signingKey) else { throw RelayStartupError("the generated signing key could not be stored") }
+            guard let stored = try await store.sharedValue(.signingKey, proposing: pem) else { throw RelayStartupError("the generated signing key could not be stored") }
             let key = try JWK(pem: String(decoding: stored, as: UTF8.self))
             let named = try JWK(pem: String(decoding: stored, as: UTF8.self), keyID: "dev-" + key.thumbprint().prefix(12), use: "sig", algorithm: "ES256")
             signing = [named]
@@ -30,8 +28,8 @@ struct RelayKeyRing: Sendable {
         var sessions = settings.sessionKeys.map { JWK(symmetric: $0.key, keyID: $0.id, algorithm: "dir") }
         var activeSession = settings.activeSessionKey.flatMap { id in sessions.first { $0.keyID == id } }
         if sessions.isEmpty {
-            _ = try await store.setIfAbsent(RelayKeys.sessionKey, Array(Base64URL.encode(SecureRandom.bytes(32)).utf8), ttl: .seconds(10 * 365 * 86400))
-            guard let stored = try await store.get(RelayKeys.sessionKey), let bytes = Base64URL.decode(String(decoding: stored, as: UTF8.self)), bytes.count == 32 else {
+            let proposed = Array(Base64URL.encode(SecureRandom.bytes(32)).utf8)
+            guard let stored = try await store.sharedValue(.sessionKey, proposing: proposed), let bytes = Base64URL.decode(String(decoding: stored, as: UTF8.self)), bytes.count == 32 else {
                 throw RelayStartupError("the generated session key could not be stored")
             }
             let key = JWK(symmetric: bytes, keyID: "dev-session", algorithm: "dir")

@@ -1,0 +1,128 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import RelaisHTTPClient
+import RelaisServer
+import RelaisOIDC
+import RelaisStore
+import RelaisJOSE
+
+/// Every refusal the relay gives, in one vocabulary: a stable ``Code`` (with its status and the
+/// sentence for app developers, from which docs/errors.md is generated) and a description naming
+/// what was wrong with this request. How it reaches the caller depends on the surface: an OAuth
+/// JSON body (RFC 6749 §5.2), a bearer challenge (RFC 6750 §3), a redirect to the app's
+/// registered URI, or an HTML page that never redirects.
+struct RelayError: Error, Sendable, Equatable {
+    var code: Code
+    /// For the app developer and the log: names the failed check, never a token or claim value.
+    var description: String
+    /// Extra response headers (`Retry-After`, `WWW-Authenticate: Basic`).
+    var headers: HTTPFields = [:]
+
+    init(_ code: Code, _ description: String, headers: HTTPFields = [:]) {
+        self.code = code
+        self.description = description
+        self.headers = headers
+    }
+
+    // MARK: - Frequent errors
+
+    static func invalidRequest(_ description: String) -> RelayError { RelayError(.invalidRequest, description) }
+    static func invalidGrant(_ description: String) -> RelayError { RelayError(.invalidGrant, description) }
+    static func invalidToken(_ description: String) -> RelayError { RelayError(.invalidToken, description) }
+    static func insufficientScope(_ description: String) -> RelayError { RelayError(.insufficientScope, description) }
+    static let storeUnavailable = RelayError(.temporarilyUnavailable, "Relais cannot reach its store right now; retry shortly")
+    /// No `Authorization` header: RFC 6750 §3.1 says the challenge then carries no error code.
+    static let missingToken = RelayError(.missingToken, "a Bearer access token is required")
+
+    static func tooManyRequests(retryAfter seconds: Int) -> RelayError {
+        RelayError(.tooManyRequests, "rate limit reached; retry after \(seconds) s", headers: [.retryAfter: String(seconds)])
+    }
+
+    // MARK: - Surfaces
+
+    enum Surface {
+        /// RFC 6749 §5.2 JSON.
+        case json
+        /// JSON plus the RFC 6750 `WWW-Authenticate` challenge.
+        case bearer
+        /// The HTML page for people.
+        case page
+    }
+
+    func response(_ surface: Surface, requestID: String) -> Response {
+        switch surface {
+        case .json: json(requestID: requestID)
+        case .bearer: bearer(requestID: requestID)
+        case .page: page()
+        }
+    }
+
+    /// Runs a route's work and renders its refusals on `surface`. A store failure is
+    /// `temporarily_unavailable` (the details go to the log); anything else goes on to the server's
+    /// error middleware (413 for a body over the limit, 500 otherwise).
+    static func rendering(
+        _ surface: Surface, _ context: RelaisRequestContext, _ work: () async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await work()
+        } catch let error as RelayError {
+            return error.response(surface, requestID: context.requestID)
+        } catch let error as StoreError {
+            context.logger.error("store unavailable", metadata: ["error": "\(error)"])
+            return storeUnavailable.response(surface, requestID: context.requestID)
+        }
+    }
+
+    /// The OAuth JSON error body, with the request id the log line also carries.
+    func json(requestID: String) -> Response {
+        RelayResponse.json(
+            code.status,
+            .object(["error": .string(code.wireCode), "error_description": .string(description), "request_id": .string(requestID)]),
+            headers: headers
+        )
+    }
+
+    /// The JSON body with the RFC 6750 challenge, for endpoints that take an access token.
+    func bearer(requestID: String) -> Response {
+        var response = json(requestID: requestID)
+        if code.challengesBearer { response.headers[.wwwAuthenticate] = challenge }
+        return response
+    }
+
+    /// RFC 6750 §3: `WWW-Authenticate: Bearer realm="relais", error=…, error_description=…`.
+    var challenge: String {
+        guard code != .missingToken, code != .temporarilyUnavailable else { return #"Bearer realm="relais""# }
+        let quoted = String(description.map { $0 == "\"" ? "'" : $0 })
+        return #"Bearer realm="relais", error="\#(code.wireCode)", error_description="\#(quoted)""#
+    }
+
+    /// An HTML page for the person in the browser; never a redirect (the redirect URI may not be
+    /// trusted, or the app to return to is unknown).
+    func page() -> Response {
+        var response = RelayResponse.page(code.status, code: code.wireCode, message: description)
+        for field in headers { response.headers.append(field) }
+        return response
+    }
+
+    /// Back to the app's verified redirect URI with `error`, `error_description`, its `state` and
+    /// `iss` (RFC 9207).
+    func redirect(to redirectURI: String, state: String?, issuer: String) -> Response {
+        var parameters = [("error", code.wireCode), ("error_description", description)]
+        if let state { parameters.append(("state", state)) }
+        parameters.append(("iss", issuer))
+        return RelayResponse.redirect(FormParameters.url(redirectURI, adding: parameters))
+    }
+}
+
+extension RelayError {
+    /// A sign-in the provider made fail: a provider that is down is worth retrying, anything else
+    /// is a `server_error` whose description starts with the provider code (docs/errors.md).
+    init(upstream error: UpstreamError) {
+        if case .unavailable = error {
+            self.init(.temporarilyUnavailable, error.description)
+        } else {
+            self.init(.serverError, error.description)
+        }
+    }
+}

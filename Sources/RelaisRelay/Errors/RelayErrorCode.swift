@@ -1,0 +1,118 @@
+import HTTPTypes
+
+extension RelayError {
+    /// The stable codes of the relay. Clients, dashboards and alerts may match on them; the
+    /// descriptions may change. docs/errors.md is generated from this list (`relais errors --markdown`).
+    enum Code: String, CaseIterable, Sendable {
+        case invalidRequest = "invalid_request"
+        case unknownClient = "unknown_client"
+        case invalidRedirectURI = "invalid_redirect_uri"
+        case unsupportedResponseType = "unsupported_response_type"
+        case invalidScope = "invalid_scope"
+        case loginRequired = "login_required"
+        case accessDenied = "access_denied"
+        case consentRequired = "consent_required"
+        case interactionRequired = "interaction_required"
+        case transactionExpired = "transaction_expired"
+        case invalidClient = "invalid_client"
+        case invalidGrant = "invalid_grant"
+        case unsupportedGrantType = "unsupported_grant_type"
+        case missingToken = "missing_token"
+        case invalidToken = "invalid_token"
+        case insufficientScope = "insufficient_scope"
+        case tooManyRequests = "too_many_requests"
+        case temporarilyUnavailable = "temporarily_unavailable"
+        case serverError = "server_error"
+
+        /// What goes in `error`: a missing token is reported as `invalid_token` in the body and with
+        /// no error at all in the challenge (RFC 6750 §3.1).
+        var wireCode: String { self == .missingToken ? "invalid_token" : rawValue }
+
+        var status: HTTPResponse.Status {
+            switch self {
+            case .invalidClient, .missingToken, .invalidToken: .unauthorized
+            case .insufficientScope: .forbidden
+            case .tooManyRequests: .tooManyRequests
+            case .temporarilyUnavailable: .serviceUnavailable
+            case .serverError: .internalServerError
+            default: .badRequest
+            }
+        }
+
+        /// Whether a bearer endpoint answers it with a `WWW-Authenticate: Bearer` challenge.
+        var challengesBearer: Bool {
+            [.missingToken, .invalidToken, .insufficientScope, .invalidRequest, .temporarilyUnavailable].contains(self)
+        }
+
+        /// Errors a provider may send back that the app can act on as they are; any other provider
+        /// error reaches the app as `server_error`.
+        static let passedThroughFromProvider: Set<Code> = [.accessDenied, .loginRequired, .consentRequired, .interactionRequired, .temporarilyUnavailable]
+
+        /// Where the error is answered, for the catalogue.
+        var surfaces: String {
+            switch self {
+            case .invalidRequest: "every endpoint: page, redirect or JSON"
+            case .unknownClient, .invalidRedirectURI: "`/authorize`, `GET /logout` (page)"
+            case .unsupportedResponseType, .loginRequired: "`/authorize` (redirect)"
+            case .invalidScope: "`/authorize` (redirect), `/token`"
+            case .accessDenied, .consentRequired, .interactionRequired: "`/callback` (redirect)"
+            case .transactionExpired: "`/callback`, `/logout/callback` (page)"
+            case .invalidClient: "`/token`, `/revoke`, `/introspect`"
+            case .invalidGrant: "`/token`, `POST /logout`"
+            case .unsupportedGrantType: "`/token`"
+            case .missingToken, .invalidToken, .insufficientScope: "`/userinfo`, `/auth`, `POST /logout` (bearer)"
+            case .tooManyRequests: "`/authorize`, `/callback` (page), `/token`"
+            case .temporarilyUnavailable: "every endpoint"
+            case .serverError: "`/authorize`, `/callback` (redirect), `/token`"
+            }
+        }
+
+        /// When it happens.
+        var meaning: String {
+            switch self {
+            case .invalidRequest:
+                "A parameter is missing, repeated, malformed or too long; PKCE is missing or not S256; the body is not a form; an unknown `provider` or `acr_values` outside the provider's levels; another scheme than Bearer."
+            case .unknownClient: "No app is registered with this `client_id`."
+            case .invalidRedirectURI:
+                "The `redirect_uri` (or `post_logout_redirect_uri`) is not registered for the app. Matching is exact, except that a loopback `http://127.0.0.1/…` or `http://[::1]/…` entry accepts any port (RFC 8252 §7.3)."
+            case .unsupportedResponseType: "`response_type` is not `code`."
+            case .invalidScope: "`scope` lacks `openid`, names a scope the app may not have, or a refresh asks for a scope the sign-in did not grant."
+            case .loginRequired: "`prompt=none`: providers always ask the person; or the provider answered it."
+            case .accessDenied: "The person cancelled at the provider."
+            case .consentRequired, .interactionRequired: "Passed on as the provider sent it."
+            case .transactionExpired: "The sign-in (or logout) is older than `relay.transaction_lifetime`, or this callback was already used (a replay)."
+            case .invalidClient: "Unknown `client_id`; at `/introspect`, an unknown resource server or a wrong secret (`WWW-Authenticate: Basic`)."
+            case .invalidGrant:
+                "The code is unknown, expired, used (a second use revokes the session the first opened), issued to another app, for another `redirect_uri`, or its PKCE verifier does not match; the refresh token is unknown, of another app, or reused after `relay.refresh_grace` (which revokes the session); the session has ended."
+            case .unsupportedGrantType: "A `grant_type` other than `authorization_code` and `refresh_token`."
+            case .missingToken: "No `Authorization` header: the challenge is `Bearer realm=\"relais\"` with no error."
+            case .invalidToken: "Bad signature, not a Relais access token (`typ` must be `at+jwt`), expired, or its session has ended (revoked, logged out, idle or past its lifetime)."
+            case .insufficientScope: "`/userinfo` without `openid`; `/auth?scope=…` not granted, or `/auth?acr=…` above the sign-in's level."
+            case .tooManyRequests: "A rate limit (`rate_limit.*`) is reached; `Retry-After` says when to retry."
+            case .temporarilyUnavailable:
+                "Relais' store is unreachable (nothing is left half-made), another instance is still rotating the same refresh token after 3 s, or the provider is down, slow or answered 5xx/429 (`error_description` starts with `provider_unavailable`)."
+            case .serverError:
+                "The provider answered something Relais refuses (`error_description` starts with one of the provider codes below), or a session can no longer be opened because its session key was removed."
+            }
+        }
+
+        /// What the app developer (or operator) should do about it.
+        var advice: String {
+            switch self {
+            case .invalidRequest, .unsupportedResponseType, .unsupportedGrantType: "Fix the request: it is a bug in the caller."
+            case .unknownClient, .invalidRedirectURI: "Register the app or the URI in `apps.<id>`, or fix the request."
+            case .invalidScope: "Ask only for the app's configured `scopes`."
+            case .loginRequired, .consentRequired, .interactionRequired: "Start an interactive sign-in."
+            case .accessDenied: "Show the signed-out state and offer to sign in again."
+            case .transactionExpired: "Start the sign-in again from the app."
+            case .invalidClient: "Use a registered `client_id` (and, for resource servers, the right secret)."
+            case .invalidGrant: "Sign the person in again; a replay means the code or token leaked."
+            case .missingToken, .invalidToken: "Refresh the access token, or sign in again when the refresh fails."
+            case .insufficientScope: "Sign in again with the scope or level the API needs."
+            case .tooManyRequests: "Wait for `Retry-After` seconds."
+            case .temporarilyUnavailable: "Retry shortly; offer a retry button."
+            case .serverError: "Show a generic error; the operator finds the details in the log with the request id."
+            }
+        }
+    }
+}

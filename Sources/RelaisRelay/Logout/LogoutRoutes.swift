@@ -1,0 +1,87 @@
+import Hummingbird
+import Logging
+import RelaisConfig
+import RelaisCrypto
+import RelaisHTTPClient
+import RelaisOIDC
+import RelaisServer
+
+/// Logout. In the browser: `GET /logout?client_id&post_logout_redirect_uri&state[&id_token_hint]`
+/// ends the Relais session named by the hint, sends the browser through the provider's end-session
+/// endpoint (with the provider's own id_token as hint), then back to the app. From an API:
+/// `POST /logout` with a Bearer access token or a `refresh_token` ends the session, 204.
+struct LogoutRoutes: RelayRoutes {
+    let apps: [String: AppSettings]
+    let providers: [String: UpstreamProvider]
+    let vault: SessionVault
+    let tokens: TokenSessions
+    let bearer: BearerAuthenticator
+
+    var sessions: SessionStore { tokens.sessions }
+
+    func register(on router: Router<RelaisRequestContext>) {
+        router.get("/logout") { request, context in
+            try await RelayError.rendering(.page, context) { try await browserLogout(request, context: context) }
+        }
+        router.get("/logout/callback") { request, context in
+            try await RelayError.rendering(.page, context) { try await providerReturned(request) }
+        }
+        router.post("/logout") { request, context in
+            try await RelayError.rendering(.bearer, context) { try await apiLogout(request) }
+        }
+    }
+
+    private func browserLogout(_ request: Request, context: RelaisRequestContext) async throws -> Response {
+        guard let parameters = FormParameters.query(of: request), parameters.repeatedNames.isEmpty else {
+            throw RelayError.invalidRequest("The logout parameters cannot be read.")
+        }
+        guard let clientID = parameters["client_id"], let app = apps[clientID] else {
+            throw RelayError(.unknownClient, "No app is registered with this client_id.")
+        }
+        guard let target = parameters["post_logout_redirect_uri"], app.postLogoutRedirectURIs.contains(target) else {
+            throw RelayError(.invalidRedirectURI, "This post_logout_redirect_uri is not registered for the app.")
+        }
+        let back = RelayResponse.redirect(FormParameters.url(target, adding: parameters["state"].map { [("state", $0)] } ?? []))
+        guard let hint = parameters["id_token_hint"], let sid = tokens.session(ofIDToken: hint, clientID: clientID) else {
+            return back  // no session named: nothing to end, back to the app
+        }
+        let session = try await sessions.session(sid)
+        try await sessions.revoke(sid, reason: .logout)
+        context.logger.info("session ended by logout", metadata: ["client_id": "\(clientID)"])
+        guard let session, let provider = providers[session.providerID], let identity = vault.open(SessionIdentity.self, session.sealedIdentity) else {
+            return back
+        }
+        // The provider's session ends too, or the next sign-in would skip the login page.
+        let state = SecureRandom.token(bits: 256)
+        guard let endSession = await provider.endSessionURL(idTokenHint: identity.providerIDToken, state: state) else { return back }
+        try await sessions.saveLogout(LogoutTransaction(redirectURI: target, state: parameters["state"]), state: state)
+        return RelayResponse.redirect(endSession)
+    }
+
+    private func providerReturned(_ request: Request) async throws -> Response {
+        guard let state = FormParameters.query(of: request)?["state"], !state.isEmpty else {
+            throw RelayError.invalidRequest("The provider's answer carries no state.")
+        }
+        guard let transaction = try await sessions.takeLogout(state: state) else {
+            throw RelayError(.transactionExpired, "This logout has expired or was already completed. You are signed out.")
+        }
+        return RelayResponse.redirect(FormParameters.url(transaction.redirectURI, adding: transaction.state.map { [("state", $0)] } ?? []))
+    }
+
+    private func apiLogout(_ request: Request) async throws -> Response {
+        let sid: String
+        if request.headers[.authorization] != nil {
+            sid = try await bearer.authenticate(request, session: .none).sid
+        } else {
+            guard let form = try await FormParameters.body(of: request, limit: 16 * 1024), let token = form["refresh_token"], let clientID = form["client_id"] else {
+                throw RelayError.invalidRequest("send a Bearer access token, or client_id and refresh_token")
+            }
+            guard let found = try await tokens.session(ofToken: token, clientID: clientID, hint: "refresh_token") else {
+                throw RelayError.invalidGrant("the refresh token is unknown")
+            }
+            sid = found
+        }
+        try await sessions.revoke(sid, reason: .logout)
+        return RelayResponse.done(.noContent)
+    }
+}

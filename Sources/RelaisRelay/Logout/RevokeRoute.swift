@@ -1,0 +1,31 @@
+import Hummingbird
+import Logging
+import RelaisConfig
+import RelaisHTTPClient
+import RelaisServer
+
+/// `POST /revoke` (RFC 7009) for apps: a refresh token (or an access token) ends its session, so
+/// every token of that sign-in stops working. An unknown token is not an error (§2.2).
+struct RevokeRoute: RelayRoutes {
+    let apps: [String: AppSettings]
+    let tokens: TokenSessions
+
+    func register(on router: Router<RelaisRequestContext>) {
+        router.post("/revoke") { request, context in
+            try await RelayError.rendering(.json, context) {
+                guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.repeatedNames.isEmpty else {
+                    throw RelayError.invalidRequest("the body must be a form without repeated parameters")
+                }
+                guard let clientID = form["client_id"], apps[clientID] != nil else {
+                    throw RelayError(.invalidClient, "no app is registered with this client_id")
+                }
+                guard let token = form["token"], !token.isEmpty else { throw RelayError.invalidRequest("token is missing") }
+                if let sid = try await tokens.session(ofToken: token, clientID: clientID, hint: form["token_type_hint"]) {
+                    try await tokens.sessions.revoke(sid, reason: .revoked)
+                    context.logger.info("session revoked by the app", metadata: ["client_id": "\(clientID)"])
+                }
+                return RelayResponse.done()
+            }
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import RelaisJOSE
+import RelaisClock
+
+/// Finds the session a token names, for revocation and logout: a refresh token through its
+/// record, one of Relais' own access tokens or id_tokens through its signed `sid` (expired ones
+/// too: revocation and logout come late).
+struct TokenSessions: Sendable {
+    let sessions: SessionStore
+    let keys: RelayKeyRing
+    let issuer: String
+
+    /// The session a refresh or access token of `clientID` belongs to; nil for anything else.
+    func session(ofToken token: String, clientID: String, hint: String?) async throws -> String? {
+        if hint != "access_token", let record = try await sessions.refresh(token) {
+            return record.clientID == clientID ? record.sid : nil
+        }
+        var policy = ClaimsPolicy(issuer: issuer)
+        policy.requireExpiration = false  // revoking an expired token still ends its session
+        guard let claims = verified(token, policy), claims.string("client_id") == clientID else { return nil }
+        return claims.string("sid")
+    }
+
+    /// The session named by one of Relais' own id_tokens for `clientID`, however old.
+    func session(ofIDToken token: String, clientID: String) -> String? {
+        var policy = ClaimsPolicy(issuer: issuer, audience: clientID)
+        policy.requireExpiration = false
+        policy.leeway = .seconds(365 * 86400)
+        return verified(token, policy)?.string("sid")
+    }
+
+    private func verified(_ token: String, _ policy: ClaimsPolicy) -> VerifiedClaims? {
+        var policy = policy
+        policy.now = { [clock = sessions.clock] in clock.now }
+        guard let jws = try? JWS.parse(token), (try? jws.verify(with: keys.signingKeys)) != nil else { return nil }
+        return try? policy.validate(jws)
+    }
+}

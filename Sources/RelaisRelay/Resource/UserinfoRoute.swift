@@ -1,0 +1,41 @@
+import Hummingbird
+import RelaisJOSE
+import RelaisServer
+import RelaisClock
+
+/// `GET|POST /userinfo`: the identity claims stored at sign-in, filtered by the access token's
+/// scopes. The token must verify and its session must still be live. Errors follow RFC 6750.
+struct UserinfoRoute: RelayRoutes {
+    let bearer: BearerAuthenticator
+    let sessions: SessionStore
+    let vault: SessionVault
+    /// Rendered bodies by session, app, subject and scopes. A session record never changes once
+    /// written, so its body is current for as long as the session is live, which is still checked
+    /// on every call (one TTL lookup instead of reading, parsing and rendering the record).
+    let bodies = MemoryCache<String, [UInt8]>(capacity: 10_000)
+
+    func register(on router: Router<RelaisRequestContext>) {
+        router.get("/userinfo") { request, context in try await respond(request, context: context) }
+        router.post("/userinfo") { request, context in try await respond(request, context: context) }
+    }
+
+    private func respond(_ request: Request, context: RelaisRequestContext) async throws -> Response {
+        try await RelayError.rendering(.bearer, context) { RelayResponse.json(.ok, serialized: try await userinfo(request)) }
+    }
+
+    private func userinfo(_ request: Request) async throws -> [UInt8] {
+        let access = try await bearer.authenticate(request, session: .alive)
+        guard access.scopes.contains("openid") else { throw RelayError.insufficientScope("the token lacks the openid scope") }
+        let key = [access.sid, access.clientID, access.subject, access.scopes.joined(separator: " ")].joined(separator: "\u{0}")
+        let now = sessions.clock.now
+        if let body = bodies.get(key, now: now) { return body }
+        guard let session = try await sessions.session(access.sid), session.subject == access.subject, session.clientID == access.clientID,
+            let identity = vault.openIdentity(session.sealedIdentity)
+        else { throw RelayError.invalidToken("the session has ended") }
+        var claims = TokenMinter.grantedClaims(identity, scopes: access.scopes)
+        claims["sub"] = .string(access.subject)
+        let body = JSONValue.object(claims).serialized()
+        bodies.put(key, body, expiresAt: session.expiresAt, now: now)
+        return body
+    }
+}

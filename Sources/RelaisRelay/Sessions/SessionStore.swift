@@ -1,0 +1,146 @@
+import RelaisClock
+import RelaisConfig
+import RelaisCrypto
+import RelaisStore
+
+/// The relay's only door to the store: every key, TTL and index is named here and nowhere else.
+/// Codes, tokens and states are stored under their SHA-256, never as themselves.
+struct SessionStore: Sendable {
+    let store: any KeyValueStore
+    let settings: RelaySettings
+    let clock: any RelaisClock
+
+    /// The key layout (docs/operations.md describes it for operators).
+    enum Key {
+        static func transaction(_ state: String) -> String { "tx:\(SHA256.hexHash(state))" }
+        static func code(_ code: String) -> String { "code:\(SHA256.hexHash(code))" }
+        static func usedCode(_ code: String) -> String { "code-used:\(SHA256.hexHash(code))" }
+        static func session(_ sid: String) -> String { "session:\(sid)" }
+        static func refreshToken(_ token: String) -> String { "rt:\(SHA256.hexHash(token))" }
+        static func refreshLock(_ token: String) -> String { "rt-lock:\(SHA256.hexHash(token))" }
+        static func subjectSessions(provider: String, subject: String) -> String { "sub:\(SHA256.hexHash(provider + "\u{0}" + subject))" }
+        /// Relais sessions opened from one provider session (its `sid`).
+        static func providerSessions(provider: String, sid: String) -> String { "psid:\(SHA256.hexHash(provider + "\u{0}" + sid))" }
+        static func logout(_ state: String) -> String { "logout:\(SHA256.hexHash(state))" }
+        /// A back-channel logout token's `jti`, remembered so a token acts once.
+        static func logoutToken(provider: String, jti: String) -> String { "bcl-jti:\(SHA256.hexHash(provider + "\u{0}" + jti))" }
+        static func rateLimit(_ bucket: String, _ id: String, window index: Int) -> String { "rl:\(bucket):\(id):\(index)" }
+        static let signingKey = "relay:signing-key"
+        static let sessionKey = "relay:session-key"
+    }
+
+    // MARK: - Sign-in: transactions and codes
+
+    func saveTransaction(_ transaction: LoginTransaction, state: String) async throws {
+        try await store.set(Key.transaction(state), StoredJSON.encode(transaction), ttl: settings.transactionLifetime)
+    }
+
+    /// Consumed on read: a replayed callback finds nothing.
+    func takeTransaction(state: String) async throws -> LoginTransaction? {
+        StoredJSON.decode(LoginTransaction.self, try await store.getAndDelete(Key.transaction(state)))
+    }
+
+    func saveCode(_ record: RelayCode, code: String) async throws {
+        try await store.set(Key.code(code), StoredJSON.encode(record), ttl: settings.codeLifetime)
+    }
+
+    /// Consumed on read: a code is redeemed once.
+    func takeCode(_ code: String) async throws -> RelayCode? {
+        StoredJSON.decode(RelayCode.self, try await store.getAndDelete(Key.code(code)))
+    }
+
+    /// Remembers which session a redeemed code opened, so a replay can end it.
+    func markCodeUsed(_ code: String, sid: String) async throws {
+        try await store.set(Key.usedCode(code), Array(sid.utf8), ttl: settings.codeLifetime * 2)
+    }
+
+    func sessionOpened(byUsedCode code: String) async throws -> String? {
+        try await store.get(Key.usedCode(code)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    // MARK: - Sessions
+
+    /// How long the session record lives from now: the idle timeout, never past the absolute end.
+    func ttl(for session: SessionRecord) -> Duration? {
+        let remaining = session.expiresAt - clock.now
+        guard remaining > 1 else { return nil }
+        return min(settings.sessionIdleTimeout, .seconds(Int(remaining)))
+    }
+
+    /// A new session record starting now, for the sign-in in `code`.
+    func newSession(for code: RelayCode) -> SessionRecord {
+        let now = clock.now
+        return SessionRecord(
+            clientID: code.app.clientID, subject: code.subject, providerID: code.app.providerID, scopes: code.app.scopes, acr: code.acr,
+            createdAt: now, expiresAt: now + Double(settings.sessionLifetime.components.seconds), sealedIdentity: code.sealedIdentity
+        )
+    }
+
+    /// Stores the session and indexes it by the provider's subject (and the provider's session id
+    /// when known), so an operator or a back-channel logout can find every session of a person.
+    func open(_ session: SessionRecord, providerSessionID: String? = nil) async throws -> String {
+        let sid = Hex.encode(SecureRandom.bytes(16))
+        try await store.set(Key.session(sid), StoredJSON.encode(session), ttl: ttl(for: session) ?? .seconds(1))
+        try await store.setAdd(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime)
+        if let providerSessionID {
+            try await store.setAdd(Key.providerSessions(provider: session.providerID, sid: providerSessionID), member: sid, ttl: settings.sessionLifetime)
+        }
+        return sid
+    }
+
+    func session(_ sid: String) async throws -> SessionRecord? {
+        guard let session = StoredJSON.decode(SessionRecord.self, try await store.get(Key.session(sid))), session.expiresAt > clock.now else { return nil }
+        return session
+    }
+
+    /// Whether the session exists, without reading it: the store's TTL already enforces both the
+    /// idle timeout and the absolute lifetime.
+    func isLive(_ sid: String) async throws -> Bool {
+        if case .expiresIn = try await store.timeToLive(Key.session(sid)) { return true }
+        return false
+    }
+
+    /// The idle time left, nil once the session has ended.
+    func idleRemaining(_ sid: String) async throws -> Duration? {
+        if case .expiresIn(let remaining) = try await store.timeToLive(Key.session(sid)) { return remaining }
+        return nil
+    }
+
+    /// Pushes the idle deadline back (bounded by the absolute lifetime).
+    func touch(_ sid: String, _ session: SessionRecord) async throws {
+        guard let ttl = ttl(for: session) else { return }
+        _ = try await store.expire(Key.session(sid), ttl: ttl)
+    }
+
+    /// Ends a session: its refresh tokens and access tokens stop working (they are checked against
+    /// it). Counted under `reason` when it was still there; true when it was.
+    @discardableResult
+    func revoke(_ sid: String, reason: RelayMetrics.EndReason) async throws -> Bool {
+        if let session = StoredJSON.decode(SessionRecord.self, try await store.get(Key.session(sid))) {
+            _ = try await store.setRemove(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid)
+        }
+        let ended = try await store.delete(Key.session(sid))
+        if ended { RelayMetrics.sessionsEnded(1, reason: reason) }
+        return ended
+    }
+
+    /// Every session id indexed for a person at a provider (some may have ended since).
+    func sessions(ofSubject subject: String, provider: String) async throws -> Set<String> {
+        try await store.setMembers(Key.subjectSessions(provider: provider, subject: subject))
+    }
+
+    /// The Relais sessions opened from one provider session.
+    func sessions(ofProviderSession sid: String, provider: String) async throws -> Set<String> {
+        try await store.setMembers(Key.providerSessions(provider: provider, sid: sid))
+    }
+
+    /// Drops a session id from a person's index (operator revocation, without metrics).
+    func unindex(_ sid: String, subject: String, provider: String) async throws {
+        _ = try await store.setRemove(Key.subjectSessions(provider: provider, subject: subject), member: sid)
+    }
+
+    /// Deletes the session record; true when it existed.
+    func deleteSession(_ sid: String) async throws -> Bool {
+        try await store.delete(Key.session(sid))
+    }
+}

@@ -1,0 +1,40 @@
+import Hummingbird
+import Logging
+import RelaisConfig
+import RelaisServer
+import RelaisClock
+
+/// Fixed-window request limits per client IP and per app, counted in the store so every instance
+/// shares them. When the store fails, requests pass: the endpoints need the store anyway and will
+/// answer `temporarily_unavailable` themselves.
+struct RateLimiter: Sendable {
+    let sessions: SessionStore
+    let settings: RateLimitSettings
+    let trustedProxies: [IPNetwork]
+
+    /// `too_many_requests` (with `Retry-After`) when over a limit; nil when allowed.
+    func check(ip: String? = nil, clientID: String? = nil, logger: Logger) async -> RelayError? {
+        guard settings.enabled else { return nil }
+        let window = max(1, Int(settings.window.components.seconds))
+        let now = sessions.clock.seconds
+        let index = now / window
+        let retryAfter = (index + 1) * window - now
+        do {
+            if let ip, try await sessions.countRequest(bucket: "ip", id: ip, window: index, length: .seconds(window)) > settings.perIP {
+                return .tooManyRequests(retryAfter: retryAfter)
+            }
+            if let clientID, try await sessions.countRequest(bucket: "client", id: clientID, window: index, length: .seconds(window)) > settings.perClient {
+                logger.warning("rate limit reached for an app", metadata: ["client_id": "\(clientID)"])
+                return .tooManyRequests(retryAfter: retryAfter)
+            }
+        } catch {
+            logger.warning("rate limiting skipped: store unavailable", metadata: ["error": "\(error)"])
+        }
+        return nil
+    }
+
+    /// The limit for the request's client address (through trusted proxies).
+    func check(_ request: Request, _ context: RelaisRequestContext) async -> RelayError? {
+        await check(ip: ClientAddress.resolve(request, context: context, trustedProxies: trustedProxies), logger: context.logger)
+    }
+}

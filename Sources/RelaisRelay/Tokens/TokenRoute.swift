@@ -1,0 +1,37 @@
+import Hummingbird
+import RelaisConfig
+import RelaisHTTPClient
+import RelaisServer
+
+/// `POST /token` for public clients: the form is read and the app identified here; each grant
+/// lives in its own type (`AuthorizationCodeGrant`, `RefreshGrant`).
+struct TokenRoute: RelayRoutes {
+    let apps: [String: AppSettings]
+    let limiter: RateLimiter
+    let authorizationCode: AuthorizationCodeGrant
+    let refresh: RefreshGrant
+
+    func register(on router: Router<RelaisRequestContext>) {
+        router.post("/token") { request, context in
+            try await RelayError.rendering(.json, context) { try await token(request, context: context) }
+        }
+    }
+
+    private func token(_ request: Request, context: RelaisRequestContext) async throws -> Response {
+        if let limited = await limiter.check(request, context) { throw limited }
+        guard let form = try await FormParameters.body(of: request, limit: 64 * 1024) else {
+            throw RelayError.invalidRequest("the body must be application/x-www-form-urlencoded")
+        }
+        if let repeated = form.repeatedNames.first { throw RelayError.invalidRequest("the parameter '\(repeated)' is given more than once") }
+        guard let grantType = form["grant_type"] else { throw RelayError.invalidRequest("grant_type is missing") }
+        guard let clientID = form["client_id"], !clientID.isEmpty else { throw RelayError.invalidRequest("client_id is missing (apps are public clients)") }
+        guard let app = apps[clientID] else { throw RelayError(.invalidClient, "no app is registered with this client_id") }
+        if let limited = await limiter.check(clientID: clientID, logger: context.logger) { throw limited }
+        let response = switch grantType {
+        case "authorization_code": try await authorizationCode.redeem(form, app: app, logger: context.logger)
+        case "refresh_token": try await refresh.rotate(form, app: app, logger: context.logger)
+        default: throw RelayError(.unsupportedGrantType, "grant_type must be authorization_code or refresh_token")
+        }
+        return RelayResponse.json(.ok, response)
+    }
+}
