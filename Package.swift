@@ -68,6 +68,7 @@ let package = Package(
             name: "RelaisStore",
             dependencies: [
                 "CHiredis",
+                "RelaisClock",
                 "COpenSSLTLS",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -91,6 +92,7 @@ let package = Package(
         .target(
             name: "RelaisServer",
             dependencies: [
+                "RelaisClock",
                 "RelaisConfig",
                 "RelaisCrypto",
                 "RelaisHTTPClient",
@@ -183,6 +185,10 @@ let package = Package(
         .target(
             name: "RelaisTestSupport",
             dependencies: [
+                // InProcessServer: the relay and the development provider served by the test process.
+                "RelaisClock", "RelaisConfig", "RelaisDevProvider", "RelaisRelay",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -215,7 +221,14 @@ let package = Package(
         ),
         .testTarget(
             name: "RelaisRelayTests",
-            dependencies: ["RelaisRelay", "RelaisServer", "RelaisConfig", "RelaisHTTPClient", "RelaisJOSE", "RelaisCrypto", "RelaisTestSupport", "RelaisStore"],
+            dependencies: [
+                "RelaisRelay", "RelaisDevProvider", "RelaisServer", "RelaisConfig", "RelaisHTTPClient", "RelaisJOSE", "RelaisCrypto", "RelaisClock",
+                "RelaisTestSupport", "RelaisStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

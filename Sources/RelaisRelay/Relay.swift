@@ -1,5 +1,4 @@
 public import Hummingbird
-public import Logging
 public import RelaisClock
 public import RelaisConfig
 public import RelaisHTTPClient

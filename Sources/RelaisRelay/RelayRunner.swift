@@ -1,5 +1,6 @@
 public import Logging
 public import NIOCore
+public import RelaisClock
 public import RelaisConfig
 import RelaisServer
 
@@ -8,7 +9,8 @@ public enum RelayRunner {
     public static func run(
         configuration: RelaisConfiguration,
         logger: Logger,
-        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
+        clock: any RelaisClock = SystemClock()
     ) async throws {
         try await RelaisRunner.run(
             configuration: configuration,
@@ -20,9 +22,10 @@ public enum RelayRunner {
                 "providers": "\(configuration.providers.map(\.id).joined(separator: ","))",
                 "apps": "\(configuration.apps.count)",
             ],
-            onServerRunning: onServerRunning
+            onServerRunning: onServerRunning,
+            clock: clock
         ) { dependencies in
-            let relay = try await Relay(configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient)
+            let relay = try await Relay(configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient, clock: clock)
             return relay.register(on:)
         }
     }

@@ -4,6 +4,7 @@ public import NIOCore
 public import RelaisConfig
 public import RelaisHTTPClient
 public import RelaisStore
+public import RelaisClock
 
 /// The long-lived pieces a Relais instance shares between requests.
 public struct RelaisDependencies: Sendable {
@@ -17,12 +18,13 @@ public struct RelaisDependencies: Sendable {
         self.drainState = drainState
     }
 
-    /// Builds the store the configuration names and the outbound HTTP client.
-    public static func make(for configuration: RelaisConfiguration, logger: Logger) -> RelaisDependencies {
+    /// Builds the store the configuration names and the outbound HTTP client. `clock` counts the
+    /// embedded store's TTLs (Redis counts its own).
+    public static func make(for configuration: RelaisConfiguration, logger: Logger, clock: any RelaisClock = SystemClock()) -> RelaisDependencies {
         let store: any KeyValueStore =
             switch configuration.store.kind {
             case .redis: RedisStore(configuration: configuration.store.redis, logger: logger)
-            case .embedded: EmbeddedStore()
+            case .embedded: EmbeddedStore(clock: clock)
             }
         return RelaisDependencies(store: store, httpClient: HTTPClient(configuration: configuration.httpClient, logger: logger))
     }

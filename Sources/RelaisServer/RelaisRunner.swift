@@ -4,6 +4,7 @@ public import NIOCore
 public import RelaisConfig
 public import ServiceLifecycle
 public import UnixSignals
+public import RelaisClock
 
 /// The server skeleton's lifecycle: until SIGTERM or SIGINT, then a drain: /readyz turns 503, the
 /// listener closes, in-flight requests get up to `server.drain_timeout` to finish. The programs
@@ -19,9 +20,10 @@ public enum RelaisRunner {
         startLevel: Logger.Level = .info,
         metadata: Logger.Metadata,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
+        clock: any RelaisClock = SystemClock(),
         routes: (RelaisDependencies) async throws -> (Router<RelaisRequestContext>) -> Void
     ) async throws {
-        let dependencies = RelaisDependencies.make(for: configuration, logger: logger)
+        let dependencies = RelaisDependencies.make(for: configuration, logger: logger, clock: clock)
         let register: (Router<RelaisRequestContext>) -> Void
         do {
             register = try await routes(dependencies)

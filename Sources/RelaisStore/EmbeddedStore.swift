@@ -1,3 +1,4 @@
+public import RelaisClock
 import Synchronization
 
 /// An in-process store with the same API and TTL semantics as ``RedisStore``.
@@ -27,12 +28,14 @@ public final class EmbeddedStore: KeyValueStore {
     }
 
     private let state = Mutex(State())
-    private let clock = ContinuousClock()
+    /// TTLs count on this clock: tests move a ``ManualClock`` instead of waiting.
+    private let clock: any RelaisClock
     /// Writes between two full sweeps of expired entries.
     private let sweepInterval: Int
 
-    public init(sweepInterval: Int = 4096) {
+    public init(sweepInterval: Int = 4096, clock: any RelaisClock = SystemClock()) {
         self.sweepInterval = max(1, sweepInterval)
+        self.clock = clock
     }
 
     public func set(_ key: String, _ value: [UInt8], ttl: Duration?) async throws {
@@ -156,7 +159,7 @@ public final class EmbeddedStore: KeyValueStore {
     }
 
     private func read<Result>(_ body: (inout State, ContinuousClock.Instant) throws -> Result) throws -> Result {
-        let now = clock.now
+        let now = clock.instant
         return try state.withLock { state in
             guard !state.isShutdown else { throw StoreError.shutdown }
             return try body(&state, now)
@@ -164,7 +167,7 @@ public final class EmbeddedStore: KeyValueStore {
     }
 
     private func write<Result>(_ body: (inout State, ContinuousClock.Instant) throws -> Result) throws -> Result {
-        let now = clock.now
+        let now = clock.instant
         return try state.withLock { state in
             guard !state.isShutdown else { throw StoreError.shutdown }
             let result = try body(&state, now)

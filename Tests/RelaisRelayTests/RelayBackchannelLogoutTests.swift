@@ -15,14 +15,15 @@ extension RelayProcessTests {
             let harness: RelayHarness
             let key: JWK
 
-            static func launch(providerClient: String = "", store: String = "  kind: embedded") async throws -> Setup {
+            /// `inProcess: false` for tests that read the relay's /metrics (counters are per process).
+            static func launch(inProcess: Bool = true, providerClient: String = "", store: String = "  kind: embedded") async throws -> Setup {
                 // No kid: the provider publishes this one key under its thumbprint, and a token without
                 // a kid is accepted when exactly one key matches.
                 let key = try JWK.generate(for: .es256)
                 let path = FileManager.default.temporaryDirectory.appendingPathComponent("relais-bcl-\(UUID().uuidString).pem").path
                 try #require(key.privateKeyPEM()).write(toFile: path, atomically: true, encoding: .utf8)
                 let harness = try await RelayHarness.launch(
-                    store: store, providerClient: providerClient, providerExtra: "    backchannel_logout: true\n", providerSettings: "  signing_key_file: \(path)"
+                    inProcess: inProcess, store: store, providerClient: providerClient, providerExtra: "    backchannel_logout: true\n", providerSettings: "  signing_key_file: \(path)"
                 )
                 return Setup(harness: harness, key: key)
             }
@@ -55,7 +56,7 @@ extension RelayProcessTests {
         }
 
         @Test func aLogoutTokenEndsEveryRelaisSessionOfThatPersonAndNoOther() async throws {
-            let setup = try await Setup.launch()
+            let setup = try await Setup.launch(inProcess: false)
             let first = try await setup.harness.tokens(identity: "angela")
             let second = try await setup.harness.tokens(identity: "angela")
             let other = try await setup.harness.tokens(identity: "pierre")
@@ -101,7 +102,7 @@ extension RelayProcessTests {
         }
 
         @Test func everyBadLogoutTokenIsRefusedWithItsReasonAndEndsNothing() async throws {
-            let setup = try await Setup.launch()
+            let setup = try await Setup.launch(inProcess: false)
             let tokens = try await setup.harness.tokens(identity: "angela")
             let subject = try setup.subject(of: tokens)
             let otherKey = try JWK.generate(for: .es256)

@@ -1,4 +1,5 @@
 import Foundation
+import RelaisClock
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
@@ -10,21 +11,24 @@ import Testing
 /// them the way a mobile app and its webview do: PKCE, /authorize, the provider's login page, the
 /// callback, /token. Redirects are followed by hand so every hop can be checked.
 final class RelayHarness: @unchecked Sendable {
-    let provider: RelaisProcess
-    var relays: [RelaisProcess]
+    let provider: any TestServer
+    var relays: [any TestServer]
     let http = HTTPClient(configuration: .init(maxConcurrentRequests: 8))
+    /// The in-process relays' clock (and their embedded stores'): tests move it instead of sleeping.
+    let clock: ManualClock
     /// The browser's cookie at the provider.
     var providerCookie: String?
 
     static let appRedirect = "http://127.0.0.1:7777/cb"
     static let providerSecret = "relay-test-secret-0123456789-0123456789"
 
-    var relay: RelaisProcess { relays[0] }
+    var relay: any TestServer { relays[0] }
     var issuer: String { relay.baseURL }
     var providerIssuer: String { provider.baseURL + (mode == "v1" ? "/api/v1" : "/api/v2") }
     let mode: String
 
-    private init(provider: RelaisProcess, relays: [RelaisProcess], mode: String) {
+    private init(provider: any TestServer, relays: [any TestServer], mode: String, clock: ManualClock) {
+        self.clock = clock
         self.provider = provider
         self.relays = relays
         self.mode = mode
@@ -37,8 +41,10 @@ final class RelayHarness: @unchecked Sendable {
 
     /// `relayExtra` is appended to the relay's file (top-level sections); `providerExtra` goes in
     /// the provider's `providers.fc` entry; `store` is the relay's store section; `providerSettings`
-    /// goes in the development provider's own `provider` section.
+    /// goes in the development provider's own `provider` section. `inProcess: false` runs the real
+    /// binary instead, for what only a process shows (its log, its /metrics).
     static func launch(
+        inProcess: Bool = true,
         mode: String = "v2",
         instances: Int = 1,
         store: String = "  kind: embedded",
@@ -50,6 +56,7 @@ final class RelayHarness: @unchecked Sendable {
         providerSettings: String = ""
     ) async throws -> RelayHarness {
         let relayPorts = try (0..<instances).map { _ in try FreePort.find() }
+        let clock = ManualClock()
         // All instances share one public URL (the load balancer's): the first port stands for it.
         let publicURL = "http://127.0.0.1:\(relayPorts[0])"
         var client = """
@@ -63,7 +70,14 @@ final class RelayHarness: @unchecked Sendable {
             client += "\n    jwks_uri: \(publicURL)/jwks/provider.json"
         }
         client += providerClient.replacingOccurrences(of: "RELAY/", with: publicURL + "/")
-        let provider = try await RelaisProcess.devProvider(mode: mode, clients: client, provider: providerSettings)
+        let provider: any TestServer
+        if inProcess {
+            provider = try await InProcessServer.launch(.devProvider) { port in
+                RelaisProcess.devProviderConfiguration(port: port, mode: mode, clients: client, provider: providerSettings)
+            }
+        } else {
+            provider = try await RelaisProcess.devProvider(mode: mode, clients: client, provider: providerSettings)
+        }
         let preset = ["v2": "franceconnect-v2", "v1": "franceconnect-v1", "fcplus": "franceconnect-plus"][mode]!
         let prefix = mode == "v1" ? "/api/v1" : "/api/v2"
         var endpoints = ""
@@ -81,10 +95,9 @@ final class RelayHarness: @unchecked Sendable {
             try fcplusKey.privateKeyPEM()!.write(toFile: path, atomically: true, encoding: .utf8)
             decryption = "    decryption_key_files: [\(path)]\n"
         }
-        var relays: [RelaisProcess] = []
+        var relays: [any TestServer] = []
         for port in relayPorts {
-            relays.append(
-                try await RelaisProcess.launch("serve", environment: relayEnvironment, port: port) { port in
+            let config: (Int) -> String = { port in
                     """
                     server:
                       environment: development
@@ -111,10 +124,14 @@ final class RelayHarness: @unchecked Sendable {
                         scopes: [openid, profile, birth, email]
                     \(relayExtra)
                     """
-                }
-            )
+            }
+            if inProcess {
+                relays.append(try await InProcessServer.launch(.relay, environment: relayEnvironment, port: port, clock: clock, config: config))
+            } else {
+                relays.append(try await RelaisProcess.launch("serve", environment: relayEnvironment, port: port, config: config))
+            }
         }
-        return RelayHarness(provider: provider, relays: relays, mode: mode)
+        return RelayHarness(provider: provider, relays: relays, mode: mode, clock: clock)
     }
 
     // MARK: - HTTP
@@ -162,7 +179,7 @@ final class RelayHarness: @unchecked Sendable {
 
     /// /authorize at `relay` → the provider's login page → pick `identity` (or cancel) → the provider's
     /// redirect to Relais' /callback (returned, not yet followed).
-    func throughProvider(_ request: AppRequest, identity: String? = "angela", relay: RelaisProcess? = nil) async throws -> String {
+    func throughProvider(_ request: AppRequest, identity: String? = "angela", relay: (any TestServer)? = nil) async throws -> String {
         let start = try await get(FormParameters.url((relay ?? self.relay).baseURL + "/authorize", adding: request.parameters))
         try #require(start.status == 302, "authorize: \(start.status) \(start.bodyText)")
         let toProvider = try #require(start.header("location"))
@@ -177,7 +194,7 @@ final class RelayHarness: @unchecked Sendable {
     }
 
     /// Follows the provider's redirect into Relais' /callback; returns where Relais sends the app.
-    func callback(_ url: String, relay: RelaisProcess? = nil) async throws -> HTTPClientResponse {
+    func callback(_ url: String, relay: (any TestServer)? = nil) async throws -> HTTPClientResponse {
         var target = url
         if let relay { target = target.replacingOccurrences(of: self.relay.baseURL, with: relay.baseURL) }
         return try await get(target)
@@ -193,7 +210,7 @@ final class RelayHarness: @unchecked Sendable {
         return try Self.query(location)
     }
 
-    func exchange(_ code: String, _ request: AppRequest, relay: RelaisProcess? = nil) async throws -> HTTPClientResponse {
+    func exchange(_ code: String, _ request: AppRequest, relay: (any TestServer)? = nil) async throws -> HTTPClientResponse {
         try await post((relay ?? self.relay).baseURL + "/token", [
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", request.redirectURI), ("client_id", "app"),
             ("code_verifier", request.verifier),
@@ -208,7 +225,7 @@ final class RelayHarness: @unchecked Sendable {
         return try #require(JSONValue.object(from: response.body))
     }
 
-    func refresh(_ token: String, relay: RelaisProcess? = nil) async throws -> HTTPClientResponse {
+    func refresh(_ token: String, relay: (any TestServer)? = nil) async throws -> HTTPClientResponse {
         try await post((relay ?? self.relay).baseURL + "/token", [("grant_type", "refresh_token"), ("refresh_token", token), ("client_id", "app")])
     }
 

@@ -14,6 +14,7 @@ extension RelayProcessTests {
         @Test func nothingSecretReachesTheLogEvenAtTrace() async throws {
             let introspectionSecret = "orders-introspection-secret-0123456789"
             let harness = try await RelayHarness.launch(
+                inProcess: false,
                 relayExtra: "resource_servers:\n  orders:\n    secret: \(introspectionSecret)",
                 relayEnvironment: ["RELAIS_LOG_LEVEL": "trace"]
             )
@@ -92,7 +93,7 @@ extension RelayProcessTests {
             // A replayed code (this revokes the session it opened, with a warning).
             #expect(try await harness.exchange(code, request).status == 400)
 
-            let log = harness.relay.log
+            let log = try #require(harness.relay as? RelaisProcess).log
             // The log is really there and really at trace: one access line per request at least.
             #expect(log.components(separatedBy: "request").count > 30, "the relay log is unexpectedly short:\n\(log.prefix(2000))")
             // Names only in the failure message: quoting the log would print the secrets again.

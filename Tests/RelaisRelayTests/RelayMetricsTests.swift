@@ -10,7 +10,7 @@ extension RelayProcessTests {
     /// reason, and replays, counted exactly over a scripted run of a real relay.
     @Suite struct RelayMetricsTests {
         @Test func signInOutcomesSessionsAndReplaysAreCounted() async throws {
-            let harness = try await RelayHarness.launch(relayExtra: "relay:\n  refresh_grace: 1s")
+            let harness = try await RelayHarness.launch(inProcess: false, relayExtra: "relay:\n  refresh_grace: 1s")
             // Two sign-ins that succeed and open sessions.
             let first = try await harness.tokens()
             _ = try await harness.tokens()

@@ -1,4 +1,5 @@
 import Foundation
+import RelaisClock
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
@@ -64,7 +65,7 @@ extension RelayProcessTests {
         @Test func aMissingKidOrARotatedKeyIsStillVerified() async throws {
             let harness = try await RelayHarness.launch(providerExtra: "    jwks_refetch_interval: 1s\n")
             _ = try await harness.tokens()  // the JWKS is now cached
-            try await Task.sleep(for: .milliseconds(1100))
+            harness.clock.advance(by: .milliseconds(1100))
             let rotated = try await harness.http.send(HTTPClientRequest(method: .post, url: harness.provider.baseURL + "/_test/rotate-keys"))
             #expect(rotated.status == 200)
             _ = try await harness.tokens()  // unknown kid → refetch → accepted

@@ -1,4 +1,5 @@
 import Foundation
+import RelaisClock
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
@@ -105,11 +106,12 @@ extension RelayProcessTests {
             func auth() async throws -> Int {
                 try await harness.http.send(HTTPClientRequest(url: harness.issuer + "/auth?session=0", headers: [(name: "Authorization", value: "Bearer \(accessToken)")])).status
             }
-            let start = ContinuousClock.now
-            let fresh = try await auth()
-            if ContinuousClock.now - start < .milliseconds(900) { #expect(fresh == 200) }  // only meaningful while the token is still valid
-            // exp is at most 1 s away, plus Relais' 2 s leeway between instances.
-            try await Task.sleep(for: .milliseconds(3300))
+            #expect(try await auth() == 200)
+            // exp is iat + 1 s (iat is the clock's second, rounded down), plus Relais' 2 s leeway
+            // between instances: valid until 2 s on, refused from 3 s on.
+            harness.clock.advance(by: .milliseconds(1900))
+            #expect(try await auth() == 200)
+            harness.clock.advance(by: .milliseconds(1200))
             #expect(try await auth() == 401)
         }
 
@@ -142,7 +144,7 @@ extension RelayProcessTests {
         @Test func anExpiredSignInTransactionIsRefusedAtTheCallback() async throws {
             let harness = try await RelayHarness.launch(relayExtra: "relay:\n  transaction_lifetime: 1s")
             let toRelay = try await harness.throughProvider(RelayHarness.AppRequest())
-            try await Task.sleep(for: .milliseconds(1600))
+            harness.clock.advance(by: .milliseconds(1600))
             let response = try await harness.callback(toRelay)
             #expect(response.status == 400 && response.bodyText.contains(#"id="error-code">transaction_expired<"#))
         }
@@ -204,9 +206,13 @@ extension RelayProcessTests {
             let tokens = try await harness.tokens()
             let first = try await harness.refresh(try #require(tokens["refresh_token"]?.stringValue))
             #expect(first.status == 200)  // a use pushes the idle deadline back
-            try await Task.sleep(for: .milliseconds(3000))
+            harness.clock.advance(by: .milliseconds(1500))
             let next = try #require(JSONValue.object(from: first.body)?["refresh_token"]?.stringValue)
-            #expect(try await harness.refresh(next).status == 400)
+            let second = try await harness.refresh(next)
+            #expect(second.status == 200)  // used within its idle timeout: still alive
+            harness.clock.advance(by: .milliseconds(2100))
+            let last = try #require(JSONValue.object(from: second.body)?["refresh_token"]?.stringValue)
+            #expect(try await harness.refresh(last).status == 400)
         }
 
         @Test func apiLogoutWithABearerOrARefreshToken() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import RelaisClock
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
@@ -77,7 +78,7 @@ extension RelayProcessTests {
             let tokens = try await harness.tokens()
             let original = try #require(tokens["refresh_token"]?.stringValue)
             let rotated = try #require(JSONValue.object(from: try await harness.refresh(original).body))
-            try await Task.sleep(for: .milliseconds(2100))
+            harness.clock.advance(by: .milliseconds(2100))
             let reuse = try await harness.refresh(original)
             #expect(error(reuse) == "invalid_grant")
             #expect(JSONValue.object(from: reuse.body)?["error_description"]?.stringValue?.contains("revoked") == true)

@@ -1,3 +1,4 @@
+import RelaisClock
 import RelaisStore
 import RelaisTestSupport
 import Testing
@@ -13,18 +14,23 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
 struct StoreFixture {
     let store: any KeyValueStore
     let redis: RedisServerProcess?
+    let time: StoreTime
 
     init(_ kind: StoreKind) async throws {
         switch kind {
         case .embedded:
-            store = EmbeddedStore(sweepInterval: 16)
+            let clock = ManualClock()
+            store = EmbeddedStore(sweepInterval: 16, clock: clock)
             redis = nil
+            time = StoreTime(manual: clock)
+            return
         case .redis:
             let server = try await RedisServerProcess.launch()
             var configuration = RedisConfiguration(poolSize: 2)
             try configuration.apply(url: server.url)
             store = RedisStore(configuration: configuration)
             redis = server
+            time = StoreTime(manual: nil)
         case .redisTLS:
             let server = try await RedisServerProcess.launch(tls: try TestCertificates.make())
             var configuration = RedisConfiguration(poolSize: 2)
@@ -32,6 +38,7 @@ struct StoreFixture {
             configuration.tls?.caBundlePath = server.tls?.serverCertificate
             store = RedisStore(configuration: configuration)
             redis = server
+            time = StoreTime(manual: nil)
         }
     }
 
@@ -41,10 +48,10 @@ struct StoreFixture {
     }
 }
 
-func withStore(_ kind: StoreKind, _ body: (any KeyValueStore) async throws -> Void) async throws {
+func withStore(_ kind: StoreKind, _ body: (any KeyValueStore, StoreTime) async throws -> Void) async throws {
     let fixture = try await StoreFixture(kind)
     do {
-        try await body(fixture.store)
+        try await body(fixture.store, fixture.time)
         try await fixture.close()
     } catch {
         try? await fixture.close()
@@ -54,16 +61,32 @@ func withStore(_ kind: StoreKind, _ body: (any KeyValueStore) async throws -> Vo
 
 private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
-/// Elapsed time since creation, to tell whether a TTL can have run out.
+/// Time as the store under test counts it. The embedded store runs on a ``ManualClock`` that
+/// tests move at once; a Redis server counts real time, so waiting for its TTLs is real waiting.
+struct StoreTime: Sendable {
+    let manual: ManualClock?
+
+    var now: ContinuousClock.Instant { manual?.instant ?? ContinuousClock.now }
+
+    func pass(_ duration: Duration) async throws {
+        if let manual { manual.advance(by: duration) } else { try await Task.sleep(for: duration) }
+    }
+
+    func stopwatch() -> Stopwatch { Stopwatch(time: self, start: now) }
+}
+
+/// Elapsed store time since creation, to tell whether a TTL can have run out (always zero on the
+/// manual clock until a test moves it, so the embedded store's checks are never skipped).
 struct Stopwatch {
-    let start = ContinuousClock.now
-    var elapsed: Duration { ContinuousClock.now - start }
+    let time: StoreTime
+    let start: ContinuousClock.Instant
+    var elapsed: Duration { time.now - start }
 }
 
 @Suite struct StoreConformanceTests {
     @Test(arguments: StoreKind.allCases)
     func setThenGetReturnsTheValue(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             try await store.set("a", bytes("one"), ttl: nil)
             #expect(try await store.get("a") == bytes("one"))
             try await store.set("a", bytes("two"), ttl: nil)
@@ -74,7 +97,7 @@ struct Stopwatch {
 
     @Test(arguments: StoreKind.allCases)
     func countersIncrementAtomicallyWithinTheirWindow(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             let counts = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<20 { group.addTask { try await store.increment("hits", window: .seconds(60)) } }
                 return try await group.reduce(into: []) { $0.append($1) }
@@ -88,7 +111,7 @@ struct Stopwatch {
             try await store.set("text", bytes("not a number"), ttl: nil)
             await #expect(throws: StoreError.self) { try await store.increment("text", window: .seconds(1)) }
             _ = try await store.increment("short", window: .milliseconds(300))
-            try await Task.sleep(for: .milliseconds(900))
+            try await time.pass(.milliseconds(900))
             #expect(try await store.increment("short", window: .milliseconds(300)) == 1)  // a new window
         }
     }
@@ -96,7 +119,7 @@ struct Stopwatch {
     @Test(arguments: StoreKind.allCases)
     func concurrentCallsEachGetTheirOwnReply(kind: StoreKind) async throws {
         // Redis calls are pipelined in batches: every reply must reach the call that asked.
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             let mismatches = try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<300 {
                     group.addTask {
@@ -115,7 +138,7 @@ struct Stopwatch {
 
     @Test(arguments: StoreKind.allCases)
     func binaryValuesRoundTripWhole(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             let value: [UInt8] = [0, 1, 0, 255, 0] + Array(repeating: 7, count: 10_000) + [0]
             try await store.set("binary", value, ttl: nil)
             #expect(try await store.get("binary") == value)
@@ -130,8 +153,8 @@ struct Stopwatch {
 
     @Test(arguments: StoreKind.allCases)
     func valuesExpireAfterTheirTTL(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
-            let watch = Stopwatch()
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            let watch = time.stopwatch()
             try await store.set("short", bytes("v"), ttl: .seconds(1))
             try await store.set("long", bytes("v"), ttl: .seconds(60))
             let short = try await store.get("short")
@@ -141,7 +164,7 @@ struct Stopwatch {
                 return
             }
             #expect(remaining > .seconds(60) - watch.elapsed - .seconds(1) && remaining <= .seconds(60))
-            try await Task.sleep(for: .milliseconds(1500))
+            try await time.pass(.milliseconds(1500))
             #expect(try await store.get("short") == nil)
             #expect(try await store.timeToLive("short") == .missing)
             #expect(try await store.get("long") == bytes("v"))
@@ -150,12 +173,12 @@ struct Stopwatch {
 
     @Test(arguments: StoreKind.allCases)
     func setWithoutTTLIsPersistentAndExpireAddsOne(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             try await store.set("k", bytes("v"), ttl: nil)
             #expect(try await store.timeToLive("k") == .persistent)
             #expect(try await store.expire("k", ttl: .milliseconds(300)))
             #expect(try await store.expire("missing", ttl: .seconds(1)) == false)
-            try await Task.sleep(for: .milliseconds(800))
+            try await time.pass(.milliseconds(800))
             #expect(try await store.get("k") == nil)
             #expect(try await store.expire("k", ttl: .seconds(1)) == false)
         }
@@ -163,7 +186,7 @@ struct Stopwatch {
 
     @Test(arguments: StoreKind.allCases)
     func getAndDeleteHandsTheValueOutOnce(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             try await store.set("code", bytes("session-1"), ttl: .seconds(30))
             #expect(try await store.getAndDelete("code") == bytes("session-1"))
             #expect(try await store.getAndDelete("code") == nil)
@@ -173,7 +196,7 @@ struct Stopwatch {
 
     @Test(arguments: StoreKind.allCases)
     func concurrentGetAndDeleteHasExactlyOneWinner(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             for round in 0..<20 {
                 try await store.set("code-\(round)", bytes("v"), ttl: .seconds(30))
                 let winners = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -189,20 +212,20 @@ struct Stopwatch {
 
     @Test(arguments: StoreKind.allCases)
     func deleteReportsWhetherTheKeyExisted(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             try await store.set("k", bytes("v"), ttl: nil)
             #expect(try await store.delete("k"))
             #expect(try await store.delete("k") == false)
             try await store.set("gone", bytes("v"), ttl: .milliseconds(50))
-            try await Task.sleep(for: .milliseconds(200))
+            try await time.pass(.milliseconds(200))
             #expect(try await store.delete("gone") == false)
         }
     }
 
     @Test(arguments: StoreKind.allCases)
     func setIfAbsentIsALockThatExpires(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
-            let watch = Stopwatch()
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            let watch = time.stopwatch()
             #expect(try await store.setIfAbsent("lock", bytes("owner-a"), ttl: .seconds(2)))
             let second = try await store.setIfAbsent("lock", bytes("owner-b"), ttl: .seconds(2))
             let holder = try await store.get("lock")
@@ -210,7 +233,7 @@ struct Stopwatch {
                 #expect(second == false)
                 #expect(holder == bytes("owner-a"))
             }
-            try await Task.sleep(for: .milliseconds(2500))
+            try await time.pass(.milliseconds(2500))
             #expect(try await store.setIfAbsent("lock", bytes("owner-c"), ttl: .seconds(30)))
             #expect(try await store.get("lock") == bytes("owner-c"))
         }
@@ -218,7 +241,7 @@ struct Stopwatch {
 
     @Test(arguments: StoreKind.allCases)
     func concurrentSetIfAbsentHasExactlyOneWinner(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             let winners = try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<16 {
                     group.addTask { try await store.setIfAbsent("lock", bytes("owner-\(index)"), ttl: .seconds(5)) ? 1 : 0 }
@@ -231,7 +254,7 @@ struct Stopwatch {
 
     @Test(arguments: StoreKind.allCases)
     func deleteIfEqualReleasesOnlyTheOwnersLock(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             #expect(try await store.setIfAbsent("lock", bytes("owner-a"), ttl: .seconds(5)))
             #expect(try await store.deleteIfEqual("lock", bytes("owner-b")) == false)
             #expect(try await store.get("lock") == bytes("owner-a"))
@@ -243,7 +266,7 @@ struct Stopwatch {
 
     @Test(arguments: StoreKind.allCases)
     func setMembershipIndexesSessions(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             #expect(try await store.setMembers("user:1") == [])
             try await store.setAdd("user:1", member: "s1", ttl: nil)
             try await store.setAdd("user:1", member: "s2", ttl: nil)
@@ -259,25 +282,25 @@ struct Stopwatch {
 
     @Test(arguments: StoreKind.allCases)
     func setTTLIsRenewedByEachAdd(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
-            let watch = Stopwatch()
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            let watch = time.stopwatch()
             try await store.setAdd("user:2", member: "s1", ttl: .seconds(2))
             let firstAdded = watch.elapsed
             try await store.setAdd("user:2", member: "s2", ttl: .seconds(4))
             let secondAdded = watch.elapsed
-            try await Task.sleep(for: .milliseconds(2500))  // past the first TTL, within the renewed one
+            try await time.pass(.milliseconds(2500))  // past the first TTL, within the renewed one
             let members = try await store.setMembers("user:2")
             if secondAdded < .seconds(2) && watch.elapsed - firstAdded < .seconds(4) {
                 #expect(members == ["s1", "s2"])
             }
-            try await Task.sleep(for: .milliseconds(4500))
+            try await time.pass(.milliseconds(4500))
             #expect(try await store.setMembers("user:2") == [])
         }
     }
 
     @Test(arguments: StoreKind.allCases)
     func readingAValueAsASetOrTheReverseIsAWrongTypeError(kind: StoreKind) async throws {
-        try await withStore(kind) { (store: any KeyValueStore) async throws -> Void in
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             try await store.set("value", bytes("v"), ttl: nil)
             try await store.setAdd("set", member: "m", ttl: nil)
             await #expect(throws: StoreError.wrongType(key: "value")) { try await store.setMembers("value") }

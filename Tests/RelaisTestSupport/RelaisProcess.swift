@@ -57,22 +57,27 @@ public final class RelaisProcess: Sendable {
         environment: [String: String] = [:]
     ) async throws -> RelaisProcess {
         try await launch("dev-provider", environment: environment) { port in
-            """
-            server:
-              environment: development
-              port: \(port)
-            log:
-              level: warning
-            store:
-            \(store)
-            provider:
-              mode: \(mode)
-              identities_file: \(identitiesFile)
-            \(provider)
-            clients:
-            \(clients)
-            """
+            devProviderConfiguration(port: port, mode: mode, clients: clients, provider: provider, store: store)
         }
+    }
+
+    /// The YAML of a development provider on `port` (see ``devProvider(mode:clients:provider:store:environment:)``).
+    public static func devProviderConfiguration(port: Int, mode: String, clients: String, provider: String, store: String = "  kind: embedded") -> String {
+        """
+        server:
+          environment: development
+          port: \(port)
+        log:
+          level: warning
+        store:
+        \(store)
+        provider:
+          mode: \(mode)
+          identities_file: \(identitiesFile)
+        \(provider)
+        clients:
+        \(clients)
+        """
     }
 
     public func start() async throws {

@@ -1,0 +1,103 @@
+import Foundation
+import Logging
+import NIOCore
+public import RelaisClock
+import RelaisConfig
+import RelaisDevProvider
+import RelaisRelay
+import Synchronization
+
+/// A server the harness talks to over loopback HTTP: the real `relais` binary in a child process,
+/// or the same program served by this test process.
+public protocol TestServer: Sendable {
+    var baseURL: String { get }
+    /// The YAML file the server was configured from (edited by restart tests).
+    var configPath: String { get }
+    func stop()
+    /// Stops the server and starts it again from its (possibly edited) file, on the same port.
+    func restart() async throws
+}
+
+extension RelaisProcess: TestServer {}
+
+/// `relais serve` or `relais dev-provider` run inside the test process, on a free loopback port,
+/// from a YAML file loaded exactly as the binary loads it (with `environment` as the RELAIS_* or
+/// DEV_PROVIDER_* overrides). No child process starts, so a test pays for no process start, no
+/// executable load and no second copy of the provider's keys. Tests of what only a process shows
+/// (its log, its /metrics, signals) keep using ``RelaisProcess``.
+public final class InProcessServer: TestServer {
+    public enum Program: Sendable { case relay, devProvider }
+
+    public let port: Int
+    public let configPath: String
+    private let program: Program
+    private let environment: [String: String]
+    /// The relay's clock and its embedded store's (the provider keeps real time).
+    private let clock: any RelaisClock
+    private let running = Mutex<Task<Void, any Error>?>(nil)
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// Logs go nowhere: the relay's log is tested on the real process.
+    private static let logger = Logger(label: "relais-in-process") { _ in SwiftLogNoOpLogHandler() }
+
+    private init(program: Program, port: Int, configPath: String, environment: [String: String], clock: any RelaisClock) {
+        self.program = program
+        self.clock = clock
+        self.port = port
+        self.configPath = configPath
+        self.environment = environment
+    }
+
+    public static func launch(
+        _ program: Program, environment: [String: String] = [:], port: Int? = nil, clock: any RelaisClock = SystemClock(), config: (Int) -> String
+    ) async throws -> InProcessServer {
+        let port = try port ?? FreePort.find()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-in-process-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let configPath = directory.appendingPathComponent("config.yaml").path
+        try config(port).write(toFile: configPath, atomically: true, encoding: .utf8)
+        let server = InProcessServer(program: program, port: port, configPath: configPath, environment: environment, clock: clock)
+        try await server.start()
+        return server
+    }
+
+    public func start() async throws {
+        let (started, signal) = AsyncStream.makeStream(of: Void.self)
+        let onServerRunning: @Sendable (any Channel) async -> Void = { _ in signal.yield() }
+        let task = Task { [program, configPath, environment, clock] in
+            defer { signal.finish() }
+            switch program {
+            case .relay:
+                let configuration = try await ConfigurationLoader.load(filePath: configPath, environment: environment)
+                try await RelayRunner.run(configuration: configuration, logger: Self.logger, onServerRunning: onServerRunning, clock: clock)
+            case .devProvider:
+                let configuration = try await ConfigurationLoader.loadDevProvider(filePath: configPath, environment: environment)
+                try await DevProviderRunner.run(configuration: configuration, logger: Self.logger, onServerRunning: onServerRunning)
+            }
+        }
+        running.withLock { $0 = task }
+        var iterator = started.makeAsyncIterator()
+        guard await iterator.next() != nil else {
+            try await task.value  // it stopped before listening: its error says why
+            throw InProcessServerError.stoppedBeforeListening
+        }
+    }
+
+    public func stop() {
+        running.withLock { $0 }?.cancel()
+    }
+
+    public func restart() async throws {
+        let task = running.withLock { $0 }
+        task?.cancel()
+        _ = await task?.result
+        try await start()
+    }
+
+    deinit { stop() }
+}
+
+public enum InProcessServerError: Error {
+    case stoppedBeforeListening
+}
