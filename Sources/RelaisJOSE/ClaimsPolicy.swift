@@ -12,7 +12,8 @@ public enum ClaimCheck: String, Sendable, CaseIterable {
     case issuer = "iss"
     /// `aud` is or contains the expected audience.
     case audience = "aud"
-    /// With several audiences, `azp` is present and equals the expected audience (OIDC Core §3.1.3.7).
+    /// With several audiences, `azp` is present and equals the expected audience (OIDC Core §3.1.3.7);
+    /// see ``ClaimsPolicy/checkAuthorizedParty``.
     case authorizedParty = "azp"
     /// `exp` is present and not past (with leeway).
     case expiration = "exp"
@@ -42,6 +43,11 @@ public struct ClaimsPolicy: Sendable {
     public var issuer: String?
     /// Expected audience (our client id, or an API's identifier).
     public var audience: String?
+    /// With several audiences, also require `azp` to equal ``audience`` (OpenID Connect Core
+    /// §3.1.3.7, for id_tokens). Defaults to true. RFC 9068 access tokens name their client in
+    /// `client_id`, not `azp`, and Relais issues one to several audiences when an app is configured
+    /// so: set this to false to verify access tokens.
+    public var checkAuthorizedParty = true
     /// Clock skew tolerated on `exp`, `nbf` and `iat`.
     public var leeway: Duration = .seconds(30)
     /// Reject tokens whose `iat` is older than this (requires `iat`).
@@ -109,7 +115,7 @@ public struct ClaimsPolicy: Sendable {
             case .notString:
                 let audiences = claims.audience
                 guard audiences.contains(audience) else { throw .claimRejected(check: .audience, reason: "aud does not contain '\(audience)'") }
-                if audiences.count > 1 {
+                if audiences.count > 1, checkAuthorizedParty {
                     switch claims.compareString("azp", to: audience) {
                     case .equal: break
                     case .missing, .notString: throw .claimRejected(check: .authorizedParty, reason: "several audiences and no azp")
