@@ -182,6 +182,7 @@ public struct ClaimsPolicy: Sendable {
 
 /// Claims that passed a ``ClaimsPolicy``, with typed accessors for the registered ones.
 ///
+/// Only ``ClaimsPolicy`` creates values of this type, so holding one means the checks ran.
 /// Claims from a token stay in their JSON text until read: each accessor decodes one member.
 public struct VerifiedClaims: Sendable, Equatable {
     enum Storage: Sendable, Equatable {
@@ -193,7 +194,7 @@ public struct VerifiedClaims: Sendable, Equatable {
 
     init(storage: Storage) { self.storage = storage }
 
-    public init(claims: [String: JSONValue]) { storage = .decoded(claims) }
+    init(claims: [String: JSONValue]) { storage = .decoded(claims) }
 
     /// Every claim, decoded.
     public var claims: [String: JSONValue] {

@@ -18,7 +18,7 @@ public struct JWK: Sendable {
         case p256 = "P-256", p384 = "P-384", p521 = "P-521", ed25519 = "Ed25519"
 
         /// Bytes of one coordinate (or of the raw Ed25519 key).
-        public var coordinateSize: Int {
+        var coordinateSize: Int {
             switch self {
             case .p256: 32
             case .p384: 48
