@@ -2,7 +2,8 @@ import FoundationEssentials
 import RelaisCrypto
 
 /// The claim checks a token must pass, in the order they run. Each failure is reported as
-/// ``JOSEError/claimRejected(check:reason:)`` with its check, so logs say exactly which one failed.
+/// ``JOSEError/claimRejected(check:reason:)`` with its check, so logs say exactly which one failed;
+/// the error's ``JOSEError/code`` is `jwt_` followed by the raw value (`jwt_aud`, `jwt_exp`, …).
 public enum ClaimCheck: String, Sendable, CaseIterable {
     /// The payload is a JSON object.
     case payload
@@ -12,7 +13,8 @@ public enum ClaimCheck: String, Sendable, CaseIterable {
     case issuer = "iss"
     /// `aud` is or contains the expected audience.
     case audience = "aud"
-    /// With several audiences, `azp` is present and equals the expected audience (OIDC Core §3.1.3.7).
+    /// With several audiences, `azp` is present and equals the expected audience (OIDC Core §3.1.3.7);
+    /// see ``ClaimsPolicy/checkAuthorizedParty``.
     case authorizedParty = "azp"
     /// `exp` is present and not past (with leeway).
     case expiration = "exp"
@@ -30,6 +32,11 @@ public enum ClaimCheck: String, Sendable, CaseIterable {
 
 /// What a verified token's claims must satisfy: one explicit value, built per provider or per API.
 ///
+/// A signature only proves who issued a token, not that it was meant for you: a token Relais
+/// issued to another API verifies just as well. Set ``audience`` (and ``issuer``) for every
+/// token you accept. Checks whose property is nil are skipped; ``expectedType`` should be set
+/// too, so that one kind of token (an id_token) cannot be replayed as another (an access token).
+///
 /// ```swift
 /// var policy = ClaimsPolicy(issuer: "https://oidc.franceconnect.gouv.fr/api/v2", audience: clientID)
 /// policy.nonce = transaction.nonce
@@ -40,18 +47,29 @@ public enum ClaimCheck: String, Sendable, CaseIterable {
 public struct ClaimsPolicy: Sendable {
     /// Expected `iss`, compared exactly. Nil skips the check (only for tokens whose signature already pins the issuer).
     public var issuer: String?
-    /// Expected audience (our client id, or an API's identifier).
+    /// Expected audience (our client id, or an API's identifier). `aud` must be it or an array
+    /// that contains it. Nil skips the check, which is almost never right.
     public var audience: String?
+    /// With several audiences, also require `azp` to equal ``audience`` (OpenID Connect Core
+    /// §3.1.3.7, for id_tokens). Defaults to true. RFC 9068 access tokens name their client in
+    /// `client_id`, not `azp`, and Relais issues one to several audiences when an app is configured
+    /// so: set this to false to verify access tokens.
+    public var checkAuthorizedParty = true
     /// Clock skew tolerated on `exp`, `nbf` and `iat`.
     public var leeway: Duration = .seconds(30)
     /// Reject tokens whose `iat` is older than this (requires `iat`).
     public var maxAge: Duration?
+    /// Refuse tokens without `exp` (default true): a token that never expires cannot be withdrawn
+    /// from a client that leaked it.
     public var requireExpiration = true
+    /// Refuse tokens without `iat` (default false; setting ``maxAge`` requires it anyway).
     public var requireIssuedAt = false
     /// Expected `nonce`; nil skips the check.
     public var nonce: String?
     /// Minimum `acr`, compared by position in ``acrOrder``.
     public var minimumACR: String?
+    /// The `acr` values from weakest to strongest (`["eidas1", "eidas2", "eidas3"]`), which
+    /// gives ``minimumACR`` its meaning; a token's `acr` absent from the list is refused.
     public var acrOrder: [String] = []
     /// Claims that must be present, whatever their value.
     public var requiredClaims: [String] = []
@@ -60,12 +78,18 @@ public struct ClaimsPolicy: Sendable {
     /// Seconds since 1970; injectable for tests.
     public var now: @Sendable () -> Double = { Date().timeIntervalSince1970 }
 
+    /// A policy checking `iss` and `aud`, plus `exp` (required) with 30 s of leeway. Set the other
+    /// properties for the remaining checks.
     public init(issuer: String? = nil, audience: String? = nil) {
         self.issuer = issuer
         self.audience = audience
     }
 
     /// Runs every check on an already verified token and returns its claims.
+    ///
+    /// Call it after the signature is verified (``JWS/verify(with:)-(JWKSet)`` or
+    /// ``JWKSCache/verify(_:)``): this method does not look at the signature.
+    /// - Throws: ``JOSEError/claimRejected(check:reason:)`` naming the first check that failed.
     public func validate(_ jws: JWS) throws(JOSEError) -> VerifiedClaims {
         // The payload is indexed, not decoded: only the claims checked here are decoded now.
         guard let payload = JSONObjectView(jws.payload) else {
@@ -109,7 +133,7 @@ public struct ClaimsPolicy: Sendable {
             case .notString:
                 let audiences = claims.audience
                 guard audiences.contains(audience) else { throw .claimRejected(check: .audience, reason: "aud does not contain '\(audience)'") }
-                if audiences.count > 1 {
+                if audiences.count > 1, checkAuthorizedParty {
                     switch claims.compareString("azp", to: audience) {
                     case .equal: break
                     case .missing, .notString: throw .claimRejected(check: .authorizedParty, reason: "several audiences and no azp")
@@ -176,7 +200,9 @@ public struct ClaimsPolicy: Sendable {
 
 /// Claims that passed a ``ClaimsPolicy``, with typed accessors for the registered ones.
 ///
+/// Only ``ClaimsPolicy`` creates values of this type, so holding one means the checks ran.
 /// Claims from a token stay in their JSON text until read: each accessor decodes one member.
+/// The accessors return nil for a claim that is absent or of another JSON type.
 public struct VerifiedClaims: Sendable, Equatable {
     enum Storage: Sendable, Equatable {
         case indexed(JSONObjectView)
@@ -187,7 +213,7 @@ public struct VerifiedClaims: Sendable, Equatable {
 
     init(storage: Storage) { self.storage = storage }
 
-    public init(claims: [String: JSONValue]) { storage = .decoded(claims) }
+    init(claims: [String: JSONValue]) { storage = .decoded(claims) }
 
     /// Every claim, decoded.
     public var claims: [String: JSONValue] {
@@ -205,6 +231,7 @@ public struct VerifiedClaims: Sendable, Equatable {
         }
     }
 
+    /// One claim, decoded; nil when absent.
     public subscript(_ name: String) -> JSONValue? {
         switch storage {
         case .decoded(let claims): claims[name]
@@ -223,11 +250,16 @@ public struct VerifiedClaims: Sendable, Equatable {
         }
     }
 
+    /// A claim that is a string (`client_id`, `scope`, `sid`, …); nil when absent or not a string.
     public func string(_ name: String) -> String? { self[name]?.stringValue }
 
+    /// `iss`: who issued the token.
     public var issuer: String? { string("iss") }
+    /// `sub`: whom the token is about: the signed-in user.
     public var subject: String? { string("sub") }
+    /// `nonce`: the value bound to the authorization request (id_tokens).
     public var nonce: String? { string("nonce") }
+    /// `acr`: the authentication context class the user signed in with (`eidas1`, `eidas2`, …).
     public var acr: String? { string("acr") }
     /// `aud` as a list, whether the token carries one string or an array.
     public var audience: [String] {
@@ -237,8 +269,11 @@ public struct VerifiedClaims: Sendable, Equatable {
         default: []
         }
     }
+    /// `exp`, in seconds since 1970.
     public var expiration: Double? { self["exp"]?.numberValue }
+    /// `iat`, in seconds since 1970.
     public var issuedAt: Double? { self["iat"]?.numberValue }
 
+    /// Equal when the claims are equal, whether they were read from a token or given decoded.
     public static func == (lhs: VerifiedClaims, rhs: VerifiedClaims) -> Bool { lhs.claims == rhs.claims }
 }

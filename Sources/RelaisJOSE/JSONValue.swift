@@ -1,14 +1,25 @@
 import FoundationEssentials
 
 /// A JSON value, for headers and claims whose members are not known in advance.
+///
+/// Token headers, claims and JWKs are read into this type by a strict parser (``parse(_:)``,
+/// ``object(from:)``) rather than `JSONDecoder`: duplicate member names are refused, so a claim
+/// cannot say one thing to RelaisJOSE and another to a more lenient parser downstream.
 public enum JSONValue: Sendable, Equatable, Codable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number. JSON does not distinguish integers; timestamps such as `exp` arrive here as whole numbers.
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object; member order is not kept (``serialized(pretty:)`` sorts the keys).
     case object([String: JSONValue])
 
+    /// Decodes any JSON value, trying null, bool, number, string, array and object in that order.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
@@ -26,6 +37,7 @@ public enum JSONValue: Sendable, Equatable, Codable {
         }
     }
 
+    /// Encodes the value; whole numbers are written without a fraction (`1700000000`, not `1.7e9`).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
@@ -40,9 +52,13 @@ public enum JSONValue: Sendable, Equatable, Codable {
         }
     }
 
+    /// The string, or nil when the value is not a string (no conversion from numbers or booleans).
     public var stringValue: String? { if case .string(let value) = self { value } else { nil } }
+    /// The number, or nil when the value is not a number.
     public var numberValue: Double? { if case .number(let value) = self { value } else { nil } }
+    /// The members, or nil when the value is not an object.
     public var objectValue: [String: JSONValue]? { if case .object(let value) = self { value } else { nil } }
+    /// The elements, or nil when the value is not an array.
     public var arrayValue: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
 
     /// Parses a JSON object strictly (duplicate member names and trailing data are refused); nil

@@ -9,10 +9,17 @@ import RelaisCrypto
 /// let jws = try JWS.parse(decrypted.plaintextString)            // the nested, signed JWT
 /// try await providerKeys.verify(jws)
 /// ```
+///
+/// Decryption proves nothing about who wrote the plaintext (anyone can encrypt to a public key):
+/// always verify the nested JWS afterwards.
 public struct JWE: Sendable {
+    /// The decoded protected header.
     public let header: [String: JSONValue]
+    /// `alg`: how the content-encryption key was sent.
     public let keyAlgorithm: JWEKeyAlgorithm
+    /// `enc`: how the content was encrypted.
     public let contentAlgorithm: JWEContentAlgorithm
+    /// `kid`: which of the recipient's keys the token was encrypted to, when the sender says.
     public let keyID: String?
     let protectedHeader: [UInt8]  // the base64url text: the AAD
     let encryptedKey: [UInt8]
@@ -22,16 +29,22 @@ public struct JWE: Sendable {
 
     /// The result of a successful decryption.
     public struct Decrypted: Sendable {
+        /// The JWE's protected header.
         public let header: [String: JSONValue]
+        /// The decrypted bytes: for a nested JWT, the compact JWS to verify next.
         public let plaintext: [UInt8]
         /// The key that decrypted the token.
         public let key: JWK
+        /// ``plaintext`` as UTF-8 text (invalid sequences replaced), ready for ``JWS/parse(_:maxLength:)``.
         public var plaintextString: String { String(decoding: plaintext, as: UTF8.self) }
         /// True when `cty` says the plaintext is itself a JWT (a nested, signed token).
         public var isNestedJWT: Bool { header["cty"]?.stringValue.map { ClaimsPolicy.normalizedType($0) == "jwt" } ?? false }
     }
 
     /// Parses `header.encryptedKey.iv.ciphertext.tag`.
+    ///
+    /// - Throws: ``JOSEError/tokenTooLarge(limit:)``, ``JOSEError/malformedToken(reason:)``,
+    ///   ``JOSEError/unsupportedAlgorithm(_:)`` (also for `RSA1_5` and `zip`), ``JOSEError/unsupportedCriticalHeader(_:)``.
     public static func parse(_ compact: String, maxLength: Int = JWS.defaultMaxLength * 2) throws(JOSEError) -> JWE {
         let bytes = Array(compact.utf8)
         guard bytes.count <= maxLength else { throw .tokenTooLarge(limit: maxLength) }

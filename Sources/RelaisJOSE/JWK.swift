@@ -3,22 +3,40 @@ import RelaisCrypto
 
 /// A JSON Web Key (RFC 7517): RSA, EC (P-256/384/521), OKP (Ed25519) or oct, public or private.
 ///
-/// Keys are immutable values; the OpenSSL key inside is built once at import and shared.
+/// Keys are immutable values; the OpenSSL key inside is built once at import and shared, so a key
+/// can be used from any number of tasks at once. Import validates the key completely (an EC point
+/// must be on its curve, an Ed25519 `x` must match its `d`), so a key that exists is usable.
 ///
 /// ```swift
 /// let key = try JWK(json: Array(#"{"kty":"EC","crv":"P-256","x":"…","y":"…"}"#.utf8))
 /// try JWS.parse(token).verify(with: key)
 /// ```
 public struct JWK: Sendable {
+    /// The `kty` member: the key's family.
     public enum KeyType: String, Sendable, Codable {
-        case rsa = "RSA", ec = "EC", okp = "OKP", oct
+        /// An RSA key (RS*, PS*, RSA-OAEP*).
+        case rsa = "RSA"
+        /// An elliptic-curve key on P-256, P-384 or P-521 (ES*, ECDH-ES*).
+        case ec = "EC"
+        /// An octet key pair: Ed25519 (EdDSA).
+        case okp = "OKP"
+        /// A symmetric secret (HS*, AES key wrap, `dir`).
+        case oct
     }
 
+    /// The `crv` member of an EC or OKP key.
     public enum Curve: String, Sendable, Equatable {
-        case p256 = "P-256", p384 = "P-384", p521 = "P-521", ed25519 = "Ed25519"
+        /// NIST P-256 (secp256r1), for ES256.
+        case p256 = "P-256"
+        /// NIST P-384 (secp384r1), for ES384.
+        case p384 = "P-384"
+        /// NIST P-521 (secp521r1), for ES512.
+        case p521 = "P-521"
+        /// Ed25519, for EdDSA.
+        case ed25519 = "Ed25519"
 
         /// Bytes of one coordinate (or of the raw Ed25519 key).
-        public var coordinateSize: Int {
+        var coordinateSize: Int {
             switch self {
             case .p256: 32
             case .p384: 48
@@ -43,6 +61,7 @@ public struct JWK: Sendable {
         case symmetric([UInt8])
     }
 
+    /// `kty`: RSA, EC, OKP or oct.
     public let keyType: KeyType
     /// `kid`: how tokens name the key.
     public let keyID: String?
@@ -50,6 +69,7 @@ public struct JWK: Sendable {
     public let use: String?
     /// `alg`: when present, the key is pinned to this algorithm and refuses any other.
     public let algorithm: String?
+    /// `crv`: the curve of an EC or OKP key; nil for RSA and oct keys.
     public let curve: Curve?
     /// True when the key can sign (or decrypt): it holds private material, or it is symmetric.
     public let isPrivate: Bool

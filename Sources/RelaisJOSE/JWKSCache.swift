@@ -1,6 +1,13 @@
-/// Fetches a JWKS document. Relais plugs in its libcurl client; an app API can plug in any HTTP stack.
+/// Fetches a JWKS document for a ``JWKSCache``.
+///
+/// RelaisJOSE has no HTTP client of its own, so that it imposes none: Relais plugs in its libcurl
+/// client, an API plugs in whatever HTTP stack it already uses (URLSession, AsyncHTTPClient…).
+/// See <doc:VerifyingRelaisAccessTokens> for a URLSession sketch.
 public protocol JWKSFetcher: Sendable {
     /// Returns the body of a successful (2xx) response, or throws.
+    ///
+    /// Throw on any other status rather than returning the body: the cache then keeps serving the
+    /// last good set. Use a short timeout; callers wait for the fetch when no set is held yet.
     func fetchKeySet(from url: String) async throws -> [UInt8]
 }
 
@@ -11,7 +18,11 @@ public protocol JWKSFetcher: Sendable {
 ///   `minimumRefetchInterval`, so garbage `kid`s cannot turn Relais into a request amplifier;
 /// - concurrent callers share one fetch;
 /// - when a refetch fails, the last good set keeps serving.
+///
+/// Create one cache per key set and keep it for the life of the process (not one per request):
+/// it is the cache that makes offline verification cost no network round trip.
 public actor JWKSCache {
+    /// The JWKS address, as given at creation (for Relais, `{issuer}/jwks.json`).
     public let url: String
     private let fetcher: any JWKSFetcher
     private let maxAge: Duration
@@ -23,6 +34,16 @@ public actor JWKSCache {
     private var lastAttempt: ContinuousClock.Instant?
     private var inFlight: Task<JWKSet, any Error>?
 
+    /// Creates an empty cache; nothing is fetched until the first key is asked for.
+    ///
+    /// - Parameters:
+    ///   - url: Where the JWK Set is published, passed as is to `fetcher`.
+    ///   - fetcher: How to download it.
+    ///   - maxAge: How long a fetched set is served before it is fetched again.
+    ///   - minimumRefetchInterval: The shortest time between two fetches caused by unknown `kid`s
+    ///     or stale sets; a token naming an unknown `kid` within it is refused with
+    ///     ``JOSEError/noMatchingKey(reason:)`` without a fetch.
+    ///   - clock: The current instant; injectable so tests can move time by hand.
     public init(
         url: String,
         fetcher: any JWKSFetcher,
@@ -38,6 +59,9 @@ public actor JWKSCache {
     }
 
     /// Selects the key for a token, refreshing the set when it is stale or the `kid` is unknown.
+    ///
+    /// - Throws: ``JOSEError/noMatchingKey(reason:)`` (see ``JWKSet/key(for:keyID:)``), or
+    ///   ``JOSEError/keySetUnavailable(reason:)`` when no set could ever be fetched.
     public func key(for algorithm: JWSAlgorithm, keyID: String?) async throws(JOSEError) -> JWK {
         let now = clock()
         if keySet == nil || fetchedAt.map({ now - $0 >= maxAge }) ?? true {
@@ -66,7 +90,10 @@ public actor JWKSCache {
         return current
     }
 
-    /// Verifies `jws` with the selected key and returns that key.
+    /// Verifies `jws` with the key the cache selects for its `alg` and `kid`, and returns that key.
+    ///
+    /// This checks the signature only: pass the token to ``ClaimsPolicy/validate(_:)`` next.
+    /// - Throws: the errors of ``key(for:keyID:)`` and of ``JWS/verify(with:)-(JWK)``.
     @discardableResult
     public func verify(_ jws: JWS) async throws(JOSEError) -> JWK {
         let key = try await key(for: jws.algorithm, keyID: jws.keyID)

@@ -1,7 +1,12 @@
-/// A JWK Set (RFC 7517 §5), as a provider's `jwks_uri` serves it.
+/// A JWK Set (RFC 7517 §5), as a provider's `jwks_uri` or Relais' `/jwks.json` serves it.
+///
+/// A set holds several keys during a rotation; ``key(for:keyID:)`` picks the one a token names.
+/// To keep a remote set fresh, use ``JWKSCache``.
 public struct JWKSet: Sendable {
+    /// The keys, in the order they were given or published.
     public let keys: [JWK]
 
+    /// A set of keys already in hand (your own keys, or keys read from configuration).
     public init(keys: [JWK]) {
         self.keys = keys
     }

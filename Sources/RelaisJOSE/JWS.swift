@@ -2,14 +2,14 @@ import RelaisCrypto
 
 /// A JWS in compact serialization (RFC 7515 §7.1), parsed but not yet trusted.
 ///
-/// Parsing checks the shape; ``verify(with:)`` checks the signature. Nothing in ``payload`` should
-/// be believed before a verify call returns.
+/// Parsing checks the shape; ``verify(with:)-(JWK)`` checks the signature; a ``ClaimsPolicy``
+/// checks the claims. Nothing in ``payload`` should be believed before a verify call returns,
+/// and nothing in it should be acted on before the claims are checked.
 ///
 /// ```swift
 /// let jws = try JWS.parse(idToken)
-/// let key = try providerKeys.key(for: jws.algorithm, keyID: jws.keyID)
-/// try jws.verify(with: key)
-/// let claims = JSONValue.object(from: jws.payload)
+/// try jws.verify(with: providerKeys)               // selects the key by alg and kid
+/// let claims = try policy.validate(jws)            // iss, aud, exp, …
 /// ```
 public struct JWS: Sendable {
     /// Largest token accepted by default: FranceConnect tokens are a few KiB.
@@ -19,7 +19,9 @@ public struct JWS: Sendable {
     public var header: [String: JSONValue] { protectedHeader.dictionary }
     /// The header as sent, decoded member by member when read.
     let protectedHeader: JSONObjectView
+    /// `alg`, already checked to be a supported algorithm (never `none`).
     public let algorithm: JWSAlgorithm
+    /// `kid`: which key of the issuer's set signed the token, when the issuer says.
     public let keyID: String?
     /// The decoded payload bytes (JSON claims for a JWT).
     public let payload: [UInt8]
@@ -28,6 +30,11 @@ public struct JWS: Sendable {
     let signature: [UInt8]
 
     /// Parses `header.payload.signature`.
+    ///
+    /// - Parameters:
+    ///   - compact: The token as received, without the `Bearer ` prefix.
+    ///   - maxLength: Tokens longer than this many bytes are refused before any decoding, so a
+    ///     caller cannot make the server decode megabytes.
     /// - Throws: ``JOSEError/tokenTooLarge(limit:)``, ``JOSEError/malformedToken(reason:)``,
     ///   ``JOSEError/unsupportedAlgorithm(_:)`` (including `none`), ``JOSEError/unsupportedCriticalHeader(_:)``.
     public static func parse(_ compact: String, maxLength: Int = defaultMaxLength) throws(JOSEError) -> JWS {
@@ -96,6 +103,9 @@ public struct JWS: Sendable {
 
     /// Signs `payload` and returns the compact serialization. The header carries `alg`, the key's
     /// `kid` when it has one, and `extraHeader` (e.g. `typ`).
+    ///
+    /// - Throws: ``JOSEError/keyAlgorithmMismatch(reason:)`` when the key does not suit `algorithm`
+    ///   or is a public key.
     public static func sign(
         payload: [UInt8],
         with key: JWK,

@@ -1,12 +1,36 @@
 import COpenSSL
 
-/// A JWS signing algorithm (RFC 7518 §3, RFC 8037). `none` is deliberately not representable.
+/// A JWS signing algorithm (RFC 7518 §3, RFC 8037), named by its `alg` header value.
+///
+/// `none` is deliberately not representable: a token that claims it fails to parse with
+/// ``JOSEError/unsupportedAlgorithm(_:)``, so no code path can accept an unsigned token.
 public enum JWSAlgorithm: String, Sendable, CaseIterable, Codable {
-    case rs256 = "RS256", rs384 = "RS384", rs512 = "RS512"
-    case ps256 = "PS256", ps384 = "PS384", ps512 = "PS512"
-    case es256 = "ES256", es384 = "ES384", es512 = "ES512"
+    /// RSASSA-PKCS1-v1_5 with SHA-256 (keys of 2048 bits or more).
+    case rs256 = "RS256"
+    /// RSASSA-PKCS1-v1_5 with SHA-384.
+    case rs384 = "RS384"
+    /// RSASSA-PKCS1-v1_5 with SHA-512.
+    case rs512 = "RS512"
+    /// RSASSA-PSS with SHA-256 and MGF1 with SHA-256.
+    case ps256 = "PS256"
+    /// RSASSA-PSS with SHA-384 and MGF1 with SHA-384.
+    case ps384 = "PS384"
+    /// RSASSA-PSS with SHA-512 and MGF1 with SHA-512.
+    case ps512 = "PS512"
+    /// ECDSA on P-256 with SHA-256: what Relais signs its own tokens with by default.
+    case es256 = "ES256"
+    /// ECDSA on P-384 with SHA-384.
+    case es384 = "ES384"
+    /// ECDSA on P-521 with SHA-512.
+    case es512 = "ES512"
+    /// EdDSA with Ed25519 (RFC 8037).
     case edDSA = "EdDSA"
-    case hs256 = "HS256", hs384 = "HS384", hs512 = "HS512"
+    /// HMAC with SHA-256, keyed by a shared secret of at least 32 bytes.
+    case hs256 = "HS256"
+    /// HMAC with SHA-384, keyed by a shared secret of at least 48 bytes.
+    case hs384 = "HS384"
+    /// HMAC with SHA-512, keyed by a shared secret of at least 64 bytes.
+    case hs512 = "HS512"
 
     /// True for the HMAC algorithms, whose key is a shared secret (FranceConnect v1 signs with the client secret).
     public var isSymmetric: Bool { family == .hmac }

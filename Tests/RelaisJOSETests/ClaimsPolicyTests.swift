@@ -91,6 +91,16 @@ import Testing
         #expect(try rejection(claims) == "jwt_azp")
     }
 
+    @Test func accessTokensForSeveralAudiencesNeedNoAzpWhenTheCheckIsOff() throws {
+        var claims = base
+        claims["aud"] = .array([.string("api-a"), .string("client-1")])
+        #expect(try rejection(claims) == "jwt_azp")
+        #expect(try rejection(claims) { $0.checkAuthorizedParty = false } == nil)
+        // The audience itself is still checked.
+        claims["aud"] = .array([.string("api-a"), .string("api-b")])
+        #expect(try rejection(claims) { $0.checkAuthorizedParty = false } == "jwt_aud")
+    }
+
     @Test func aNonJSONPayloadIsRejected() throws {
         let compact = try JWS.sign(payload: Array("not json".utf8), with: Self.key, algorithm: .hs256)
         #expect(throws: JOSEError.claimRejected(check: .payload, reason: "the payload is not a JSON object")) { try policy.validate(try JWS.parse(compact)) }
