@@ -223,7 +223,8 @@ let package = Package(
             name: "RelaisRelayTests",
             dependencies: [
                 "RelaisRelay", "RelaisDevProvider", "RelaisServer", "RelaisConfig", "RelaisHTTPClient", "RelaisJOSE", "RelaisCrypto", "RelaisClock",
-                "RelaisTestSupport", "RelaisStore",
+                "RelaisTestSupport", "RelaisStore", "RelaisOIDC",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -92,7 +92,15 @@ public final class InProcessServer: TestServer {
         let task = running.withLock { $0 }
         task?.cancel()
         _ = await task?.result
-        try await start()
+        // The stopped listener's socket may close a moment after its task ends: wait for the port.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            do {
+                return try await start()
+            } catch where "\(error)".contains("Address already in use") && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
     }
 
     deinit { stop() }
