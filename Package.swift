@@ -142,6 +142,7 @@ let package = Package(
         .target(
             name: "RelaisDevProvider",
             dependencies: [
+                "RelaisClock",
                 "RelaisConfig",
                 "RelaisCrypto",
                 "RelaisHTTPClient",
@@ -234,7 +235,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RelaisDevProviderTests",
-            dependencies: ["RelaisDevProvider", "RelaisServer", "RelaisConfig", "RelaisHTTPClient", "RelaisJOSE", "RelaisCrypto", "RelaisTestSupport",
+            dependencies: ["RelaisDevProvider", "RelaisServer", "RelaisConfig", "RelaisHTTPClient", "RelaisJOSE", "RelaisCrypto", "RelaisTestSupport", "RelaisClock",
                            .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings
         ),

@@ -86,7 +86,7 @@ struct AuthorizeRoutes {
                 to: errorRedirect(authorization.redirectURI, state: authorization.state, error: "access_denied", description: "User auth aborted")
             )
         }
-        let now = DevProvider.now()
+        let now = provider.now()
         // The same person continuing keeps their session and its auth_time; anyone else starts a new one.
         var sessionID = SecureRandom.token(bits: 256)
         var authTime = now

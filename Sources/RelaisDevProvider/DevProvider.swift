@@ -4,6 +4,7 @@ public import RelaisConfig
 public import RelaisHTTPClient
 public import RelaisServer
 public import RelaisStore
+public import RelaisClock
 import FoundationEssentials
 import NIOCore
 import RelaisCrypto
@@ -28,6 +29,8 @@ public struct DevProvider: Sendable {
     let pairwiseSalt: String
     let clientKeys: ClientKeys
     let logger: Logger
+    /// Token times and lifetimes; tests share a manual clock with the relay.
+    let clock: any RelaisClock
 
     static let sessionCookie = "devprovider_session"
     static let interactionLifetime: Duration = .seconds(600)
@@ -36,7 +39,8 @@ public struct DevProvider: Sendable {
         configuration: DevProviderConfiguration,
         store: any KeyValueStore,
         httpClient: HTTPClient,
-        logger: Logger
+        logger: Logger,
+        clock: any RelaisClock = SystemClock()
     ) async throws -> DevProvider {
         let keys = try await SigningKeys.load(keyFile: configuration.provider.signingKeyFile, store: store)
         var salt = configuration.provider.pairwiseSalt
@@ -70,7 +74,8 @@ public struct DevProvider: Sendable {
             identities: Dictionary(configuration.identities.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }),
             pairwiseSalt: salt,
             clientKeys: ClientKeys(clients: configuration.clients, httpClient: httpClient),
-            logger: logger
+            logger: logger,
+            clock: clock
         )
     }
 
@@ -91,7 +96,7 @@ public struct DevProvider: Sendable {
         SHA256.hexHash("\(pairwiseSalt)\u{0}\(client.sectorIdentifier)\u{0}\(identityID)") + "v1"
     }
 
-    static func now() -> Int { Int(Date().timeIntervalSince1970) }
+    func now() -> Int { clock.seconds }
 
     // MARK: - Responses
 

@@ -1,5 +1,6 @@
 public import Logging
 public import NIOCore
+public import RelaisClock
 public import RelaisConfig
 import RelaisServer
 
@@ -9,7 +10,8 @@ public enum DevProviderRunner {
     public static func run(
         configuration: DevProviderConfiguration,
         logger: Logger,
-        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
+        clock: any RelaisClock = SystemClock()
     ) async throws {
         var server = RelaisConfiguration()
         server.server = configuration.server
@@ -29,9 +31,12 @@ public enum DevProviderRunner {
                 "test_api": "\(configuration.provider.testAPI)",
                 "warning": "not for production use",
             ],
-            onServerRunning: onServerRunning
+            onServerRunning: onServerRunning,
+            clock: clock
         ) { dependencies in
-            let provider = try await DevProvider.make(configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient, logger: logger)
+            let provider = try await DevProvider.make(
+                configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient, logger: logger, clock: clock
+            )
             return provider.register(on:)
         }
     }

@@ -67,7 +67,7 @@ struct TokenRoute {
         let access = AccessGrant(clientID: client.id, identityID: grant.identityID, scopes: grant.request.scopes, subject: subject, sessionID: grant.sessionID)
         try await provider.store.set(StoreKeys.accessToken(accessToken), StoredJSON.encode(access), ttl: lifetime)
 
-        let claims = provider.tokens.idTokenClaims(grant: grant, subject: subject, accessToken: accessToken, now: DevProvider.now(), faults: faults, includeSessionID: client.idTokenSessionID)
+        let claims = provider.tokens.idTokenClaims(grant: grant, subject: subject, accessToken: accessToken, now: provider.now(), faults: faults, includeSessionID: client.idTokenSessionID)
         let idToken = try provider.tokens.seal(claims, for: client, target: .idToken, faults: faults, encryptTo: recipient)
         try await provider.store.set(
             StoreKeys.issuedIDToken(idToken), StoredJSON.encode(IssuedIDToken(clientID: client.id, sessionID: grant.sessionID)),
@@ -140,10 +140,10 @@ struct TokenRoute {
             guard audiences.contains("\(provider.issuer)/token") || audiences.contains(provider.issuer) else {
                 return .failure(AuthenticationFailure("client authentication failed (aud must be the token endpoint)"))
             }
-            guard let exp = claims.expiration, exp - Double(DevProvider.now()) <= 600 else {
+            guard let exp = claims.expiration, exp - Double(provider.now()) <= 600 else {
                 return .failure(AuthenticationFailure("client authentication failed (assertions may live at most 10 minutes)"))
             }
-            let remaining = max(1, Int(exp) - DevProvider.now() + 5)
+            let remaining = max(1, Int(exp) - provider.now() + 5)
             let first = try await provider.store.setIfAbsent(StoreKeys.assertion(client: clientID, jti: claims.string("jti") ?? ""), [1], ttl: .seconds(remaining))
             guard first else { return .failure(AuthenticationFailure("client authentication failed (assertion jti already used)")) }
             return .success(client)

@@ -28,7 +28,7 @@ struct UserinfoRoute {
         }
         let faults = try await provider.faults.take([.userinfo], clientID: client.id)
         if let failure = await DevProvider.preempt(faults, on: .userinfo) { return failure }
-        let claims = provider.tokens.userinfoClaims(grant: grant, identity: identity, now: DevProvider.now(), faults: faults)
+        let claims = provider.tokens.userinfoClaims(grant: grant, identity: identity, now: provider.now(), faults: faults)
         let body: [UInt8]
         let contentType: String
         switch provider.configuration.provider.mode {

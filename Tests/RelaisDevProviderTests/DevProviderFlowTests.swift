@@ -1,5 +1,6 @@
 import Foundation
 import RelaisCrypto
+import RelaisClock
 import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer
@@ -236,7 +237,7 @@ extension DevProviderProcessTests {
             let client = try await ProviderClient.launch(provider: "  code_lifetime: 1s\n  access_token_lifetime: 1s")
             let code = try #require(try await client.signIn()["code"])
             let live = try #require(try await client.tokens()["access_token"]?.stringValue)
-            try await Task.sleep(for: .milliseconds(2200))
+            client.clock.advance(by: .milliseconds(2200))
             #expect(JSONValue.object(from: try await client.exchange(code: code).body)?["error"] == .string("invalid_grant"))
             #expect(try await client.userinfo(live).status == 401)
         }

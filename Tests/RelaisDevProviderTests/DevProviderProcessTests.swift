@@ -1,6 +1,6 @@
 import Testing
 
-/// Every suite of this target starts real provider processes (with key generation). Run one test at
-/// a time so they do not starve each other, or the timing-sensitive tests of other targets, of CPU
-/// on small CI machines.
+/// The development provider's suites. The provider runs in this test process (the cross-checks
+/// with the independent Python client start the real binary). One test at a time, like the
+/// relay's chain, so the suites of other targets running beside it are not starved of CPU.
 @Suite(.serialized) enum DevProviderProcessTests {}

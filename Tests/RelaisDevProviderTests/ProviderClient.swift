@@ -1,4 +1,5 @@
 import Foundation
+import RelaisClock
 import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer
@@ -8,7 +9,10 @@ import Testing
 /// Plays both the browser and the relying party against a development provider over real HTTP:
 /// redirects are not followed, so each hop can be checked, and the provider's session cookie is kept.
 final class ProviderClient: @unchecked Sendable {
-    let provider: RelaisProcess
+    /// Served by this test process: the provider's own behaviour is under test, not its process.
+    let provider: InProcessServer
+    /// The provider's clock: tests move it instead of sleeping.
+    let clock: ManualClock
     let http = HTTPClient(configuration: .init(maxConcurrentRequests: 4))
     let prefix: String
     var cookie: String?
@@ -34,8 +38,9 @@ final class ProviderClient: @unchecked Sendable {
     static let redirects = ["app": "http://127.0.0.1:9/callback", "other": "http://127.0.0.1:9/other", "rs": "http://127.0.0.1:9/rs"]
     static let nonce = "nonce-0123456789abcdefghijklmnop"
 
-    init(_ provider: RelaisProcess, prefix: String = "/api/v2") {
+    init(_ provider: InProcessServer, clock: ManualClock, prefix: String = "/api/v2") {
         self.provider = provider
+        self.clock = clock
         self.prefix = prefix
     }
 
@@ -44,8 +49,11 @@ final class ProviderClient: @unchecked Sendable {
     var issuer: String { provider.baseURL + prefix }
 
     static func launch(mode: String = "v2", clients: String = ProviderClient.clients, provider: String = "", store: String = "  kind: embedded") async throws -> ProviderClient {
-        let process = try await RelaisProcess.devProvider(mode: mode, clients: clients, provider: provider, store: store)
-        return ProviderClient(process, prefix: mode == "v1" ? "/api/v1" : "/api/v2")
+        let clock = ManualClock()
+        let server = try await InProcessServer.launch(.devProvider, clock: clock) { port in
+            RelaisProcess.devProviderConfiguration(port: port, mode: mode, clients: clients, provider: provider, store: store)
+        }
+        return ProviderClient(server, clock: clock, prefix: mode == "v1" ? "/api/v1" : "/api/v2")
     }
 
     func authorizeParameters(client: String = "app", scope: String = "openid profile birth email", acr: String = "eidas1") -> [(String, String)] {

@@ -154,8 +154,14 @@ func authorize(
         return await authorize(authorization: "Bearer " + token, scope: scope, minimumACR: minimumACR, verifier: verifier)
     }
 
-    private func refusal(_ token: String) async -> String? {
-        let verifier = AccessTokenVerifier(issuer: Self.issuer, audience: Self.audience, fetcher: InMemoryFetcher(serving: [Self.signingKey]))
+    /// The JOSE code the example verifier refuses `token` with; `now` pins the verifier's clock.
+    private func refusal(_ token: String, now: Double? = nil) async -> String? {
+        var verifier = AccessTokenVerifier(issuer: Self.issuer, audience: Self.audience, fetcher: InMemoryFetcher(serving: [Self.signingKey]))
+        if let now {
+            var policy = verifier.policy
+            policy.now = { now }
+            verifier = AccessTokenVerifier(keys: verifier.keys, policy: policy)
+        }
         do {
             _ = try await verifier.verify(token)
             return nil
@@ -199,8 +205,10 @@ func authorize(
     }
 
     @Test func anExpiredTokenWithinTheLeewayIsStillAccepted() async throws {
-        let token = try Self.accessToken { $0["exp"] = .number(Date().timeIntervalSince1970 - 10) }
-        #expect(await refusal(token) == nil)
+        let now = Date().timeIntervalSince1970.rounded(.down)
+        let token = try Self.accessToken { $0["exp"] = .number(now - 10) }
+        #expect(await refusal(token, now: now) == nil)
+        #expect(await refusal(token, now: now + 21) == "jwt_exp")  // 31 s past exp: beyond the 30 s leeway
     }
 
     @Test func scopeAndAcrDecideWhatAnAcceptedCallerMayDo() async throws {
@@ -243,5 +251,13 @@ func authorize(
         for (index, (block, snippet)) in zip(blocks, snippets).enumerated() {
             #expect(block == snippet.text, "swift block \(index + 1) of the article differs from snippet '\(snippet.name)'")
         }
+    }
+}
+
+extension AccessTokenVerifier {
+    /// The example's verifier with another policy (a pinned clock), for tests only.
+    init(keys: JWKSCache, policy: ClaimsPolicy) {
+        self.keys = keys
+        self.policy = policy
     }
 }

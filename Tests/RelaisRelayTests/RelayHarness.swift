@@ -14,7 +14,8 @@ final class RelayHarness: @unchecked Sendable {
     let provider: any TestServer
     var relays: [any TestServer]
     let http = HTTPClient(configuration: .init(maxConcurrentRequests: 8))
-    /// The in-process relays' clock (and their embedded stores'): tests move it instead of sleeping.
+    /// The in-process provider's and relays' clock (and their embedded stores'): tests move it
+    /// instead of sleeping.
     let clock: ManualClock
     /// The browser's cookie at the provider.
     var providerCookie: String?
@@ -56,6 +57,7 @@ final class RelayHarness: @unchecked Sendable {
         providerSettings: String = ""
     ) async throws -> RelayHarness {
         let relayPorts = try (0..<instances).map { _ in try FreePort.find() }
+        // One clock for the provider and the relays, as if they shared an NTP-synchronised host.
         let clock = ManualClock()
         // All instances share one public URL (the load balancer's): the first port stands for it.
         let publicURL = "http://127.0.0.1:\(relayPorts[0])"
@@ -72,7 +74,7 @@ final class RelayHarness: @unchecked Sendable {
         client += providerClient.replacingOccurrences(of: "RELAY/", with: publicURL + "/")
         let provider: any TestServer
         if inProcess {
-            provider = try await InProcessServer.launch(.devProvider) { port in
+            provider = try await InProcessServer.launch(.devProvider, clock: clock) { port in
                 RelaisProcess.devProviderConfiguration(port: port, mode: mode, clients: client, provider: providerSettings)
             }
         } else {

@@ -32,7 +32,7 @@ public final class InProcessServer: TestServer {
     public let configPath: String
     private let program: Program
     private let environment: [String: String]
-    /// The relay's clock and its embedded store's (the provider keeps real time).
+    /// The program's clock and its embedded store's.
     private let clock: any RelaisClock
     private let running = Mutex<Task<Void, any Error>?>(nil)
 
@@ -73,7 +73,7 @@ public final class InProcessServer: TestServer {
                 try await RelayRunner.run(configuration: configuration, logger: Self.logger, onServerRunning: onServerRunning, clock: clock)
             case .devProvider:
                 let configuration = try await ConfigurationLoader.loadDevProvider(filePath: configPath, environment: environment)
-                try await DevProviderRunner.run(configuration: configuration, logger: Self.logger, onServerRunning: onServerRunning)
+                try await DevProviderRunner.run(configuration: configuration, logger: Self.logger, onServerRunning: onServerRunning, clock: clock)
             }
         }
         running.withLock { $0 = task }
