@@ -79,20 +79,28 @@ extension Case {
         }
     }
 
-    static let failedRefreshes: [(String, ProviderDouble.Reply)] = [
-        ("HTTP 500", .init(status: 500)),
-        ("HTTP 404", .init(status: 404)),
-        ("not JSON", .init(body: Array("<html>".utf8), contentType: "text/html")),
-        ("issuer other", .init(body: JSONValue.object(["issuer": .string("https://elsewhere.example"), "token_endpoint": .string("x")]).serialized())),
+    /// What the provider answers when the cached document is due for a refresh.
+    struct RefreshFailure: Sendable, CustomTestStringConvertible {
+        let testDescription: String
+        let reply: ProviderDouble.Reply
+    }
+
+    static let failedRefreshes = [
+        RefreshFailure(testDescription: "HTTP 500", reply: .init(status: 500)),
+        RefreshFailure(testDescription: "HTTP 404", reply: .init(status: 404)),
+        RefreshFailure(testDescription: "not JSON", reply: .init(body: Array("<html>".utf8), contentType: "text/html")),
+        RefreshFailure(testDescription: "issuer other", reply: .init(body: JSONValue.object([
+            "issuer": .string("https://elsewhere.example"), "authorization_endpoint": .string("x"), "token_endpoint": .string("x"),
+        ]).serialized())),
     ]
 
     @Test("the last good document is kept when a refresh fails", arguments: failedRefreshes)
-    func lastGoodDocumentKept(_ failure: String, _ reply: ProviderDouble.Reply) async throws {
+    func lastGoodDocumentKept(_ failure: RefreshFailure) async throws {
         try await Harness.run { harness in
             let first = try await harness.provider.metadata()
-            harness.double.reply(.discovery, reply)
+            harness.double.reply(.discovery, failure.reply)
             harness.clock.advance(by: .seconds(3601))
-            #expect(try await harness.provider.metadata() == first, "after \(failure)")
+            #expect(try await harness.provider.metadata() == first)
             #expect(harness.double.hits(.discovery) == 2)
             // And sign-ins keep starting from it.
             let url = try await harness.provider.authorizationURL(
