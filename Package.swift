@@ -240,6 +240,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "RelaisOIDCTests",
+            dependencies: [
+                "RelaisOIDC", "RelaisConfig", "RelaisJOSE", "RelaisClock", "RelaisHTTPClient", "RelaisCrypto", "RelaisTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "RelaisServerTests",
             dependencies: [
                 "RelaisServer", "RelaisConfig", "RelaisStore", "RelaisHTTPClient", "RelaisTestSupport", "RelaisJOSE",

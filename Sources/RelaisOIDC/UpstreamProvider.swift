@@ -60,7 +60,11 @@ public actor UpstreamProvider {
         }
         do {
             let response = try await send(HTTPClientRequest(url: settings.issuer + "/.well-known/openid-configuration", headers: [(name: "Accept", value: "application/json")]))
-            guard response.status == 200 else { throw UpstreamError.invalidResponse("discovery answered HTTP \(response.status)") }
+            switch response.status {
+            case 200: break
+            case 429, 500...599: throw UpstreamError.unavailable("discovery answered HTTP \(response.status)")
+            default: throw UpstreamError.invalidResponse("discovery answered HTTP \(response.status)")
+            }
             guard let document = JSONValue.object(from: response.body) else { throw UpstreamError.invalidResponse("the discovery document is not a JSON object") }
             let metadata = try ProviderMetadata(discovery: document, settings: settings)
             cachedMetadata = (metadata, clock.instant)

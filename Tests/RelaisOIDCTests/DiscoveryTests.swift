@@ -1,0 +1,112 @@
+import RelaisClock
+import RelaisConfig
+import RelaisJOSE
+@testable import RelaisOIDC
+import Testing
+
+private func invalid(_ check: String) -> Expected { .refused("provider_invalid_response", check: check) }
+
+extension Case {
+    /// The discovery document (or the configured endpoints) read the first time.
+    static let discoveryDocuments: [Case] = [
+        Case("the document", .accepted) { _ in },
+        Case("issuer other", invalid("names issuer 'https://elsewhere.example'")) { $0.discovery["issuer"] = .string("https://elsewhere.example") },
+        Case("issuer with a trailing slash", invalid("names issuer")) { $0.discovery["issuer"] = .string($0.issuer + "/") },
+        Case("issuer missing", invalid("names issuer '(none)'")) { $0.discovery["issuer"] = nil },
+        Case("token_endpoint missing", invalid("lacks")) { $0.discovery["token_endpoint"] = nil },
+        Case("authorization_endpoint missing", invalid("lacks")) { $0.discovery["authorization_endpoint"] = nil },
+        Case("token_endpoint missing but configured", .accepted) {
+            $0.discovery["token_endpoint"] = nil
+            $0.settings.tokenEndpoint = $0.issuer + "/configured-token"
+        },
+        Case("configured endpoints win over the document", .accepted) {
+            $0.settings.tokenEndpoint = $0.issuer + "/configured-token"
+            $0.settings.jwksURI = $0.issuer + "/configured-jwks"
+        },
+        Case("HTTP 404", invalid("HTTP 404")) { $0.discoveryStatus = 404 },
+        Case("HTTP 503", .refused("provider_unavailable", check: "HTTP 503")) { $0.discoveryStatus = 503 },
+        Case("HTTP 429", .refused("provider_unavailable", check: "HTTP 429")) { $0.discoveryStatus = 429 },
+        Case("unreachable", .refused("provider_unavailable", check: "http_connection_refused")) {
+            // Port 1 on loopback: nothing listens there, the connection is refused at once.
+            $0.settings = ProviderSettings(id: "down", preset: .oidc, issuer: "http://127.0.0.1:1/api/v2", clientID: TestKeys.clientID)
+        },
+        Case("discovery off, endpoints configured", .accepted) {
+            $0.settings.discovery = false
+            $0.settings.authorizationEndpoint = $0.issuer + "/authorize"
+            $0.settings.tokenEndpoint = $0.issuer + "/configured-token"
+            $0.settings.jwksURI = $0.issuer + "/configured-jwks"
+        },
+        Case("discovery off, no endpoints", invalid("no endpoints configured")) { $0.settings.discovery = false },
+    ]
+}
+
+@Suite struct DiscoveryTests {
+    @Test("discovery documents", arguments: Case.discoveryDocuments)
+    func discovery(_ row: Case) async throws {
+        try await Harness.run(row.setup) { harness in
+            let settings = harness.scenario.settings
+            guard let metadata = await row.expected.verify({ () async throws(UpstreamError) in try await harness.provider.metadata() }) else { return }
+            let issuer = harness.scenario.issuer
+            #expect(metadata.issuer == issuer)
+            #expect(metadata.authorizationEndpoint == issuer + "/authorize")
+            #expect(metadata.tokenEndpoint == settings.tokenEndpoint ?? issuer + "/token")
+            #expect(metadata.jwksURI == settings.jwksURI ?? issuer + "/jwks")
+            #expect(metadata.userinfoEndpoint == (settings.discovery ? issuer + "/userinfo" : nil))
+            #expect(harness.double.hits(.discovery) == (settings.discovery ? 1 : 0))
+        }
+    }
+
+    /// A body that is not JSON at all (the table's bodies are all JSON objects).
+    @Test func aDiscoveryBodyThatIsNotJSONIsRefused() async throws {
+        try await Harness.run { harness in
+            harness.double.reply(.discovery, .init(body: Array("<html>".utf8), contentType: "text/html"))
+            await invalid("not a JSON object").verify { () async throws(UpstreamError) in try await harness.provider.metadata() }
+        }
+    }
+
+    @Test func theDocumentIsReadOnceAnHour() async throws {
+        try await Harness.run { harness in
+            let first = try await harness.provider.metadata()
+            harness.clock.advance(by: .seconds(3599))
+            #expect(try await harness.provider.metadata() == first)
+            #expect(harness.double.hits(.discovery) == 1)
+            harness.double.reply(.discovery, .init(body: JSONValue.object(harness.scenario.discovery.merging([
+                "token_endpoint": .string(harness.scenario.issuer + "/rotated-token"),
+            ]) { $1 }).serialized()))
+            harness.clock.advance(by: .seconds(2))
+            #expect(try await harness.provider.metadata().tokenEndpoint == harness.scenario.issuer + "/rotated-token")
+            #expect(harness.double.hits(.discovery) == 2)
+        }
+    }
+
+    /// What the provider answers when the cached document is due for a refresh.
+    struct RefreshFailure: Sendable, CustomTestStringConvertible {
+        let testDescription: String
+        let reply: ProviderDouble.Reply
+    }
+
+    static let failedRefreshes = [
+        RefreshFailure(testDescription: "HTTP 500", reply: .init(status: 500)),
+        RefreshFailure(testDescription: "HTTP 404", reply: .init(status: 404)),
+        RefreshFailure(testDescription: "not JSON", reply: .init(body: Array("<html>".utf8), contentType: "text/html")),
+        RefreshFailure(testDescription: "issuer other", reply: .init(body: JSONValue.object([
+            "issuer": .string("https://elsewhere.example"), "authorization_endpoint": .string("x"), "token_endpoint": .string("x"),
+        ]).serialized())),
+    ]
+
+    @Test("the last good document is kept when a refresh fails", arguments: failedRefreshes)
+    func lastGoodDocumentKept(_ failure: RefreshFailure) async throws {
+        try await Harness.run { harness in
+            let first = try await harness.provider.metadata()
+            harness.double.reply(.discovery, failure.reply)
+            harness.clock.advance(by: .seconds(3601))
+            #expect(try await harness.provider.metadata() == first)
+            #expect(harness.double.hits(.discovery) == 2)
+            // And sign-ins keep starting from it.
+            let url = try await harness.provider.authorizationURL(
+                redirectURI: "https://relais.example/callback", state: "state-1", nonce: "nonce-1", acr: nil, prompt: nil, codeChallenge: nil
+            )
+            #expect(url.hasPrefix(harness.scenario.issuer + "/authorize?"))
+        }
+    }
+}
