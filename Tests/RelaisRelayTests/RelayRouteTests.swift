@@ -1,0 +1,234 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import RelaisClock
+import RelaisConfig
+import RelaisCrypto
+import RelaisHTTPClient
+import RelaisJOSE
+@testable import RelaisRelay
+import RelaisServer
+import RelaisStore
+import Testing
+
+/// The relay's routes driven through Hummingbird's router test framework: no socket, no process,
+/// an embedded store and a manual clock. What needs the provider is tested with the harness.
+@Suite struct RelayRouteTests {
+    static let issuer = "https://relais.example.fr"
+    static let redirect = "com.example.app:/oauth2redirect"
+
+    struct Fixture {
+        let clock = ManualClock()
+        let store: EmbeddedStore
+        let configuration: RelaisConfiguration
+
+        init(_ change: (inout RelaisConfiguration) -> Void = { _ in }) {
+            store = EmbeddedStore(clock: clock)
+            var configuration = RelaisConfiguration()
+            configuration.server.environment = .development
+            configuration.server.publicBaseURL = RelayRouteTests.issuer
+            configuration.metrics.enabled = false
+            // Never reached by these tests: only the sign-in itself talks to the provider.
+            configuration.providers = [ProviderSettings(id: "fc", preset: .franceconnectV2, issuer: "http://127.0.0.1:9/api/v2", clientID: "relais")]
+            configuration.apps = [AppSettings(clientID: "app", redirectURIs: [RelayRouteTests.redirect], providers: ["fc"], scopes: ["openid", "profile"])]
+            configuration.resourceServers = [ResourceServerSettings(id: "api", secret: "api-secret-0123456789-0123456789", audiences: [])]
+            change(&configuration)
+            self.configuration = configuration
+        }
+
+        /// Runs `body` against the relay's router.
+        func test(_ body: @Sendable @escaping (any TestClientProtocol) async throws -> Void) async throws {
+            let http = HTTPClient(configuration: .init())
+            let relay = try await Relay(configuration: configuration, store: store, httpClient: http, clock: clock)
+            let router = RelaisApplication.makeRouter(
+                configuration: configuration, dependencies: RelaisDependencies(store: store, httpClient: http), additionalRoutes: relay.register(on:)
+            )
+            let app = Application(router: router, logger: Logger(label: "relay-route-tests") { _ in SwiftLogNoOpLogHandler() })
+            try await app.test(.router) { client in try await body(client) }
+            try await http.shutdown()
+        }
+
+        var sessions: SessionStore { SessionStore(store: store, settings: configuration.relay, clock: clock) }
+    }
+
+    static func form(_ fields: [(String, String)]) -> ByteBuffer { ByteBuffer(string: FormParameters.encode(fields)) }
+    static let formHeaders: HTTPFields = [.contentType: "application/x-www-form-urlencoded"]
+
+    static func json(_ response: TestResponse) -> [String: JSONValue] { JSONValue.object(from: Array(buffer: response.body)) ?? [:] }
+
+    // MARK: - /token
+
+    struct TokenRefusal: Sendable, CustomTestStringConvertible {
+        var fields: [(String, String)]
+        var error: String
+        var description: String
+        var testDescription: String { description }
+
+        init(_ fields: [(String, String)], _ error: String, _ description: String) {
+            self.fields = fields
+            self.error = error
+            self.description = description
+        }
+    }
+
+    static let code: [(String, String)] = [("grant_type", "authorization_code"), ("client_id", "app")]
+    static let tokenRefusals: [TokenRefusal] = [
+        TokenRefusal([("grant_type", "authorization_code")], "invalid_request", "client_id is missing (apps are public clients)"),
+        TokenRefusal([("client_id", "app")], "invalid_request", "grant_type is missing"),
+        TokenRefusal([("grant_type", "password"), ("client_id", "app")], "unsupported_grant_type", "grant_type must be authorization_code or refresh_token"),
+        TokenRefusal(code + [("client_id", "app")], "invalid_request", "the parameter 'client_id' is given more than once"),
+        TokenRefusal(code + [("redirect_uri", redirect), ("code_verifier", "v")], "invalid_request", "code is missing"),
+        TokenRefusal(code + [("code", "c"), ("code_verifier", "v")], "invalid_request", "redirect_uri is missing"),
+        TokenRefusal(code + [("code", "c"), ("redirect_uri", redirect)], "invalid_request", "code_verifier is missing (PKCE)"),
+        TokenRefusal(code + [("code", "c"), ("redirect_uri", redirect), ("code_verifier", "v")], "invalid_grant", "the code is unknown or expired"),
+        TokenRefusal([("grant_type", "refresh_token"), ("client_id", "app")], "invalid_request", "refresh_token is missing"),
+        TokenRefusal([("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "nope")], "invalid_grant", "the refresh token is unknown or expired"),
+    ]
+
+    @Test(arguments: tokenRefusals)
+    func tokenRefusalsAreOAuthJSON(_ refusal: TokenRefusal) async throws {
+        try await Fixture().test { client in
+            let response = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form(refusal.fields))
+            #expect(response.status == .badRequest)
+            #expect(response.headers[.cacheControl] == "no-store" && response.headers[.contentType] == "application/json")
+            let body = Self.json(response)
+            #expect(body["error"] == .string(refusal.error) && body["error_description"] == .string(refusal.description))
+            #expect(body["request_id"]?.stringValue == response.headers[HTTPField.Name("X-Request-Id")!])
+        }
+    }
+
+    @Test func anUnknownClientAtTheTokenEndpointIsUnauthorized() async throws {
+        try await Fixture().test { client in
+            let response = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form([("grant_type", "refresh_token"), ("client_id", "other")]))
+            #expect(response.status == .unauthorized && Self.json(response)["error"] == .string("invalid_client"))
+            let notAForm = try await client.execute(uri: "/token", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}"))
+            #expect(notAForm.status == .badRequest && Self.json(notAForm)["error_description"] == .string("the body must be application/x-www-form-urlencoded"))
+        }
+    }
+
+    /// A code lives `relay.code_lifetime` (60 s) on the store's clock.
+    @Test func aCodeExpiresWithTheClock() async throws {
+        let fixture = Fixture()
+        let verifier = SecureRandom.token(bits: 256)
+        let app = AppRequest(
+            clientID: "app", redirectURI: Self.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
+            providerID: "fc", acr: "eidas1", forceLogin: false
+        )
+        let sealed = try SessionVault(keys: try await RelayKeyRing.load(fixture.configuration.keys, store: fixture.sessions))
+            .seal(SessionIdentity(claims: ["given_name": .string("Angela")], amr: nil, authTime: nil, providerIDToken: "x"))
+        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: "the-code")
+        fixture.clock.advance(by: .seconds(61))
+        try await fixture.test { client in
+            let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", "the-code"), ("redirect_uri", Self.redirect), ("code_verifier", verifier)]
+            let response = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form(fields))
+            #expect(Self.json(response)["error_description"] == .string("the code is unknown or expired"))
+        }
+    }
+
+    /// The same code redeemed in time opens a session; a second redemption ends it.
+    @Test func aCodeOpensOneSessionAndItsReplayEndsIt() async throws {
+        let fixture = Fixture()
+        let verifier = SecureRandom.token(bits: 256)
+        let app = AppRequest(
+            clientID: "app", redirectURI: Self.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid", "profile"],
+            nonce: "n-1", providerID: "fc", acr: "eidas1", forceLogin: false
+        )
+        let sealed = try SessionVault(keys: try await RelayKeyRing.load(fixture.configuration.keys, store: fixture.sessions))
+            .seal(SessionIdentity(claims: ["given_name": .string("Angela")], amr: ["fc"], authTime: 1, providerIDToken: "x"))
+        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: "the-code")
+        fixture.clock.advance(by: .seconds(59))
+        try await fixture.test { client in
+            let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", "the-code"), ("redirect_uri", Self.redirect), ("code_verifier", verifier)]
+            let response = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form(fields))
+            #expect(response.status == .ok)
+            let tokens = Self.json(response)
+            let access = try #require(tokens["access_token"]?.stringValue)
+            let bearer: HTTPFields = [.authorization: "Bearer \(access)"]
+            let userinfo = try await client.execute(uri: "/userinfo", method: .get, headers: bearer)
+            #expect(Self.json(userinfo) == ["sub": .string("sub-1"), "given_name": .string("Angela")])
+            let replay = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form(fields))
+            #expect(Self.json(replay)["error_description"] == .string("the code was already used; the session it opened is revoked"))
+            let after = try await client.execute(uri: "/userinfo", method: .get, headers: bearer)
+            #expect(after.status == .unauthorized && after.headers[.wwwAuthenticate]?.contains(#"error="invalid_token""#) == true)
+        }
+    }
+
+    // MARK: - /authorize
+
+    @Test func untrustedClientsAndRedirectsGetAPageNeverARedirect() async throws {
+        try await Fixture().test { client in
+            for (query, code) in [
+                ("redirect_uri=\(Self.redirect)", "invalid_request"), ("client_id=nope&redirect_uri=x", "unknown_client"),
+                ("client_id=app&redirect_uri=https%3A%2F%2Fevil.example%2Fcb", "invalid_redirect_uri"), ("client_id=%ZZ", "invalid_request"),
+            ] {
+                let response = try await client.execute(uri: "/authorize?" + query, method: .get)
+                #expect(response.status == .badRequest && response.headers[.location] == nil, "\(query)")
+                #expect(String(buffer: response.body).contains(#"id="error-code">\#(code)<"#), "\(query)")
+            }
+        }
+    }
+
+    @Test func aBadRequestFromAKnownAppGoesBackToItWithStateAndIssuer() async throws {
+        try await Fixture().test { client in
+            let response = try await client.execute(uri: "/authorize?client_id=app&redirect_uri=\(Self.redirect)&response_type=code&state=s1", method: .get)
+            #expect(response.status == .found)
+            let location = try #require(response.headers[.location])
+            let query = try #require(FormParameters(encoded: location.split(separator: "?", maxSplits: 1)[1]))
+            #expect(query["error"] == "invalid_request" && query["error_description"] == "code_challenge is required (PKCE, RFC 7636)")
+            #expect(query["state"] == "s1" && query["iss"] == Self.issuer)
+        }
+    }
+
+    // MARK: - Bearer endpoints
+
+    @Test func bearerRefusalsCarryTheRFC6750Challenge() async throws {
+        try await Fixture().test { client in
+            let none = try await client.execute(uri: "/userinfo", method: .get)
+            #expect(none.status == .unauthorized && none.headers[.wwwAuthenticate] == #"Bearer realm="relais""#)
+            let basic = try await client.execute(uri: "/auth", method: .get, headers: [.authorization: "Basic YTpi"])
+            #expect(basic.status == .badRequest && basic.headers[.wwwAuthenticate]?.contains(#"error="invalid_request""#) == true)
+            let garbage = try await client.execute(uri: "/auth", method: .get, headers: [.authorization: "Bearer not.a.token"])
+            #expect(garbage.status == .unauthorized && Self.json(garbage)["error"] == .string("invalid_token"))
+            let introspect = try await client.execute(uri: "/introspect", method: .post, headers: Self.formHeaders, body: Self.form([("token", "t")]))
+            #expect(introspect.status == .unauthorized && introspect.headers[.wwwAuthenticate] == #"Basic realm="relais""#)
+        }
+    }
+
+    // MARK: - Rate limits
+
+    @Test func aRateLimitWindowOpensAgainWhenTheClockMoves() async throws {
+        let fixture = Fixture { $0.rateLimit.perIP = 2; $0.rateLimit.window = .seconds(60) }
+        try await fixture.test { client in
+            let refused = [("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "nope")]
+            for _ in 0..<2 {
+                let allowed = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form(refused))
+                #expect(Self.json(allowed)["error"] == .string("invalid_grant"))
+            }
+            let limited = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form(refused))
+            #expect(limited.status == .tooManyRequests && Self.json(limited)["error"] == .string("too_many_requests"))
+            let retryAfter = try #require(limited.headers[.retryAfter].flatMap(Int.init))
+            #expect((1...60).contains(retryAfter))
+            fixture.clock.advance(by: .seconds(retryAfter))
+            let again = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form(refused))
+            #expect(Self.json(again)["error"] == .string("invalid_grant"))
+        }
+    }
+
+    // MARK: - Discovery
+
+    @Test func metadataNamesEveryEndpointUnderTheIssuer() async throws {
+        try await Fixture().test { client in
+            let response = try await client.execute(uri: "/.well-known/openid-configuration", method: .get)
+            #expect(response.headers[.cacheControl] == "public, max-age=300")
+            let document = Self.json(response)
+            #expect(document["issuer"] == .string(Self.issuer))
+            for (name, path) in [("authorization_endpoint", "/authorize"), ("token_endpoint", "/token"), ("jwks_uri", "/jwks.json"), ("revocation_endpoint", "/revoke")] {
+                #expect(document[name] == .string(Self.issuer + path))
+            }
+            #expect(document["scopes_supported"] == .array([.string("openid"), .string("profile")]))
+        }
+    }
+}
