@@ -16,9 +16,59 @@ struct AppRequest: Codable, Sendable, Equatable {
     var scopes: [String]
     /// The app's own `nonce`, echoed in Relais' id_token.
     var nonce: String?
-    var providerID: String
-    var acr: String?
-    var forceLogin: Bool
+    /// What Relais asks of the provider on the app's behalf.
+    var upstream: Upstream
+
+    struct Upstream: Codable, Sendable, Equatable {
+        var providerID: String
+        var acr: String?
+        var forceLogin: Bool
+    }
+
+    var providerID: String { upstream.providerID }
+    var acr: String? { upstream.acr }
+    var forceLogin: Bool { upstream.forceLogin }
+
+    init(
+        clientID: String, redirectURI: String, codeChallenge: String, state: String?, scopes: [String], nonce: String?, providerID: String,
+        acr: String?, forceLogin: Bool
+    ) {
+        self.clientID = clientID
+        self.redirectURI = redirectURI
+        self.codeChallenge = codeChallenge
+        self.state = state
+        self.scopes = scopes
+        self.nonce = nonce
+        upstream = Upstream(providerID: providerID, acr: acr, forceLogin: forceLogin)
+    }
+
+    // One flat JSON object, as stored before `upstream` was grouped: sign-ins in flight during an
+    // upgrade still read.
+    private enum CodingKeys: String, CodingKey {
+        case clientID, redirectURI, codeChallenge, state, scopes, nonce
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        clientID = try container.decode(String.self, forKey: .clientID)
+        redirectURI = try container.decode(String.self, forKey: .redirectURI)
+        codeChallenge = try container.decode(String.self, forKey: .codeChallenge)
+        state = try container.decodeIfPresent(String.self, forKey: .state)
+        scopes = try container.decode([String].self, forKey: .scopes)
+        nonce = try container.decodeIfPresent(String.self, forKey: .nonce)
+        upstream = try Upstream(from: decoder)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(clientID, forKey: .clientID)
+        try container.encode(redirectURI, forKey: .redirectURI)
+        try container.encode(codeChallenge, forKey: .codeChallenge)
+        try container.encodeIfPresent(state, forKey: .state)
+        try container.encode(scopes, forKey: .scopes)
+        try container.encodeIfPresent(nonce, forKey: .nonce)
+        try upstream.encode(to: encoder)
+    }
 }
 
 /// Between /authorize and /callback, keyed by the provider `state`.
