@@ -17,15 +17,11 @@ struct AuthorizeRoute: RelayRoutes {
 
     func register(on router: Router<RelaisRequestContext>) {
         router.get("/authorize") { request, context in
-            try await RelayError.rendering(.page, context) {
-                if let limited = await limiter.check(request, context) { throw limited }
-                return try await authorize(FormParameters.query(of: request), context: context)
-            }
+            try await limiter.guarding(.page, request, context) { try await authorize(FormParameters.query(of: request), context: context) }
         }
         router.post("/authorize") { request, context in
-            try await RelayError.rendering(.page, context) {
-                if let limited = await limiter.check(request, context) { throw limited }
-                return try await authorize(try await FormParameters.body(of: request, limit: 64 * 1024), context: context)
+            try await limiter.guarding(.page, request, context) {
+                try await authorize(try await FormParameters.body(of: request, limit: 64 * 1024), context: context)
             }
         }
     }

@@ -19,10 +19,7 @@ struct CallbackRoute: RelayRoutes {
 
     func register(on router: Router<RelaisRequestContext>) {
         router.get("/callback") { request, context in
-            try await RelayError.rendering(.page, context) {
-                if let limited = await limiter.check(request, context) { throw limited }
-                return try await callback(request, context: context)
-            }
+            try await limiter.guarding(.page, request, context) { try await callback(request, context: context) }
         }
     }
 

@@ -33,6 +33,17 @@ struct RateLimiter: Sendable {
         return nil
     }
 
+    /// Runs a route's work unless the client's address is over its limit; refusals are rendered on
+    /// `surface` (see ``RelayError/rendering(_:_:_:)``).
+    func guarding(
+        _ surface: RelayError.Surface, _ request: Request, _ context: RelaisRequestContext, _ work: () async throws -> Response
+    ) async throws -> Response {
+        try await RelayError.rendering(surface, context) {
+            if let limited = await check(request, context) { throw limited }
+            return try await work()
+        }
+    }
+
     /// The limit for the request's client address (through trusted proxies).
     func check(_ request: Request, _ context: RelaisRequestContext) async -> RelayError? {
         await check(ip: ClientAddress.resolve(request, context: context, trustedProxies: trustedProxies), logger: context.logger)

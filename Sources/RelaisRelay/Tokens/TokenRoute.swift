@@ -13,12 +13,11 @@ struct TokenRoute: RelayRoutes {
 
     func register(on router: Router<RelaisRequestContext>) {
         router.post("/token") { request, context in
-            try await RelayError.rendering(.json, context) { try await token(request, context: context) }
+            try await limiter.guarding(.json, request, context) { try await token(request, context: context) }
         }
     }
 
     private func token(_ request: Request, context: RelaisRequestContext) async throws -> Response {
-        if let limited = await limiter.check(request, context) { throw limited }
         guard let form = try await FormParameters.body(of: request, limit: 64 * 1024) else {
             throw RelayError.invalidRequest("the body must be application/x-www-form-urlencoded")
         }
