@@ -22,12 +22,7 @@ public enum ConfigurationLoader {
         filePath: String?,
         environment: [String: String]
     ) async throws(ConfigurationError) -> RelaisConfiguration {
-        let source = try await ConfigSource.open(filePath: filePath, environment: environment, schema: .relay)
-        var reader = ValueReader(config: source.reader)
-        let configuration = reader.readRelay(ids: source.ids(in:))
-        let problems = source.problems + reader.problems
-        guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
-        return configuration
+        try await load(filePath: filePath, environment: environment, schema: .relay) { reader, source in reader.readRelay(ids: source.ids(in:)) }
     }
 
     /// Loads `relais dev-provider`'s configuration (environment prefix `DEV_PROVIDER_`).
@@ -35,12 +30,22 @@ public enum ConfigurationLoader {
         filePath: String?,
         environment: [String: String]
     ) async throws(ConfigurationError) -> DevProviderConfiguration {
-        let source = try await ConfigSource.open(filePath: filePath, environment: environment, schema: .devProvider)
+        try await load(filePath: filePath, environment: environment, schema: .devProvider) { reader, source in
+            reader.readDevProvider(clientIDs: source.ids(in: "clients"))
+        }
+    }
+
+    /// Opens the file and environment against `schema`, reads them, and reports every problem of
+    /// both steps at once.
+    private static func load<Value>(
+        filePath: String?, environment: [String: String], schema: ConfigSchema, read: (inout ValueReader, ConfigSource) -> Value
+    ) async throws(ConfigurationError) -> Value {
+        let source = try await ConfigSource.open(filePath: filePath, environment: environment, schema: schema)
         var reader = ValueReader(config: source.reader)
-        let configuration = reader.readDevProvider(clientIDs: source.ids(in: "clients"))
+        let value = read(&reader, source)
         let problems = source.problems + reader.problems
         guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
-        return configuration
+        return value
     }
 }
 
