@@ -187,7 +187,7 @@ let package = Package(
             name: "RelaisTestSupport",
             dependencies: [
                 // InProcessServer: the relay and the development provider served by the test process.
-                "RelaisClock", "RelaisConfig", "RelaisDevProvider", "RelaisRelay",
+                "RelaisClock", "RelaisConfig", "RelaisDevProvider", "RelaisJOSE", "RelaisRelay",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -8,7 +8,7 @@ public import RelaisClock
 import FoundationEssentials
 import NIOCore
 import RelaisCrypto
-import RelaisJOSE
+public import RelaisJOSE
 
 /// A FranceConnect-compatible OpenID Provider for development and tests: the v2 protocol (and v1,
 /// FranceConnect+ on demand), test identities on a login page, and failures injected on request.
@@ -40,9 +40,10 @@ public struct DevProvider: Sendable {
         store: any KeyValueStore,
         httpClient: HTTPClient,
         logger: Logger,
-        clock: any RelaisClock = SystemClock()
+        clock: any RelaisClock = SystemClock(),
+        generateKey: @escaping KeyGenerator = { try JWK.generate(for: $0, keyID: $1) }
     ) async throws -> DevProvider {
-        let keys = try await SigningKeys.load(keyFile: configuration.provider.signingKeyFile, store: store)
+        let keys = try await SigningKeys.load(keyFile: configuration.provider.signingKeyFile, store: store, generate: generateKey)
         var salt = configuration.provider.pairwiseSalt
         if salt == nil {
             // Kept in the store so pairwise subjects stay stable across restarts (on Redis).

@@ -3,6 +3,7 @@ public import NIOCore
 public import RelaisClock
 public import RelaisConfig
 import RelaisServer
+public import RelaisJOSE
 
 /// Runs `relais dev-provider` until SIGTERM or SIGINT, on the same server skeleton as the relay
 /// (request ids, logs, metrics, /healthz, /readyz, graceful drain).
@@ -11,7 +12,8 @@ public enum DevProviderRunner {
         configuration: DevProviderConfiguration,
         logger: Logger,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
-        clock: any RelaisClock = SystemClock()
+        clock: any RelaisClock = SystemClock(),
+        generateKey: @escaping KeyGenerator = { try JWK.generate(for: $0, keyID: $1) }
     ) async throws {
         var server = RelaisConfiguration()
         server.server = configuration.server
@@ -35,7 +37,8 @@ public enum DevProviderRunner {
             clock: clock
         ) { dependencies in
             let provider = try await DevProvider.make(
-                configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient, logger: logger, clock: clock
+                configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient, logger: logger, clock: clock,
+                generateKey: generateKey
             )
             return provider.register(on:)
         }

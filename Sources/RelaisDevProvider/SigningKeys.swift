@@ -1,7 +1,7 @@
 import FoundationEssentials
 import RelaisConfig
 import RelaisCrypto
-import RelaisJOSE
+public import RelaisJOSE
 import RelaisServer
 import RelaisStore
 import Synchronization
@@ -29,16 +29,18 @@ final class SigningKeys: Sendable {
     private let store: any KeyValueStore
     /// A configured key (`provider.signing_key_file`) is never rotated away.
     private let pinned: Bool
+    private let generate: KeyGenerator
 
-    private init(generations: [Generation], store: any KeyValueStore, pinned: Bool) {
+    private init(generations: [Generation], store: any KeyValueStore, pinned: Bool, generate: @escaping KeyGenerator) {
         state = Mutex(generations)
         self.store = store
         self.pinned = pinned
+        self.generate = generate
     }
 
     /// Loads the keys from `keyFile` (one private key, both algorithms then use it if it suits them),
     /// or from the store, or generates and stores them.
-    static func load(keyFile: String?, store: any KeyValueStore) async throws -> SigningKeys {
+    static func load(keyFile: String?, store: any KeyValueStore, generate: @escaping KeyGenerator) async throws -> SigningKeys {
         if let keyFile {
             let text: String
             switch ConfigurationLoader.readFile(keyFile) {
@@ -58,23 +60,23 @@ final class SigningKeys: Sendable {
             let algorithm = key.keyType == .ec ? "ES256" : "RS256"
             let named = try JWK(pem: pem, keyID: key.keyID ?? key.thumbprint(), use: "sig", algorithm: algorithm)
             // The other algorithm gets a generated key, so every client setting keeps working.
-            let generated = try makeGeneration()
+            let generated = try makeGeneration(generate)
             let generation = key.keyType == .ec ? Generation(es256: named, rs256: generated.rs256) : Generation(es256: generated.es256, rs256: named)
-            return SigningKeys(generations: [generation], store: store, pinned: true)
+            return SigningKeys(generations: [generation], store: store, pinned: true, generate: generate)
         }
         if let stored = StoredJSON.decode(Stored.self, try await store.get(StoreKeys.signingKeys)), let generations = try? decode(stored), !generations.isEmpty {
-            return SigningKeys(generations: generations, store: store, pinned: false)
+            return SigningKeys(generations: generations, store: store, pinned: false, generate: generate)
         }
-        let fresh = try makeGeneration()
+        let fresh = try makeGeneration(generate)
         let record = StoredJSON.encode(encode([fresh]))
         // Two instances starting together on one Redis agree on one set: the first write wins.
         if try await store.setIfAbsent(StoreKeys.signingKeys, record, ttl: .seconds(10 * 365 * 86400)) {
-            return SigningKeys(generations: [fresh], store: store, pinned: false)
+            return SigningKeys(generations: [fresh], store: store, pinned: false, generate: generate)
         }
         guard let stored = StoredJSON.decode(Stored.self, try await store.get(StoreKeys.signingKeys)), let generations = try? decode(stored) else {
             throw DevProviderError.startup("the stored signing keys cannot be read")
         }
-        return SigningKeys(generations: generations, store: store, pinned: false)
+        return SigningKeys(generations: generations, store: store, pinned: false, generate: generate)
     }
 
     /// The key that signs with `algorithm` now.
@@ -91,7 +93,7 @@ final class SigningKeys: Sendable {
     /// Returns the new ES256 and RS256 `kid`s.
     func rotate() async throws -> [String] {
         guard !pinned else { throw DevProviderError.keysPinned }
-        let fresh = try Self.makeGeneration()
+        let fresh = try Self.makeGeneration(generate)
         let generations = state.withLock { generations in
             generations = [fresh] + generations.prefix(1)
             return generations
@@ -100,12 +102,9 @@ final class SigningKeys: Sendable {
         return [fresh.es256.keyID ?? "", fresh.rs256.keyID ?? ""]
     }
 
-    private static func makeGeneration() throws -> Generation {
+    private static func makeGeneration(_ generate: KeyGenerator) throws -> Generation {
         let stamp = SecureRandom.token(bits: 48)
-        return Generation(
-            es256: try JWK.generate(for: .es256, keyID: "dev:ES256:\(stamp)"),
-            rs256: try JWK.generate(for: .rs256, keyID: "dev:RS256:\(stamp)")
-        )
+        return Generation(es256: try generate(.es256, "dev:ES256:\(stamp)"), rs256: try generate(.rs256, "dev:RS256:\(stamp)"))
     }
 
     private static func encode(_ generations: [Generation]) -> Stored {
@@ -126,3 +125,8 @@ final class SigningKeys: Sendable {
         }
     }
 }
+
+/// Makes a signing key for an algorithm, named by the given `kid`. The development provider
+/// generates fresh keys; a test process may hand out keys it generated once (an RSA key takes
+/// 0.2 to 1 s of CPU to generate).
+public typealias KeyGenerator = @Sendable (JWSAlgorithm, String) throws -> JWK

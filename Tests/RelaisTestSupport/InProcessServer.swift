@@ -73,7 +73,9 @@ public final class InProcessServer: TestServer {
                 try await RelayRunner.run(configuration: configuration, logger: Self.logger, onServerRunning: onServerRunning, clock: clock)
             case .devProvider:
                 let configuration = try await ConfigurationLoader.loadDevProvider(filePath: configPath, environment: environment)
-                try await DevProviderRunner.run(configuration: configuration, logger: Self.logger, onServerRunning: onServerRunning, clock: clock)
+                try await DevProviderRunner.run(
+                    configuration: configuration, logger: Self.logger, onServerRunning: onServerRunning, clock: clock, generateKey: TestKeys.generate
+                )
             }
         }
         running.withLock { $0 = task }
