@@ -127,7 +127,7 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
                 #expect(response.status == .serviceUnavailable)
                 #expect(String(buffer: response.body) == #"{"status":"unavailable","checks":{"store":"store_unavailable"}}"#)
             }
-            #expect(ContinuousClock.now - start < .seconds(8))  // answered, not hung on the dead store
+            #expect(ContinuousClock.now - start < .seconds(20))  // answered, not hung on the dead store
             try await redis.start()
             try await client.execute(uri: "/readyz", method: .get) { response in
                 #expect(response.status == .ok)

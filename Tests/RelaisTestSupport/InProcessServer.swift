@@ -58,7 +58,7 @@ public final class InProcessServer: TestServer {
         let configPath = directory.appendingPathComponent("config.yaml").path
         try config(port).write(toFile: configPath, atomically: true, encoding: .utf8)
         let server = InProcessServer(program: program, port: port, configPath: configPath, environment: environment, clock: clock)
-        try await server.start()
+        try await server.startWhenThePortIsFree()
         return server
     }
 
@@ -94,7 +94,12 @@ public final class InProcessServer: TestServer {
         let task = running.withLock { $0 }
         task?.cancel()
         _ = await task?.result
-        // The stopped listener's socket may close a moment after its task ends: wait for the port.
+        try await startWhenThePortIsFree()
+    }
+
+    /// Starts, waiting up to 10 s for the port: a stopped listener's socket may close a moment after
+    /// its task ends, and a socket of another test may hold the port briefly.
+    private func startWhenThePortIsFree() async throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while true {
             do {
