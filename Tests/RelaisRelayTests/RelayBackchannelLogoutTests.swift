@@ -1,4 +1,5 @@
 import Foundation
+import RelaisClock
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
@@ -15,15 +16,14 @@ extension RelayProcessTests {
             let harness: RelayHarness
             let key: JWK
 
-            /// `inProcess: false` for tests that read the relay's /metrics (counters are per process).
-            static func launch(inProcess: Bool = true, providerClient: String = "", store: String = "  kind: embedded") async throws -> Setup {
+            static func launch(providerClient: String = "", store: String = "  kind: embedded") async throws -> Setup {
                 // No kid: the provider publishes this one key under its thumbprint, and a token without
                 // a kid is accepted when exactly one key matches.
                 let key = try JWK.generate(for: .es256)
                 let path = FileManager.default.temporaryDirectory.appendingPathComponent("relais-bcl-\(UUID().uuidString).pem").path
                 try #require(key.privateKeyPEM()).write(toFile: path, atomically: true, encoding: .utf8)
                 let harness = try await RelayHarness.launch(
-                    inProcess: inProcess, store: store, providerClient: providerClient, providerExtra: "    backchannel_logout: true\n", providerSettings: "  signing_key_file: \(path)"
+                    store: store, providerClient: providerClient, providerExtra: "    backchannel_logout: true\n", providerSettings: "  signing_key_file: \(path)"
                 )
                 return Setup(harness: harness, key: key)
             }
@@ -31,7 +31,7 @@ extension RelayProcessTests {
             /// A logout token as the provider would write it; `change` edits the claims first.
             func logoutToken(subject: String?, sid: String? = nil, key: JWK? = nil, typ: String? = "logout+jwt", _ change: (inout [String: JSONValue]) -> Void = { _ in }) throws -> String {
                 var claims: [String: JSONValue] = [
-                    "iss": .string(harness.providerIssuer), "aud": .string("relais"), "iat": .number(Date().timeIntervalSince1970.rounded()),
+                    "iss": .string(harness.providerIssuer), "aud": .string("relais"), "iat": .number(harness.clock.now.rounded(.down)),
                     "jti": .string(SecureRandom.token(bits: 128)),
                     "events": .object(["http://schemas.openid.net/event/backchannel-logout": .object([:])]),
                 ]
@@ -56,7 +56,8 @@ extension RelayProcessTests {
         }
 
         @Test func aLogoutTokenEndsEveryRelaisSessionOfThatPersonAndNoOther() async throws {
-            let setup = try await Setup.launch(inProcess: false)
+            let setup = try await Setup.launch()
+            let before = try await setup.harness.metrics()
             let first = try await setup.harness.tokens(identity: "angela")
             let second = try await setup.harness.tokens(identity: "angela")
             let other = try await setup.harness.tokens(identity: "pierre")
@@ -74,7 +75,7 @@ extension RelayProcessTests {
             let unknownSid = try await setup.send(try setup.logoutToken(subject: nil, sid: "unknown-provider-session"))
             #expect(unknownSid.status == 200)
             #expect(try await setup.isLive(other) == true)
-            #expect(try await setup.harness.metrics()[#"relais_sessions_ended_total{reason="backchannel_logout"}"#] == 2)
+            #expect(try await setup.harness.metrics(since: before)[#"relais_sessions_ended_total{reason="backchannel_logout"}"#] == 2)
         }
 
         @Test func aProviderSessionIDEndsOnlyTheRelaisSessionsOpenedFromIt() async throws {
@@ -102,7 +103,8 @@ extension RelayProcessTests {
         }
 
         @Test func everyBadLogoutTokenIsRefusedWithItsReasonAndEndsNothing() async throws {
-            let setup = try await Setup.launch(inProcess: false)
+            let setup = try await Setup.launch()
+            let before = try await setup.harness.metrics()
             let tokens = try await setup.harness.tokens(identity: "angela")
             let subject = try setup.subject(of: tokens)
             let otherKey = try JWK.generate(for: .es256)
@@ -112,9 +114,9 @@ extension RelayProcessTests {
             let cases: [(String, String)] = [
                 (try setup.logoutToken(subject: subject, key: otherKey), "provider_logout_token_rejected: jose_invalid_signature: the signature does not verify"),
                 (try setup.logoutToken(subject: subject) { $0["aud"] = .string("another-client") }, "provider_logout_token_rejected: jwt_aud:"),
-                (try setup.logoutToken(subject: subject) { $0["iat"] = .number(Date().timeIntervalSince1970 - 3600) }, "provider_logout_token_rejected: jwt_iat: issued 3600 s ago, more than the allowed 300 s"),
+                (try setup.logoutToken(subject: subject) { $0["iat"] = .number(setup.harness.clock.now.rounded(.down) - 3600) }, "provider_logout_token_rejected: jwt_iat: issued 3600 s ago, more than the allowed 300 s"),
                 (try setup.logoutToken(subject: subject) { $0["iat"] = nil }, "provider_logout_token_rejected: jwt_iat:"),
-                (try setup.logoutToken(subject: subject) { $0["exp"] = .number(Date().timeIntervalSince1970 - 60) }, "provider_logout_token_rejected: jwt_exp:"),
+                (try setup.logoutToken(subject: subject) { $0["exp"] = .number(setup.harness.clock.now - 60) }, "provider_logout_token_rejected: jwt_exp:"),
                 (try setup.logoutToken(subject: subject) { $0["jti"] = nil }, "provider_logout_token_rejected: jwt_required: claim 'jti' is missing"),
                 (try setup.logoutToken(subject: subject) { $0["events"] = nil }, "provider_logout_token_rejected: jwt_required: claim 'events' is missing"),
                 (try setup.logoutToken(subject: subject) { $0["events"] = .object(["http://schemas.openid.net/event/other": .object([:])]) },
@@ -137,7 +139,7 @@ extension RelayProcessTests {
             let missing = try await setup.harness.post(setup.harness.issuer + "/backchannel-logout", [("token", "x")])
             #expect(JSONValue.object(from: missing.body)?["error_description"] == .string("logout_token is missing"))
             #expect(try await setup.isLive(tokens))
-            let metrics = try await setup.harness.metrics()
+            let metrics = try await setup.harness.metrics(since: before)
             #expect(metrics[#"relais_security_events_total{event="logout_token_replay"}"#] == 1)
             #expect(metrics[#"relais_sessions_ended_total{reason="backchannel_logout"}"#] == nil)
         }
@@ -167,7 +169,7 @@ extension RelayProcessTests {
             // Even a well-formed token (signed by some key) is refused: the provider was not enabled.
             let key = try JWK.generate(for: .es256)
             let claims: JSONValue = .object([
-                "iss": .string(harness.providerIssuer), "aud": .string("relais"), "iat": .number(Date().timeIntervalSince1970), "jti": .string("j1"),
+                "iss": .string(harness.providerIssuer), "aud": .string("relais"), "iat": .number(harness.clock.now), "jti": .string("j1"),
                 "sub": .string(subject), "events": .object(["http://schemas.openid.net/event/backchannel-logout": .object([:])]),
             ])
             let response = try await harness.post(harness.issuer + "/backchannel-logout", [("logout_token", try JWS.sign(payload: claims.serialized(), with: key, algorithm: .es256))])

@@ -247,6 +247,16 @@ final class RelayHarness: @unchecked Sendable {
         return values
     }
 
+    /// What the counters gained since `before`, zero gains left out. In-process relays share the test
+    /// process's one registry, and the relay's suites run one test at a time, so the gain is this
+    /// test's own.
+    func metrics(since before: [String: Double]) async throws -> [String: Double] {
+        try await metrics().reduce(into: [:]) { gains, entry in
+            let gain = entry.value - (before[entry.key] ?? 0)
+            if gain != 0 { gains[entry.key] = gain }
+        }
+    }
+
     func relayKeys() async throws -> JWKSet {
         try JWKSet(json: try await get(issuer + "/jwks.json").body)
     }
