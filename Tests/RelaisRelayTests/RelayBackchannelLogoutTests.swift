@@ -7,7 +7,7 @@ import RelaisServer
 import RelaisTestSupport
 import Testing
 
-extension RelayProcessTests {
+extension RelaySessionsAndProvidersChain {
     /// `POST /backchannel-logout` against a real development provider whose signing key the test
     /// also holds, so it can write the logout tokens a generic OpenID provider would send
     /// (FranceConnect sends none), including every kind of bad one.

@@ -248,8 +248,8 @@ final class RelayHarness: @unchecked Sendable {
     }
 
     /// What the counters gained since `before`, zero gains left out. In-process relays share the test
-    /// process's one registry, and the relay's suites run one test at a time, so the gain is this
-    /// test's own.
+    /// process's one registry: a gain is this test's own only for counters that no test running
+    /// beside it moves (see ``RelaySessionsAndProvidersChain``).
     func metrics(since before: [String: Double]) async throws -> [String: Double] {
         try await metrics().reduce(into: [:]) { gains, entry in
             let gain = entry.value - (before[entry.key] ?? 0)

@@ -7,7 +7,7 @@ import RelaisServer
 import RelaisTestSupport
 import Testing
 
-extension RelayProcessTests {
+extension RelaySessionsAndProvidersChain {
     /// Every way the provider can fail ends in a clear OAuth error at the app, with nothing stored;
     /// FranceConnect v1 and FranceConnect+; several Relais instances on one Redis.
     @Suite struct RelayProviderTests {

@@ -7,7 +7,7 @@ import RelaisServer
 import RelaisTestSupport
 import Testing
 
-extension RelayProcessTests {
+extension RelaySessionsAndProvidersChain {
     /// What APIs and gateways use (introspection, forward-auth) and how sessions end (revoke, logout).
     @Suite struct RelaySessionTests {
         static let resourceServers = """
