@@ -1,4 +1,3 @@
-import Foundation
 import Logging
 import NIOCore
 public import RelaisClock
@@ -52,12 +51,8 @@ public final class InProcessServer: TestServer {
     public static func launch(
         _ program: Program, environment: [String: String] = [:], port: Int? = nil, clock: any RelaisClock = SystemClock(), config: (Int) -> String
     ) async throws -> InProcessServer {
-        let port = try port ?? FreePort.find()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-in-process-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let configPath = directory.appendingPathComponent("config.yaml").path
-        try config(port).write(toFile: configPath, atomically: true, encoding: .utf8)
-        let server = InProcessServer(program: program, port: port, configPath: configPath, environment: environment, clock: clock)
+        let files = try TestServerFiles("in-process", port: port, config: config)
+        let server = InProcessServer(program: program, port: files.port, configPath: files.configPath, environment: environment, clock: clock)
         try await server.startWhenThePortIsFree()
         return server
     }

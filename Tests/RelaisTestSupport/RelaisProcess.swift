@@ -37,12 +37,11 @@ public final class RelaisProcess: Sendable {
         port: Int? = nil,
         config: (Int) -> String
     ) async throws -> RelaisProcess {
-        let port = try port ?? FreePort.find()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-\(subcommand)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let configPath = directory.appendingPathComponent("config.yaml").path
-        try config(port).write(toFile: configPath, atomically: true, encoding: .utf8)
-        let instance = RelaisProcess(subcommand: subcommand, port: port, configPath: configPath, logPath: directory.appendingPathComponent("log").path, environment: environment)
+        let files = try TestServerFiles(subcommand, port: port, config: config)
+        let instance = RelaisProcess(
+            subcommand: subcommand, port: files.port, configPath: files.configPath, logPath: files.directory.appendingPathComponent("log").path,
+            environment: environment
+        )
         try await instance.start()
         return instance
     }
