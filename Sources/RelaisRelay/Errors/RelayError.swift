@@ -36,7 +36,7 @@ struct RelayError: Error, Sendable, Equatable {
     static let missingToken = RelayError(.missingToken, "a Bearer access token is required")
 
     static func tooManyRequests(retryAfter seconds: Int) -> RelayError {
-        RelayError(.tooManyRequests, "rate limit reached; retry after \(seconds) s", headers: [.retryAfter: String(seconds)])
+        RelayError(.tooManyRequests, "Too many attempts from this device or app: wait \(seconds) s, then try again.", headers: [.retryAfter: String(seconds)])
     }
 
     // MARK: - Surfaces
