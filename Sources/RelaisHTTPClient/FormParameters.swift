@@ -29,9 +29,12 @@ public struct FormParameters: Sendable, Equatable {
 
     /// Names given more than once, in order of first appearance.
     public var repeatedNames: [String] {
+        // Linear in the number of pairs: a form of thousands of tiny repeated parameters must not
+        // cost a scan of the repeats for each one.
         var seen = Set<String>()
+        var reported = Set<String>()
         var repeated: [String] = []
-        for pair in pairs where !seen.insert(pair.name).inserted && !repeated.contains(pair.name) { repeated.append(pair.name) }
+        for pair in pairs where !seen.insert(pair.name).inserted && reported.insert(pair.name).inserted { repeated.append(pair.name) }
         return repeated
     }
 

@@ -106,6 +106,20 @@ import Testing
         #expect(empty.map(\.message).first?.hasSuffix("is empty") == true)
     }
 
+    /// A port in the public URL is ASCII digits from 1 to 65535; anything else is refused by name
+    /// (Arabic-Indic and fullwidth digits included), never read as some other port.
+    @Test(arguments: ["http://127.0.0.1:٨٠٨٠", "http://127.0.0.1:８０８０", "http://127.0.0.1:0", "http://127.0.0.1:65536", "http://127.0.0.1:", "http://[::1]:80x", "http://[::1]x"])
+    func aPublicURLPortIsASCIIDigitsInRange(url: String) async throws {
+        let found = await problems(file: Self.examplePath, environment: ["RELAIS_SERVER_PUBLIC_BASE_URL": url])
+        #expect(found.map(\.keyPath) == ["server.public_base_url"], "\(url)")
+        #expect(found.first?.message.hasPrefix("the port must be 1 to 65535 in ASCII digits") == true, "\(url)")
+    }
+
+    @Test(arguments: ["http://127.0.0.1:8080", "http://[::1]:443", "http://localhost"])
+    func aPublicURLWithAValidPortIsAccepted(url: String) async throws {
+        #expect(await problems(file: Self.examplePath, environment: ["RELAIS_SERVER_PUBLIC_BASE_URL": url, "RELAIS_SERVER_ENVIRONMENT": "development"]).isEmpty)
+    }
+
     @Test func everyProblemIsReportedAtOnceWithItsKeyPath() async throws {
         let file = try temporaryFile("""
             server:

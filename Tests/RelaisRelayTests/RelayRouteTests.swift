@@ -171,6 +171,28 @@ import Testing
         }
     }
 
+    /// RFC 8252 §7.3: a registered loopback URI accepts any port, in ASCII digits only: another
+    /// script's digits are not a port, and such a URI is not registered.
+    @Test func aLoopbackRedirectPortIsASCIIDigitsOnly() async throws {
+        let fixture = Fixture { $0.apps[0].redirectURIs.append("http://127.0.0.1/cb") }
+        try await fixture.test { client in
+            let challenge = PKCE.challenge(for: SecureRandom.token(bits: 256))
+            func authorize(_ redirect: String) async throws -> TestResponse {
+                let query = FormParameters.encode([
+                    ("client_id", "app"), ("redirect_uri", redirect), ("response_type", "code"), ("code_challenge", challenge), ("code_challenge_method", "S256"),
+                ])
+                return try await client.execute(uri: "/authorize?" + query, method: .get)
+            }
+            // Accepted: the app's own URI gets the answer (the unreachable provider's error, here).
+            let accepted = try await authorize("http://127.0.0.1:51234/cb")
+            #expect(accepted.status == .found && accepted.headers[.location]?.hasPrefix("http://127.0.0.1:51234/cb?") == true)
+            for port in ["٥١٢٣٤", "５１２３４", "123456"] {
+                let refused = try await authorize("http://127.0.0.1:\(port)/cb")
+                #expect(refused.status == .badRequest && String(buffer: refused.body).contains(#"id="error-code">invalid_redirect_uri<"#), "\(port)")
+            }
+        }
+    }
+
     @Test func aBadRequestFromAKnownAppGoesBackToItWithStateAndIssuer() async throws {
         try await Fixture().test { client in
             let response = try await client.execute(uri: "/authorize?client_id=app&redirect_uri=\(Self.redirect)&response_type=code&state=s1", method: .get)

@@ -120,7 +120,7 @@ enum RedirectMatcher {
             var remainder = Substring(uri.dropFirst(prefix.count))
             if remainder.first == ":" {
                 remainder = remainder.dropFirst()
-                let digits = remainder.prefix { $0.isNumber }
+                let digits = remainder.prefix { $0.isASCII && $0.isNumber }  // never other scripts' digits
                 guard !digits.isEmpty, digits.count <= 5 else { return nil }
                 remainder = remainder.dropFirst(digits.count)
             }
