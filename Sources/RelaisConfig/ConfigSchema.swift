@@ -1,6 +1,10 @@
+import Configuration
+
 /// The keys a configuration file may hold. Anything else in the file or in the environment is
 /// reported as unknown, so a typo never silently falls back to a default. One value per program:
-/// ``relay`` for `relais serve`, ``devProvider`` for `relais dev-provider`.
+/// ``relay`` for `relais serve`, ``devProvider`` for `relais dev-provider`, each derived from the
+/// program's reader (``survey(environmentPrefix:keyedSections:read:)``): a key is spelled once,
+/// where it is read. Readers therefore ask for every key unconditionally and decide afterwards.
 struct ConfigSchema: Sendable {
     /// Entries of a section keyed by id (`clients.my-app.secret`): the keys each entry may hold.
     struct KeyedSection: Sendable {
@@ -17,78 +21,6 @@ struct ConfigSchema: Sendable {
     /// Sections keyed by id, with the keys each entry may hold (nil: entries are not checked).
     let keyedSections: [String: KeyedSection?]
 
-    /// The sections every program shares.
-    static let commonLeafKeys: Set<String> = [
-        "server.environment", "server.host", "server.port", "server.public_base_url", "server.max_body_bytes",
-        "server.drain_timeout",
-        "log.level", "log.format",
-        "store.kind",
-        "store.redis.url", "store.redis.username", "store.redis.password", "store.redis.password_file",
-        "store.redis.pool_size", "store.redis.connect_timeout", "store.redis.command_timeout", "store.redis.key_prefix",
-        "store.redis.tls.verify", "store.redis.tls.ca_bundle", "store.redis.tls.client_certificate", "store.redis.tls.client_key",
-        "store.redis.tls.server_name",
-        "store.redis.sentinel.master_name", "store.redis.sentinel.username",
-        "store.redis.sentinel.password", "store.redis.sentinel.password_file",
-    ]
-
-    static let commonListKeys: Set<String> = ["store.redis.sentinel.nodes"]
-
-    static let relay = ConfigSchema(
-        environmentPrefix: "RELAIS_",
-        leafKeys: commonLeafKeys.union([
-            "http_client.connect_timeout", "http_client.timeout", "http_client.max_response_bytes",
-            "http_client.follow_redirects", "http_client.max_redirects", "http_client.max_concurrent_requests",
-            "http_client.proxy", "http_client.no_proxy", "http_client.user_agent",
-            "http_client.tls.verify", "http_client.tls.ca_bundle", "http_client.tls.client_certificate",
-            "http_client.tls.client_key", "http_client.tls.client_key_password", "http_client.tls.client_key_password_file",
-            "metrics.enabled",
-            "relay.transaction_lifetime", "relay.code_lifetime", "relay.refresh_grace",
-            "sessions.idle_timeout", "sessions.lifetime", "sessions.active_key", "signing.active_key",
-            "forward_auth.check_session", "forward_auth.subject_header", "forward_auth.client_header", "forward_auth.acr_header",
-            "forward_auth.scope_header", "forward_auth.session_header",
-            "rate_limit.enabled", "rate_limit.window", "rate_limit.per_ip", "rate_limit.per_client",
-            "well_known.apple_app_site_association_file", "well_known.assetlinks_file",
-        ]),
-        listKeys: commonListKeys.union(["server.trusted_proxies"]),
-        keyedSections: [
-            "providers": KeyedSection(
-                leafKeys: [
-                    "preset", "issuer", "discovery", "authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri",
-                    "end_session_endpoint", "client_id", "client_secret", "client_secret_file", "client_auth", "client_key_file",
-                    "acr_values", "userinfo_format", "pkce", "require_callback_iss", "post_logout_redirect_uri", "timeout",
-                    "jwks_refetch_interval", "backchannel_logout",
-                ],
-                listKeys: ["scopes", "acr_order", "id_token_algs", "decryption_key_files"]
-            ),
-            "apps": KeyedSection(
-                leafKeys: ["access_token_lifetime"],
-                listKeys: ["redirect_uris", "post_logout_redirect_uris", "providers", "scopes", "audiences"]
-            ),
-            "resource_servers": KeyedSection(leafKeys: ["secret", "secret_file"], listKeys: ["audiences"]),
-            "signing.keys": KeyedSection(leafKeys: ["file"]),
-            "sessions.keys": KeyedSection(leafKeys: ["secret", "secret_file"]),
-        ]
-    )
-
-    static let devProvider = ConfigSchema(
-        environmentPrefix: "DEV_PROVIDER_",
-        leafKeys: commonLeafKeys.union([
-            "provider.mode", "provider.identities_file", "provider.signing_key_file", "provider.pairwise_salt",
-            "provider.pairwise_salt_file", "provider.code_lifetime", "provider.access_token_lifetime",
-            "provider.id_token_lifetime", "provider.session_lifetime", "provider.test_api",
-        ]),
-        listKeys: commonListKeys,
-        keyedSections: [
-            "clients": KeyedSection(
-                leafKeys: [
-                    "secret", "secret_file", "token_endpoint_auth_method", "jwks", "jwks_file", "jwks_uri",
-                    "id_token_signed_response_alg", "encryption_alg", "sector_identifier", "faults", "id_token_sid",
-                ],
-                listKeys: ["redirect_uris", "post_logout_redirect_uris"]
-            )
-        ]
-    )
-
     /// Sections that group leaf keys.
     var sections: Set<String> {
         var result = Set<String>()
@@ -100,6 +32,37 @@ struct ConfigSchema: Sendable {
             }
         }
         return result
+    }
+
+    /// The schema of a program, derived from its reader: the reader runs once over an empty
+    /// configuration, with one placeholder entry in each keyed section, and every key it asks for is
+    /// a known key.
+    static func survey(environmentPrefix: String, keyedSections: [String], read: (inout ValueReader, (String) -> [String]) -> Void) -> ConfigSchema {
+        let placeholder = "\u{0}entry"
+        var reader = ValueReader(config: ConfigReader(provider: InMemoryProvider(values: [:])))
+        read(&reader, { keyedSections.contains($0) ? [placeholder] : [] })
+        var leafKeys = reader.asked.leaf, listKeys = reader.asked.list
+        var sections: [String: KeyedSection?] = [:]
+        for section in keyedSections {
+            let prefix = section + "." + placeholder + "."
+            func take(_ keys: inout Set<String>) -> Set<String> {
+                let inSection = keys.filter { $0.hasPrefix(prefix) }
+                keys.subtract(inSection)
+                return Set(inSection.map { String($0.dropFirst(prefix.count)) })
+            }
+            sections[section] = KeyedSection(leafKeys: take(&leafKeys), listKeys: take(&listKeys))
+        }
+        return ConfigSchema(environmentPrefix: environmentPrefix, leafKeys: leafKeys, listKeys: listKeys, keyedSections: sections)
+    }
+
+    /// `relais serve`'s keys: whatever `readRelay` asks for.
+    static let relay = survey(environmentPrefix: "RELAIS_", keyedSections: ["providers", "apps", "resource_servers", "signing.keys", "sessions.keys"]) {
+        reader, ids in _ = reader.readRelay(ids: ids)
+    }
+
+    /// `relais dev-provider`'s keys: whatever `readDevProvider` asks for.
+    static let devProvider = survey(environmentPrefix: "DEV_PROVIDER_", keyedSections: ["clients"]) { reader, ids in
+        _ = reader.readDevProvider(clientIDs: ids("clients"))
     }
 
     /// The environment variable that overrides a key: the prefix + the key with dots as underscores, uppercased.

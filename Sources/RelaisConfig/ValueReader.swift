@@ -7,11 +7,19 @@ import RelaisStore
 import Glibc
 #endif
 
+/// The keys a ``ValueReader`` asked for: single values and lists.
+final class AskedKeys {
+    var leaf: Set<String> = []
+    var list: Set<String> = []
+}
+
 /// Reads every known key as text through swift-configuration and parses it with messages that name
 /// the key and the expected form. Unset keys keep their defaults.
 struct ValueReader {
     let config: ConfigReader
     private(set) var problems: [ConfigProblem] = []
+    /// Every key asked for, so the schema can be derived from the readers (``ConfigSchema/survey``).
+    let asked = AskedKeys()
 
     init(config: ConfigReader) { self.config = config }
 
@@ -186,6 +194,7 @@ struct ValueReader {
 
     /// The raw text of a key; empty text counts as unset unless `allowEmpty`.
     func text(_ key: String, allowEmpty: Bool = false, isSecret: Bool = false) -> String? {
+        asked.leaf.insert(key)
         guard let value = config.string(forKey: ConfigKey(key), isSecret: isSecret) else { return nil }
         let trimmed = value.trimmingSpaces()
         if trimmed.isEmpty && !allowEmpty { return nil }
@@ -262,7 +271,8 @@ struct ValueReader {
     }
 
     func list(_ key: String) -> [String]? {
-        config.stringArray(forKey: ConfigKey(key))?.map { $0.trimmingSpaces() }
+        asked.list.insert(key)
+        return config.stringArray(forKey: ConfigKey(key))?.map { $0.trimmingSpaces() }
     }
 
     /// An IPv4/IPv6 address, optionally with a prefix length.
