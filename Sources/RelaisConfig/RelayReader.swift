@@ -166,15 +166,10 @@ extension ValueReader {
             }
             if let key = privateKey(path, key: "signing.keys.\(kid).file", signing: true, keyID: kid) { keys.signingKeys.append(key) }
         }
-        keys.activeSigningKey = text("signing.active_key") ?? (signingIDs.count == 1 ? signingIDs[0] : nil)
-        if let active = keys.activeSigningKey, !signingIDs.contains(active) {
-            problem("signing.active_key", "'\(active)' is not one of signing.keys (\(signingIDs.joined(separator: ", ")))")
-        } else if keys.activeSigningKey == nil && signingIDs.count > 1 {
-            problem("signing.active_key", "name the key that signs among signing.keys")
-        }
-        if signingIDs.isEmpty && required {
-            problem("signing.keys", "production needs Relais' own signing keys (development generates one and keeps it in the store)")
-        }
+        keys.activeSigningKey = activeKey(
+            "signing", among: signingIDs, role: "signs", required: required,
+            missing: "production needs Relais' own signing keys (development generates one and keeps it in the store)"
+        )
 
         for id in sessionIDs {
             let key = "sessions.keys.\(id).secret"
@@ -188,16 +183,23 @@ extension ValueReader {
             }
             keys.sessionKeys.append((id, bytes))
         }
-        keys.activeSessionKey = text("sessions.active_key") ?? (sessionIDs.count == 1 ? sessionIDs[0] : nil)
-        if let active = keys.activeSessionKey, !sessionIDs.contains(active) {
-            problem("sessions.active_key", "'\(active)' is not one of sessions.keys (\(sessionIDs.joined(separator: ", ")))")
-        } else if keys.activeSessionKey == nil && sessionIDs.count > 1 {
-            problem("sessions.active_key", "name the key that encrypts among sessions.keys")
-        }
-        if sessionIDs.isEmpty && required {
-            problem("sessions.keys", "production needs a session encryption key (development generates one and keeps it in the store)")
-        }
+        keys.activeSessionKey = activeKey(
+            "sessions", among: sessionIDs, role: "encrypts", required: required,
+            missing: "production needs a session encryption key (development generates one and keeps it in the store)"
+        )
         return keys
+    }
+
+    /// `<section>.active_key`: one of `<section>.keys`, implied when there is only one.
+    private mutating func activeKey(_ section: String, among ids: [String], role: String, required: Bool, missing: String) -> String? {
+        let active = text("\(section).active_key") ?? (ids.count == 1 ? ids[0] : nil)
+        if let active, !ids.contains(active) {
+            problem("\(section).active_key", "'\(active)' is not one of \(section).keys (\(ids.joined(separator: ", ")))")
+        } else if active == nil && ids.count > 1 {
+            problem("\(section).active_key", "name the key that \(role) among \(section).keys")
+        }
+        if ids.isEmpty && required { problem("\(section).keys", missing) }
+        return active
     }
 
     private mutating func endpoint(_ key: String, _ environment: RelaisConfiguration.Environment) -> String? {

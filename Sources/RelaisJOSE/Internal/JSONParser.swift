@@ -172,16 +172,7 @@ struct JSONParser {
             skipWhitespace()
             let member = try value(depth: depth + 1)
             guard members.updateValue(member, forKey: name) == nil else { throw .invalid }  // duplicate name
-            skipWhitespace()
-            guard index < bytes.count else { throw .invalid }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-            } else if bytes[index] == UInt8(ascii: "}") {
-                index += 1
-                return .object(members)
-            } else {
-                throw .invalid
-            }
+            if try closes(with: UInt8(ascii: "}")) { return .object(members) }
         }
     }
 
@@ -196,16 +187,23 @@ struct JSONParser {
         while true {
             skipWhitespace()
             elements.append(try value(depth: depth + 1))
-            skipWhitespace()
-            guard index < bytes.count else { throw .invalid }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-            } else if bytes[index] == UInt8(ascii: "]") {
-                index += 1
-                return .array(elements)
-            } else {
-                throw .invalid
-            }
+            if try closes(with: UInt8(ascii: "]")) { return .array(elements) }
+        }
+    }
+
+    /// After a member or element: a comma (false, more follow) or the closing bracket (true).
+    private mutating func closes(with closing: UInt8) throws(Failure) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count else { throw .invalid }
+        switch bytes[index] {
+        case UInt8(ascii: ","):
+            index += 1
+            return false
+        case closing:
+            index += 1
+            return true
+        default:
+            throw .invalid
         }
     }
 
