@@ -45,7 +45,7 @@ public struct Relay: Sendable {
             ),
             UserinfoRoute(bearer: bearer, sessions: sessions, vault: vault),
             IntrospectRoute(bearer: bearer, sessions: sessions, apps: apps, resourceServers: configuration.resourceServers),
-            ForwardAuthRoute(bearer: bearer, settings: configuration.forwardAuth),
+            ForwardAuthRoute(bearer: bearer, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder)),
             RevokeRoute(apps: apps, tokens: tokenSessions),
             LogoutRoutes(apps: apps, providers: providers, vault: vault, tokens: tokenSessions, bearer: bearer),
             BackchannelLogoutRoute(providers: providers, sessions: sessions),

@@ -204,6 +204,71 @@ import Testing
         }
     }
 
+    // MARK: - Forward-auth
+
+    /// A session opened through a stored code (as /callback leaves it) and its access token.
+    static func accessToken(_ fixture: Fixture, _ client: any TestClientProtocol, provider: String = "fc", acr: String = "eidas1") async throws -> String {
+        let verifier = SecureRandom.token(bits: 256)
+        let app = AppRequest(
+            clientID: "app", redirectURI: redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
+            providerID: provider, acr: acr, forceLogin: false
+        )
+        let sealed = try SessionVault(keys: try await RelayKeyRing.load(fixture.configuration.keys, store: fixture.sessions))
+            .seal(SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x"))
+        let code = SecureRandom.token(bits: 128)
+        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: acr, sealedIdentity: sealed, providerSessionID: nil), code: code)
+        let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", redirect), ("code_verifier", verifier)]
+        let response = try await client.execute(uri: "/token", method: .post, headers: formHeaders, body: form(fields))
+        return try #require(json(response)["access_token"]?.stringValue, "\(json(response))")
+    }
+
+    /// A gateway query that cannot be read refuses the request: it never passes with the
+    /// requirements it carried dropped.
+    @Test func anUnreadableAuthQueryFailsClosed() async throws {
+        let fixture = Fixture()
+        try await fixture.test { client in
+            let bearer: HTTPFields = [.authorization: "Bearer \(try await Self.accessToken(fixture, client))"]
+            #expect(try await client.execute(uri: "/auth?acr=eidas3", method: .get, headers: bearer).status == .forbidden)
+            for query in ["acr=eidas3&x=%FF", "acr=eidas3&x=%ZZ", "acr=eidas1&acr=eidas3"] {
+                let response = try await client.execute(uri: "/auth?" + query, method: .get, headers: bearer)
+                #expect(response.status == .badRequest && Self.json(response)["error"] == .string("invalid_request"), "\(query)")
+            }
+            #expect(try await client.execute(uri: "/auth?acr=eidas1", method: .get, headers: bearer).status == .ok)
+        }
+    }
+
+    /// `/auth/` is the `/auth/…` of an empty guarded path: the query belongs to the client and is
+    /// ignored, so it can neither switch the session check off nor add anything.
+    @Test func theTrailingSlashAuthIgnoresTheClientQuery() async throws {
+        let fixture = Fixture()
+        try await fixture.test { client in
+            let token = try await Self.accessToken(fixture, client)
+            let bearer: HTTPFields = [.authorization: "Bearer \(token)"]
+            #expect(try await client.execute(uri: "/auth/?acr=eidas3", method: .get, headers: bearer).status == .ok)
+            let revoke = try await client.execute(uri: "/revoke", method: .post, headers: Self.formHeaders, body: Self.form([("client_id", "app"), ("token", token)]))
+            #expect(revoke.status == .ok)
+            #expect(try await client.execute(uri: "/auth?session=0", method: .get, headers: bearer).status == .ok)  // the gateway's own choice
+            #expect(try await client.execute(uri: "/auth/?session=0", method: .get, headers: bearer).status == .unauthorized)
+        }
+    }
+
+    /// A token's level is compared on the scale of the provider that signed the person in.
+    @Test func acrLevelsFollowTheProvidersOwnOrder() async throws {
+        let fixture = Fixture { configuration in
+            var other = ProviderSettings(id: "op", preset: .oidc, issuer: "http://127.0.0.1:9/op", clientID: "relais")
+            other.acrOrder = ["bronze", "silver", "gold"]
+            configuration.providers.append(other)
+            configuration.apps[0].providers.append("op")
+        }
+        try await fixture.test { client in
+            let bearer: HTTPFields = [.authorization: "Bearer \(try await Self.accessToken(fixture, client, provider: "op", acr: "silver"))"]
+            #expect(try await client.execute(uri: "/auth?acr=bronze", method: .get, headers: bearer).status == .ok)
+            #expect(try await client.execute(uri: "/auth?acr=silver", method: .get, headers: bearer).status == .ok)
+            #expect(try await client.execute(uri: "/auth?acr=gold", method: .get, headers: bearer).status == .forbidden)
+            #expect(try await client.execute(uri: "/auth?acr=eidas1", method: .get, headers: bearer).status == .forbidden)  // not on op's scale
+        }
+    }
+
     // MARK: - Bearer endpoints
 
     @Test func bearerRefusalsCarryTheRFC6750Challenge() async throws {

@@ -71,7 +71,7 @@ extension RelayError {
         var meaning: String {
             switch self {
             case .invalidRequest:
-                "A parameter is missing, repeated, malformed or too long; PKCE is missing or not S256; the body is not a form; an unknown `provider` or `acr_values` outside the provider's levels; another scheme than Bearer."
+                "A parameter is missing, repeated, malformed or too long; PKCE is missing or not S256; the body is not a form; an unknown `provider` or `acr_values` outside the provider's levels; another scheme than Bearer; a `/auth` query that cannot be read."
             case .unknownClient: "No app is registered with this `client_id`."
             case .invalidRedirectURI:
                 "The `redirect_uri` (or `post_logout_redirect_uri`) is not registered for the app. Matching is exact, except that a loopback `http://127.0.0.1/…` or `http://[::1]/…` entry accepts any port (RFC 8252 §7.3)."
@@ -87,7 +87,7 @@ extension RelayError {
             case .unsupportedGrantType: "A `grant_type` other than `authorization_code` and `refresh_token`."
             case .missingToken: "No `Authorization` header: the challenge is `Bearer realm=\"relais\"` with no error."
             case .invalidToken: "Bad signature, not a Relais access token (`typ` must be `at+jwt`), expired, or its session has ended (revoked, logged out, idle or past its lifetime)."
-            case .insufficientScope: "`/userinfo` without `openid`; `/auth?scope=…` not granted, or `/auth?acr=…` above the sign-in's level."
+            case .insufficientScope: "`/userinfo` without `openid`; `/auth?scope=…` not granted, or `/auth?acr=…` above the sign-in's level or not on its provider's `acr_order`."
             case .tooManyRequests: "A rate limit (`rate_limit.*`) is reached; `Retry-After` says when to retry."
             case .temporarilyUnavailable:
                 "Relais' store is unreachable (nothing is left half-made), another instance is still rotating the same refresh token after 3 s, or the provider is down, slow or answered 5xx/429 (`error_description` starts with `provider_unavailable`)."

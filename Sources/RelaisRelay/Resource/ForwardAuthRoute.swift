@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import RelaisConfig
 import RelaisHTTPClient
+import RelaisJOSE
 import RelaisServer
 
 /// `/auth`: forward-auth for gateways (nginx `auth_request`, Traefik ForwardAuth, Envoy
@@ -17,15 +18,24 @@ import RelaisServer
 struct ForwardAuthRoute: RelayRoutes {
     let bearer: BearerAuthenticator
     let settings: ForwardAuthSettings
+    /// Each provider's acr levels, lowest first: a token's level is compared on its provider's scale.
+    let acrOrders: [String: [String]]
 
     static let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
 
     func register(on router: Router<RelaisRequestContext>) {
         let names = [settings.subjectHeader, settings.clientHeader, settings.acrHeader, settings.scopeHeader, settings.sessionHeader].map { HTTPField.Name($0)! }
-        let check = Check(bearer: bearer, checkSession: settings.checkSession, names: names)
+        let check = Check(bearer: bearer, checkSession: settings.checkSession, names: names, acrOrders: acrOrders)
         for method in Self.methods {
             router.on("/auth", method: method) { request, context in
-                try await check.respond(to: request, context: context, options: FormParameters.query(of: request))
+                // `/auth/` is `/auth/…` with an empty guarded path: its query is the client's too.
+                guard !request.uri.path.hasSuffix("/") else { return try await check.respond(to: request, context: context, options: nil) }
+                // Fail closed: a gateway query that cannot be read must not drop its requirements.
+                guard let options = FormParameters.query(of: request), options.repeatedNames.isEmpty else {
+                    return RelayError.invalidRequest("the /auth query (scope, acr, session) cannot be read or repeats a parameter")
+                        .bearer(requestID: context.requestID)
+                }
+                return try await check.respond(to: request, context: context, options: options)
             }
             router.on("/auth/**", method: method) { request, context in
                 try await check.respond(to: request, context: context, options: nil)
@@ -37,6 +47,7 @@ struct ForwardAuthRoute: RelayRoutes {
         let bearer: BearerAuthenticator
         let checkSession: Bool
         let names: [HTTPField.Name]
+        let acrOrders: [String: [String]]
 
         func respond(to request: Request, context: RelaisRequestContext, options: FormParameters?) async throws -> Response {
             try await RelayError.rendering(.bearer, context) { try await authorize(request, options: options) }
@@ -49,7 +60,8 @@ struct ForwardAuthRoute: RelayRoutes {
                 throw RelayError.insufficientScope("the token lacks the scope '\(missing)'")
             }
             if let minimum = options?["acr"] {
-                let order = ["eidas1", "eidas2", "eidas3"]
+                // The scale of the provider that signed the person in; none means no level can be proven.
+                let order = access.claims.string("idp").flatMap { acrOrders[$0] } ?? []
                 guard let need = order.firstIndex(of: minimum), let have = access.acr.flatMap(order.firstIndex(of:)), have >= need else {
                     throw RelayError.insufficientScope("the sign-in level is below \(minimum)")
                 }
