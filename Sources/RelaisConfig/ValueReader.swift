@@ -85,7 +85,14 @@ struct ValueReader {
         redis.poolSize = integer("store.redis.pool_size", in: 1...256) ?? redis.poolSize
         redis.connectTimeout = duration("store.redis.connect_timeout") ?? redis.connectTimeout
         redis.commandTimeout = duration("store.redis.command_timeout") ?? redis.commandTimeout
-        if let prefix = text("store.redis.key_prefix", allowEmpty: true) { redis.keyPrefix = prefix }
+        if let prefix = text("store.redis.key_prefix", allowEmpty: true) {
+            // A brace would become the hash tag of every key and put all of them in one cluster slot.
+            if prefix.contains("{") || prefix.contains("}") {
+                problem("store.redis.key_prefix", "must not contain '{' or '}' (Redis Cluster hash tags)")
+            } else {
+                redis.keyPrefix = prefix
+            }
+        }
         readRedisTLS(into: &redis, environment: environment)
         readRedisSentinel(into: &redis)
         store.redis = redis

@@ -29,7 +29,7 @@ public struct Relay: Sendable {
             sessions: sessions, settings: configuration.rateLimit, trustedProxies: configuration.server.trustedProxies.compactMap(IPNetwork.init)
         )
         let bearer = BearerAuthenticator(issuer: issuer, keys: keys, sessions: sessions)
-        let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock), sessions: sessions)
+        let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
         let tokenSessions = TokenSessions(sessions: sessions, keys: keys, issuer: issuer)
 
         var routes: [any RelayRoutes] = [

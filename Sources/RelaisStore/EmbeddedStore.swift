@@ -139,6 +139,19 @@ public final class EmbeddedStore: KeyValueStore {
         }
     }
 
+    public func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? {
+        try write { state, now in
+            guard let value = try bytes(state.live(key, now), key: key) else { return nil }
+            state.entries[key] = nil
+            state.apply(writes, now)
+            return value
+        }
+    }
+
+    public func apply(_ writes: [StoreWrite]) async throws {
+        try write { state, now in state.apply(writes, now) }
+    }
+
     public func ping() async throws {
         try read { _, _ in () }
     }
@@ -182,6 +195,15 @@ public final class EmbeddedStore: KeyValueStore {
 }
 
 extension EmbeddedStore.State {
+    fileprivate mutating func apply(_ writes: [StoreWrite], _ now: ContinuousClock.Instant) {
+        for write in writes {
+            switch write {
+            case .set(let key, let value, let ttl): entries[key] = EmbeddedStore.Entry(value: .bytes(value), expiresAt: ttl.map { now + $0 })
+            case .delete(let key): entries[key] = nil
+            }
+        }
+    }
+
     /// The entry when present and not expired; an expired entry is dropped on the way.
     fileprivate mutating func live(_ key: String, _ now: ContinuousClock.Instant) -> EmbeddedStore.Entry? {
         guard let entry = entries[key] else { return nil }

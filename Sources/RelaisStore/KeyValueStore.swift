@@ -31,10 +31,30 @@ public protocol KeyValueStore: Sendable {
     @discardableResult
     func setRemove(_ key: String, member: String) async throws -> Bool
     func setMembers(_ key: String) async throws -> Set<String>
+    /// One atomic step: when `key` exists, deletes it, applies every write and returns the value it
+    /// held; otherwise changes nothing and returns nil. Of concurrent callers exactly one applies its
+    /// writes, and a failure leaves either all of them or none. On Redis Cluster every key must
+    /// share one hash tag (`{…}`), so the step runs on one node.
+    func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]?
+    /// Applies every write or none, in one atomic step (same hash-tag rule as ``take(_:applying:)``).
+    func apply(_ writes: [StoreWrite]) async throws
     /// Succeeds when the store answers; throws ``StoreError/storeUnavailable(reason:)`` otherwise.
     func ping() async throws
     /// Releases connections and threads; later calls fail.
     func shutdown() async throws
+}
+
+/// One change inside ``KeyValueStore/take(_:applying:)`` or ``KeyValueStore/apply(_:)``.
+public enum StoreWrite: Sendable, Equatable {
+    /// Stores a value, replacing any previous one; with a `ttl`, the key disappears after it.
+    case set(_ key: String, _ value: [UInt8], ttl: Duration?)
+    case delete(_ key: String)
+
+    public var key: String {
+        switch self {
+        case .set(let key, _, _), .delete(let key): key
+        }
+    }
 }
 
 public enum StoreTTL: Sendable, Equatable {

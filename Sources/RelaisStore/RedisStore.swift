@@ -124,6 +124,54 @@ public final class RedisStore: KeyValueStore {
         })
     }
 
+    /// One Lua script, so the writes land together or not at all (Redis runs a script whole). Each
+    /// write is three arguments: `s` or `d`, the value, the TTL in milliseconds ('' for none).
+    private static let writeScript = """
+        local first = 1
+        local taken = 1
+        if ARGV[1] == 'take' then
+          taken = redis.call('GET', KEYS[1])
+          if not taken then return false end
+          redis.call('DEL', KEYS[1])
+          first = 2
+        end
+        local a = 2
+        for i = first, #KEYS do
+          if ARGV[a] == 's' then
+            if ARGV[a + 2] == '' then redis.call('SET', KEYS[i], ARGV[a + 1])
+            else redis.call('SET', KEYS[i], ARGV[a + 1], 'PX', ARGV[a + 2]) end
+          else
+            redis.call('DEL', KEYS[i])
+          end
+          a = a + 3
+        end
+        return taken
+        """
+
+    public func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? {
+        try optionalBytes(await execute("EVAL", key: key, scriptArguments(taking: key, writes)))
+    }
+
+    public func apply(_ writes: [StoreWrite]) async throws {
+        guard !writes.isEmpty else { return }
+        guard case .integer = try await execute("EVAL", key: writes[0].key, scriptArguments(taking: nil, writes)) else {
+            throw StoreError.commandFailed(reason: "unexpected reply to a write script")
+        }
+    }
+
+    private func scriptArguments(taking key: String?, _ writes: [StoreWrite]) -> [[UInt8]] {
+        let keys = (key.map { [$0] } ?? []) + writes.map(\.key)
+        var arguments = [bytes("EVAL"), bytes(Self.writeScript), bytes(String(keys.count))] + keys.map(prefixed)
+        arguments.append(bytes(key == nil ? "apply" : "take"))
+        for write in writes {
+            switch write {
+            case .set(_, let value, let ttl): arguments += [bytes("s"), value, bytes(ttl.map { String($0.storeMilliseconds) } ?? "")]
+            case .delete: arguments += [bytes("d"), [], []]
+            }
+        }
+        return arguments
+    }
+
     public func ping() async throws {
         guard case .status("PONG") = try await execute("PING", [bytes("PING")]) else {
             throw StoreError.commandFailed(reason: "unexpected reply to PING")

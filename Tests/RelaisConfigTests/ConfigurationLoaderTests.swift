@@ -115,6 +115,13 @@ import Testing
         #expect(found.first?.message.hasPrefix("the port must be 1 to 65535 in ASCII digits") == true, "\(url)")
     }
 
+    /// Keys carry their session's hash tag; a brace in the prefix would replace it for every key.
+    @Test(arguments: ["relais{", "a}b", "{all}:"])
+    func aKeyPrefixWithABraceIsRefused(prefix: String) async throws {
+        let found = await problems(file: Self.examplePath, environment: ["RELAIS_STORE_REDIS_KEY_PREFIX": prefix])
+        #expect(found.map(\.description) == ["store.redis.key_prefix: must not contain '{' or '}' (Redis Cluster hash tags)"], "\(prefix)")
+    }
+
     @Test(arguments: ["http://127.0.0.1:8080", "http://[::1]:443", "http://localhost"])
     func aPublicURLWithAValidPortIsAccepted(url: String) async throws {
         #expect(await problems(file: Self.examplePath, environment: ["RELAIS_SERVER_PUBLIC_BASE_URL": url, "RELAIS_SERVER_ENVIRONMENT": "development"]).isEmpty)

@@ -23,10 +23,13 @@ import Testing
     struct Fixture {
         let clock = ManualClock()
         let store: EmbeddedStore
+        /// What the relay talks to: the embedded store, or a test's wrapper around it.
+        let served: any KeyValueStore
         let configuration: RelaisConfiguration
 
-        init(_ change: (inout RelaisConfiguration) -> Void = { _ in }) {
+        init(_ change: (inout RelaisConfiguration) -> Void = { _ in }, serving wrap: (EmbeddedStore) -> any KeyValueStore = { $0 }) {
             store = EmbeddedStore(clock: clock)
+            served = wrap(store)
             var configuration = RelaisConfiguration()
             configuration.server.environment = .development
             configuration.server.publicBaseURL = RelayRouteTests.issuer
@@ -42,9 +45,9 @@ import Testing
         /// Runs `body` against the relay's router.
         func test(_ body: @Sendable @escaping (any TestClientProtocol) async throws -> Void) async throws {
             let http = HTTPClient(configuration: .init())
-            let relay = try await Relay(configuration: configuration, store: store, httpClient: http, clock: clock)
+            let relay = try await Relay(configuration: configuration, store: served, httpClient: http, clock: clock)
             let router = RelaisApplication.makeRouter(
-                configuration: configuration, dependencies: RelaisDependencies(store: store, httpClient: http), additionalRoutes: relay.register(on:)
+                configuration: configuration, dependencies: RelaisDependencies(store: served, httpClient: http), additionalRoutes: relay.register(on:)
             )
             let app = Application(router: router, logger: Logger(label: "relay-route-tests") { _ in SwiftLogNoOpLogHandler() })
             try await app.test(.router) { client in try await body(client) }
@@ -119,10 +122,10 @@ import Testing
         )
         let sealed = try SessionVault(keys: try await RelayKeyRing.load(fixture.configuration.keys, store: fixture.sessions))
             .seal(SessionIdentity(claims: ["given_name": .string("Angela")], amr: nil, authTime: nil, providerIDToken: "x"))
-        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: "the-code")
+        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: Self.theCode)
         fixture.clock.advance(by: .seconds(61))
         try await fixture.test { client in
-            let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", "the-code"), ("redirect_uri", Self.redirect), ("code_verifier", verifier)]
+            let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", Self.theCode), ("redirect_uri", Self.redirect), ("code_verifier", verifier)]
             let response = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form(fields))
             #expect(Self.json(response)["error_description"] == .string("the code is unknown or expired"))
         }
@@ -138,10 +141,10 @@ import Testing
         )
         let sealed = try SessionVault(keys: try await RelayKeyRing.load(fixture.configuration.keys, store: fixture.sessions))
             .seal(SessionIdentity(claims: ["given_name": .string("Angela")], amr: ["fc"], authTime: 1, providerIDToken: "x"))
-        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: "the-code")
+        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: Self.theCode)
         fixture.clock.advance(by: .seconds(59))
         try await fixture.test { client in
-            let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", "the-code"), ("redirect_uri", Self.redirect), ("code_verifier", verifier)]
+            let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", Self.theCode), ("redirect_uri", Self.redirect), ("code_verifier", verifier)]
             let response = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form(fields))
             #expect(response.status == .ok)
             let tokens = Self.json(response)
@@ -207,6 +210,8 @@ import Testing
     // MARK: - Forward-auth
 
     /// A session opened through a stored code (as /callback leaves it) and its access token.
+    static let theCode = SessionStore.newToken(for: SessionStore.newSessionID())
+
     static func accessToken(_ fixture: Fixture, _ client: any TestClientProtocol, provider: String = "fc", acr: String = "eidas1") async throws -> String {
         let verifier = SecureRandom.token(bits: 256)
         let app = AppRequest(
@@ -215,7 +220,7 @@ import Testing
         )
         let sealed = try SessionVault(keys: try await RelayKeyRing.load(fixture.configuration.keys, store: fixture.sessions))
             .seal(SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x"))
-        let code = SecureRandom.token(bits: 128)
+        let code = SessionStore.newToken(for: SessionStore.newSessionID())
         try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: acr, sealedIdentity: sealed, providerSessionID: nil), code: code)
         let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", redirect), ("code_verifier", verifier)]
         let response = try await client.execute(uri: "/token", method: .post, headers: formHeaders, body: form(fields))

@@ -211,6 +211,76 @@ struct Stopwatch {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func takeAppliesItsWritesOnlyWhenTheKeyExists(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            try await store.set("code:{s1}", bytes("record"), ttl: .seconds(30))
+            try await store.set("old:{s1}", bytes("x"), ttl: nil)
+            let writes: [StoreWrite] = [
+                .set("session:{s1}", bytes("session"), ttl: .seconds(30)), .set("used:{s1}", [0, 1, 0, 255], ttl: nil), .delete("old:{s1}"),
+            ]
+            #expect(try await store.take("code:{s1}", applying: writes) == bytes("record"))
+            #expect(try await store.get("code:{s1}") == nil)
+            #expect(try await store.get("session:{s1}") == bytes("session"))
+            #expect(try await store.get("used:{s1}") == [0, 1, 0, 255])
+            #expect(try await store.timeToLive("used:{s1}") == .persistent)
+            #expect(try await store.get("old:{s1}") == nil)
+            guard case .expiresIn(let ttl) = try await store.timeToLive("session:{s1}") else { Issue.record("no TTL on the session"); return }
+            #expect(ttl <= .seconds(30) && ttl > .zero)
+
+            // Taken already: nothing is written, whatever the writes.
+            #expect(try await store.take("code:{s1}", applying: [.set("session:{s1}", bytes("other"), ttl: nil), .set("new:{s1}", bytes("n"), ttl: nil)]) == nil)
+            #expect(try await store.get("session:{s1}") == bytes("session"))
+            #expect(try await store.get("new:{s1}") == nil)
+
+            // A key of another kind is refused before any write.
+            try await store.setAdd("set:{s2}", member: "m", ttl: nil)
+            await #expect(throws: StoreError.wrongType(key: "set:{s2}")) { try await store.take("set:{s2}", applying: [.set("w:{s2}", bytes("w"), ttl: nil)]) }
+            #expect(try await store.get("w:{s2}") == nil)
+            #expect(try await store.setMembers("set:{s2}") == ["m"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func concurrentTakesHaveExactlyOneWinnerAndOnlyItsWrites(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            for round in 0..<10 {
+                try await store.set("code:{r\(round)}", bytes("v"), ttl: .seconds(30))
+                let winners = try await withThrowingTaskGroup(of: [Int].self) { group in
+                    for caller in 0..<6 {
+                        group.addTask {
+                            let writes: [StoreWrite] = [.set("owner:{r\(round)}", bytes("\(caller)"), ttl: nil), .set("mark:{r\(round)}:\(caller)", [1], ttl: nil)]
+                            return try await store.take("code:{r\(round)}", applying: writes) == nil ? [] : [caller]
+                        }
+                    }
+                    return try await group.reduce([], +)
+                }
+                try #require(winners.count == 1)
+                #expect(try await store.get("owner:{r\(round)}") == bytes("\(winners[0])"))
+                for caller in 0..<6 {
+                    #expect((try await store.get("mark:{r\(round)}:\(caller)") != nil) == (caller == winners[0]))
+                }
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func applyWritesEverythingAtOnce(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            try await store.set("b:{t}", bytes("old"), ttl: nil)
+            let stopwatch = time.stopwatch()
+            try await store.apply([.set("a:{t}", bytes("1"), ttl: .seconds(1)), .delete("b:{t}"), .set("c:{t}", bytes("3"), ttl: nil)])
+            // A busy machine may take the whole second: the check then only holds for the rest.
+            if stopwatch.elapsed < .milliseconds(900) { #expect(try await store.get("a:{t}") == bytes("1")) }
+            #expect(try await store.get("b:{t}") == nil)
+            #expect(try await store.get("c:{t}") == bytes("3"))
+            try await store.apply([])
+            try await time.pass(.milliseconds(1500))
+            #expect(try await store.get("a:{t}") == nil)
+            #expect(try await store.get("c:{t}") == bytes("3"))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func deleteReportsWhetherTheKeyExisted(kind: StoreKind) async throws {
         try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             try await store.set("k", bytes("v"), ttl: nil)

@@ -3,8 +3,13 @@ import RelaisConfig
 
 /// Refresh tokens, their rotation locks, logout transactions and replay memory.
 extension SessionStore {
-    func saveRefresh(_ record: RefreshRecord, token: String, ttl: Duration) async throws {
-        try await store.set(Key.refreshToken(token), StoredJSON.encode(record), ttl: ttl)
+    /// Rotation in one atomic step: the successor refresh token exists exactly when the old one is
+    /// marked rotated (both carry the session's hash tag).
+    func rotate(_ token: String, to rotated: RefreshRecord, successor: IssuedRefresh, ttl: Duration) async throws {
+        try await store.apply([
+            .set(Key.refreshToken(successor.token), StoredJSON.encode(successor.record), ttl: ttl),
+            .set(Key.refreshToken(token), StoredJSON.encode(rotated), ttl: ttl),
+        ])
     }
 
     func refresh(_ token: String) async throws -> RefreshRecord? {

@@ -10,14 +10,16 @@ struct SessionStore: Sendable {
     let settings: RelaySettings
     let clock: any RelaisClock
 
-    /// The key layout (docs/operations.md describes it for operators).
+    /// The key layout (docs/operations.md describes it for operators). The keys of one session carry
+    /// its id as a hash tag (`{sid}`), so the multi-key steps below stay on one Redis Cluster node;
+    /// codes and refresh tokens start with that id (`<sid>.<random>`) so it can be found from them.
     enum Key {
         static func transaction(_ state: String) -> String { "tx:\(SHA256.hexHash(state))" }
-        static func code(_ code: String) -> String { "code:\(SHA256.hexHash(code))" }
-        static func usedCode(_ code: String) -> String { "code-used:\(SHA256.hexHash(code))" }
-        static func session(_ sid: String) -> String { "session:\(sid)" }
-        static func refreshToken(_ token: String) -> String { "rt:\(SHA256.hexHash(token))" }
-        static func refreshLock(_ token: String) -> String { "rt-lock:\(SHA256.hexHash(token))" }
+        static func code(_ code: String) -> String { "code:\(tag(of: code)):\(SHA256.hexHash(code))" }
+        static func usedCode(_ code: String) -> String { "code-used:\(tag(of: code)):\(SHA256.hexHash(code))" }
+        static func session(_ sid: String) -> String { "session:{\(sid)}" }
+        static func refreshToken(_ token: String) -> String { "rt:\(tag(of: token)):\(SHA256.hexHash(token))" }
+        static func refreshLock(_ token: String) -> String { "rt-lock:\(tag(of: token)):\(SHA256.hexHash(token))" }
         static func subjectSessions(provider: String, subject: String) -> String { "sub:\(SHA256.hexHash(provider + "\u{0}" + subject))" }
         /// Relais sessions opened from one provider session (its `sid`).
         static func providerSessions(provider: String, sid: String) -> String { "psid:\(SHA256.hexHash(provider + "\u{0}" + sid))" }
@@ -27,6 +29,25 @@ struct SessionStore: Sendable {
         static func rateLimit(_ bucket: String, _ id: String, window index: Int) -> String { "rl:\(bucket):\(id):\(index)" }
         static let signingKey = "relay:signing-key"
         static let sessionKey = "relay:session-key"
+
+        /// The session tag of a code or refresh token; `{-}` for a string that carries none (no
+        /// such key is ever written, so the lookup simply misses).
+        static func tag(of token: String) -> String { "{\(sessionID(in: token) ?? "-")}" }
+    }
+
+    /// A new session id: 128 random bits, lowercase hex.
+    static func newSessionID() -> String { Hex.encode(SecureRandom.bytes(16)) }
+
+    /// A one-time code or refresh token for session `sid`: the id, a dot, 256 random bits.
+    static func newToken(for sid: String) -> String { sid + "." + SecureRandom.token(bits: 256) }
+
+    /// The session id a code or refresh token starts with, when it has the shape Relais mints.
+    static func sessionID(in token: String) -> String? {
+        let utf8 = token.utf8
+        guard utf8.count > 33, let dot = utf8.firstIndex(of: UInt8(ascii: ".")), utf8.distance(from: utf8.startIndex, to: dot) == 32,
+            utf8[..<dot].allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        else { return nil }
+        return String(token[..<dot])
     }
 
     // MARK: - Sign-in: transactions and codes
@@ -40,18 +61,19 @@ struct SessionStore: Sendable {
         StoredJSON.decode(LoginTransaction.self, try await store.getAndDelete(Key.transaction(state)))
     }
 
+    /// Stores a sign-in's code; the session it will open is already named in it.
     func saveCode(_ record: RelayCode, code: String) async throws {
         try await store.set(Key.code(code), StoredJSON.encode(record), ttl: settings.codeLifetime)
     }
 
-    /// Consumed on read: a code is redeemed once.
-    func takeCode(_ code: String) async throws -> RelayCode? {
-        StoredJSON.decode(RelayCode.self, try await store.getAndDelete(Key.code(code)))
+    /// Reads a code without consuming it: ``redeem(code:opening:sid:providerSessionID:refresh:)`` consumes it.
+    func peekCode(_ code: String) async throws -> RelayCode? {
+        StoredJSON.decode(RelayCode.self, try await store.get(Key.code(code)))
     }
 
-    /// Remembers which session a redeemed code opened, so a replay can end it.
-    func markCodeUsed(_ code: String, sid: String) async throws {
-        try await store.set(Key.usedCode(code), Array(sid.utf8), ttl: settings.codeLifetime * 2)
+    /// Burns a code that failed its checks (wrong client, redirect or verifier).
+    func discardCode(_ code: String) async throws {
+        try await store.delete(Key.code(code))
     }
 
     func sessionOpened(byUsedCode code: String) async throws -> String? {
@@ -76,16 +98,26 @@ struct SessionStore: Sendable {
         )
     }
 
-    /// Stores the session and indexes it by the provider's subject (and the provider's session id
-    /// when known), so an operator or a back-channel logout can find every session of a person.
-    func open(_ session: SessionRecord, providerSessionID: String? = nil) async throws -> String {
-        let sid = Hex.encode(SecureRandom.bytes(16))
-        try await store.set(Key.session(sid), StoredJSON.encode(session), ttl: ttl(for: session) ?? .seconds(1))
+    /// Opens session `sid` for `code` in one atomic step: the code is consumed and, with it, the
+    /// session, its first refresh token and the code's used-mark (naming the session, so a replay
+    /// can end it) are written, or nothing is. False when another request consumed the code first.
+    /// The person's indexes are written before: an index entry without its session is harmless
+    /// (readers skip ended sessions), a session missing from its index could not be found by a
+    /// back-channel logout. All of the atomic step's keys carry the session's hash tag.
+    func redeem(code: String, opening session: SessionRecord, sid: String, providerSessionID: String?, refresh: IssuedRefresh) async throws -> Bool {
         try await store.setAdd(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime)
         if let providerSessionID {
             try await store.setAdd(Key.providerSessions(provider: session.providerID, sid: providerSessionID), member: sid, ttl: settings.sessionLifetime)
         }
-        return sid
+        let lifetime = ttl(for: session) ?? .seconds(1)
+        let writes: [StoreWrite] = [
+            .set(Key.session(sid), StoredJSON.encode(session), ttl: lifetime),
+            .set(Key.usedCode(code), Array(sid.utf8), ttl: settings.codeLifetime * 2),
+            .set(Key.refreshToken(refresh.token), StoredJSON.encode(refresh.record), ttl: lifetime),
+        ]
+        if try await store.take(Key.code(code), applying: writes) != nil { return true }
+        _ = try? await store.setRemove(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid)
+        return false
     }
 
     func session(_ sid: String) async throws -> SessionRecord? {

@@ -85,7 +85,8 @@ struct CallbackRoute: RelayRoutes {
         // benchmark can tell Relais' own latency from the provider's (Server-Timing, W3C).
         let (seconds, attoseconds) = (ContinuousClock.now - providerStart).components
         let providerMilliseconds = Double(seconds) * 1000 + Double(attoseconds) / 1e15
-        let relayCode = SecureRandom.token(bits: 256)
+        // The code names the session it will open, so both live under one store hash tag.
+        let relayCode = SessionStore.newToken(for: SessionStore.newSessionID())
         do {
             let sealed = try vault.seal(SessionIdentity(claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken))
             let record = RelayCode(app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: sealed, providerSessionID: identity.sessionID)

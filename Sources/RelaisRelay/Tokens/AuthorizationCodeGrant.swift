@@ -13,34 +13,42 @@ struct AuthorizationCodeGrant: Sendable {
         guard let code = form["code"], !code.isEmpty else { throw RelayError.invalidRequest("code is missing") }
         guard let redirectURI = form["redirect_uri"], !redirectURI.isEmpty else { throw RelayError.invalidRequest("redirect_uri is missing") }
         guard let verifier = form["code_verifier"], !verifier.isEmpty else { throw RelayError.invalidRequest("code_verifier is missing (PKCE)") }
-        guard let record = try await sessions.takeCode(code) else {
-            // A code used twice is a stolen or replayed code: the session it opened ends (RFC 6749 §4.1.2).
-            if let sid = try await sessions.sessionOpened(byUsedCode: code) {
-                try await sessions.revoke(sid, reason: .codeReplay)
-                RelayMetrics.securityEvent(.codeReplay)
-                logger.warning("authorization code replayed; session revoked", metadata: ["client_id": "\(app.clientID)"])
-                throw RelayError.invalidGrant("the code was already used; the session it opened is revoked")
-            }
+        guard let record = try await sessions.peekCode(code) else {
+            if let sid = try await sessions.sessionOpened(byUsedCode: code) { throw try await replayed(sid, app: app, logger: logger) }
             throw RelayError.invalidGrant("the code is unknown or expired")
         }
-        guard record.app.clientID == app.clientID else { throw RelayError.invalidGrant("the code was issued to another client") }
-        guard record.app.redirectURI == redirectURI else { throw RelayError.invalidGrant("redirect_uri differs from the authorization request") }
-        guard PKCE.verify(verifier, against: record.app.codeChallenge) else { throw RelayError.invalidGrant("code_verifier does not match the code_challenge") }
+        do {
+            guard record.app.clientID == app.clientID else { throw RelayError.invalidGrant("the code was issued to another client") }
+            guard record.app.redirectURI == redirectURI else { throw RelayError.invalidGrant("redirect_uri differs from the authorization request") }
+            guard PKCE.verify(verifier, against: record.app.codeChallenge) else { throw RelayError.invalidGrant("code_verifier does not match the code_challenge") }
+        } catch {
+            // A code is good for one try: a failed one burns it.
+            try await sessions.discardCode(code)
+            throw error
+        }
         guard let identity = vault.open(SessionIdentity.self, record.sealedIdentity) else {
             throw RelayError(.serverError, "the sign-in cannot be opened (session key missing)")
         }
+        // Found under its session's tag, so the code names its session.
+        guard let sid = SessionStore.sessionID(in: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
         let session = sessions.newSession(for: record)
-        let sid = try await sessions.open(session, providerSessionID: record.providerSessionID)
-        do {
-            try await sessions.markCodeUsed(code, sid: sid)
-            let response = try await issuer.issue(sid: sid, session: session, identity: identity, app: app, nonce: record.app.nonce)
-            RelayMetrics.sessionOpened(client: app.clientID)
-            logger.info("session opened", metadata: ["client_id": "\(app.clientID)", "provider": "\(session.providerID)"])
-            return response
-        } catch {
-            // No half-open session: without its refresh token nobody could use or end it.
-            _ = try? await sessions.revoke(sid, reason: .aborted)
-            throw error
+        let issued = try issuer.issue(sid: sid, session: session, identity: identity, app: app, nonce: record.app.nonce)
+        // The code is consumed in the same atomic step that writes the session: a request that lost
+        // the race finds the used-mark, and so the session to end (RFC 6749 §4.1.2), in every interleaving.
+        guard try await sessions.redeem(code: code, opening: session, sid: sid, providerSessionID: record.providerSessionID, refresh: issued.refresh) else {
+            guard let winner = try await sessions.sessionOpened(byUsedCode: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
+            throw try await replayed(winner, app: app, logger: logger)
         }
+        RelayMetrics.sessionOpened(client: app.clientID)
+        logger.info("session opened", metadata: ["client_id": "\(app.clientID)", "provider": "\(session.providerID)"])
+        return issued.response
+    }
+
+    /// A code used twice is a stolen or replayed code: the session it opened ends.
+    private func replayed(_ sid: String, app: AppSettings, logger: Logger) async throws -> RelayError {
+        try await sessions.revoke(sid, reason: .codeReplay)
+        RelayMetrics.securityEvent(.codeReplay)
+        logger.warning("authorization code replayed; session revoked", metadata: ["client_id": "\(app.clientID)"])
+        return RelayError.invalidGrant("the code was already used; the session it opened is revoked")
     }
 }

@@ -57,13 +57,13 @@ struct RefreshGrant: Sendable {
         if let scopes, let wider = scopes.first(where: { !session.scopes.contains($0) }) {
             throw RelayError(.invalidScope, "scope '\(wider)' was not granted at sign-in")
         }
-        let response = try await issuer.issue(sid: record.sid, session: session, identity: identity, app: app, nonce: nil, scopes: scopes)
+        let issued = try issuer.issue(sid: record.sid, session: session, identity: identity, app: app, nonce: nil, scopes: scopes)
         var rotated = record
         rotated.rotatedAt = sessions.clock.now
-        rotated.sealedSuccessor = try vault.seal(json: response)
-        try await sessions.saveRefresh(rotated, token: token, ttl: sessions.ttl(for: session) ?? .seconds(1))
+        rotated.sealedSuccessor = try vault.seal(json: issued.response)
+        try await sessions.rotate(token, to: rotated, successor: issued.refresh, ttl: sessions.ttl(for: session) ?? .seconds(1))
         try await sessions.touch(record.sid, session)
-        return response
+        return issued.response
     }
 
     /// A refresh token that was already rotated: the same answer within the grace window (the app

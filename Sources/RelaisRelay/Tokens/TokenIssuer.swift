@@ -2,21 +2,32 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
 
-/// Mints a token response for a session and stores its new refresh token.
+/// A new refresh token and what it stands for, not yet stored: the grant stores it in the same
+/// atomic step as the change it belongs to (a session opened, a token rotated).
+struct IssuedRefresh: Sendable {
+    let token: String
+    let record: RefreshRecord
+}
+
+/// Mints a token response for a session; the caller stores its refresh token.
 struct TokenIssuer: Sendable {
     let minter: TokenMinter
-    let sessions: SessionStore
+
+    struct Issued: Sendable {
+        let response: JSONValue
+        let refresh: IssuedRefresh
+    }
 
     /// `scopes` narrows the tokens below the session's (RFC 6749 §6); the session keeps its own.
-    func issue(sid: String, session: SessionRecord, identity: SessionIdentity, app: AppSettings, nonce: String?, scopes: [String]? = nil) async throws -> JSONValue {
+    func issue(sid: String, session: SessionRecord, identity: SessionIdentity, app: AppSettings, nonce: String?, scopes: [String]? = nil) throws -> Issued {
         var granted = session
         if let scopes { granted.scopes = scopes }
         let minted = try minter.mint(sid: sid, session: granted, identity: identity, app: app, nonce: nonce)
-        let refreshToken = SecureRandom.token(bits: 256)
-        try await sessions.saveRefresh(RefreshRecord(sid: sid, clientID: app.clientID), token: refreshToken, ttl: sessions.ttl(for: session) ?? .seconds(1))
-        return .object([
+        let refreshToken = SessionStore.newToken(for: sid)
+        let response: JSONValue = .object([
             "access_token": .string(minted.accessToken), "token_type": .string("Bearer"), "expires_in": .number(Double(minted.expiresIn)),
             "refresh_token": .string(refreshToken), "id_token": .string(minted.idToken), "scope": .string(granted.scopes.joined(separator: " ")),
         ])
+        return Issued(response: response, refresh: IssuedRefresh(token: refreshToken, record: RefreshRecord(sid: sid, clientID: app.clientID)))
     }
 }
