@@ -87,7 +87,9 @@ http {{
 
     def test_a_valid_token_reaches_the_upstream_with_the_identity(self):
         tokens = sign_in(self.stack, "standard-client", identity="pierre")
-        response = self.get(tokens["access_token"], {"X-Relais-Sub": "forged-admin", "x-relais-scope": "everything"})
+        forged = {"X-Relais-Sub": "forged-admin", "x-relais-client": "admin-console", "X-Relais-Acr": "eidas3",
+                  "X-Relais-Scope": "everything", "X-Relais-Session": "someone-elses"}
+        response = self.get(tokens["access_token"], forged)
         self.assertEqual(response.status_code, 200, response.text)
         seen = response.json()
         self.assertEqual(seen["x-relais-client"], "standard-client")
@@ -95,7 +97,11 @@ http {{
         self.assertEqual(seen["x-relais-scope"], "openid profile email")
         self.assertNotEqual(seen["x-relais-sub"], "forged-admin")
         self.assertEqual(len(seen["x-relais-sub"]), 66)
+        self.assertNotEqual(seen["x-relais-session"], "someone-elses")
+        self.assertEqual(len(seen["x-relais-session"]), 32)
         self.assertNotIn("authorization", seen)
+        # No forged value reached the upstream under any name.
+        self.assertFalse(set(forged.values()) & set(seen.values()), seen)
 
     def test_writes_are_guarded_like_reads(self):
         # Writes through nginx are checked like reads (its auth_request subrequest asks Relais with GET

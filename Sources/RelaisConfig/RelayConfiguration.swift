@@ -157,6 +157,9 @@ public struct ForwardAuthSettings: Sendable, Equatable {
     public var acrHeader = "X-Relais-Acr"
     public var scopeHeader = "X-Relais-Scope"
     public var sessionHeader = "X-Relais-Session"
+    /// The `aud` a token must carry (one of) when the gateway's `/auth` request names none
+    /// (`?aud=`); empty: any of Relais' access tokens.
+    public var audiences: [String] = []
     public init() {}
 }
 

@@ -27,6 +27,7 @@ extension ValueReader {
 
         var forward = result.forwardAuth
         forward.checkSession = boolean("forward_auth.check_session") ?? forward.checkSession
+        forward.audiences = list("forward_auth.audiences") ?? forward.audiences
         for (key, path) in [
             ("subject_header", \ForwardAuthSettings.subjectHeader), ("client_header", \.clientHeader), ("acr_header", \.acrHeader),
             ("scope_header", \.scopeHeader), ("session_header", \.sessionHeader),

@@ -44,7 +44,7 @@ public struct Relay: Sendable {
                 refresh: RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace)
             ),
             UserinfoRoute(bearer: bearer, sessions: sessions, vault: vault),
-            IntrospectRoute(bearer: bearer, sessions: sessions, apps: apps, resourceServers: configuration.resourceServers),
+            IntrospectRoute(bearer: bearer, sessions: sessions, resourceServers: configuration.resourceServers),
             ForwardAuthRoute(bearer: bearer, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder)),
             RevokeRoute(apps: apps, tokens: tokenSessions),
             LogoutRoutes(apps: apps, providers: providers, vault: vault, tokens: tokenSessions, bearer: bearer),

@@ -39,7 +39,9 @@ extension RelaySessionsAndProvidersChain {
             #expect(claims["active"] == .bool(true) && claims["client_id"] == .string("app") && claims["acr"] == .string("eidas1"))
             #expect(claims["scope"] == .string("openid profile birth email") && claims["token_type"] == .string("Bearer"))
             #expect(claims["given_name"] == nil)
-            #expect(active(try await introspect(harness, refreshToken, hint: "refresh_token")) == true)
+            // A refresh token is the app's: a resource server learns nothing of it, hint or not.
+            #expect(active(try await introspect(harness, refreshToken, hint: "refresh_token")) == false)
+            #expect(active(try await introspect(harness, refreshToken)) == false)
             // An API limited to other audiences sees the token as inactive.
             #expect(active(try await introspect(harness, accessToken, as: "billing", secret: "billing-introspection-secret")) == false)
             #expect(active(try await introspect(harness, "garbage")) == false)

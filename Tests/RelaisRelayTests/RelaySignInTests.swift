@@ -35,7 +35,10 @@ extension RelayProcessTests {
             try access.verify(with: keys)
             var accessPolicy = ClaimsPolicy(issuer: harness.issuer, audience: "app")
             accessPolicy.expectedType = "at+jwt"
+            accessPolicy.checkAuthorizedParty = false  // RFC 9068: the client is in client_id
             let accessClaims = try accessPolicy.validate(access)
+            // For the app's APIs and, since it carries openid, for Relais' own /userinfo.
+            #expect(accessClaims.audience == ["app", harness.issuer])
             #expect(accessClaims.string("client_id") == "app" && accessClaims.acr == "eidas1" && accessClaims.string("sid") != nil)
             #expect(accessClaims["given_name"] == nil)  // identity claims stay out of access tokens
 

@@ -86,7 +86,7 @@ extension RelayError {
                 "The code is unknown, expired, used (a second use revokes the session the first opened), issued to another app, for another `redirect_uri`, or its PKCE verifier does not match; the refresh token is unknown, of another app, or reused after `relay.refresh_grace` (which revokes the session); the session has ended."
             case .unsupportedGrantType: "A `grant_type` other than `authorization_code` and `refresh_token`."
             case .missingToken: "No `Authorization` header: the challenge is `Bearer realm=\"relais\"` with no error."
-            case .invalidToken: "Bad signature, not a Relais access token (`typ` must be `at+jwt`), expired, or its session has ended (revoked, logged out, idle or past its lifetime)."
+            case .invalidToken: "Bad signature, not a Relais access token (`typ` must be `at+jwt`), expired, minted for another audience (`aud`: `/userinfo` needs Relais' issuer, `/auth` the `?aud=` or `forward_auth.audiences` of the guarded API), or its session has ended (revoked, logged out, idle or past its lifetime)."
             case .insufficientScope: "`/userinfo` without `openid`; `/auth?scope=…` not granted, or `/auth?acr=…` above the sign-in's level or not on its provider's `acr_order`."
             case .tooManyRequests: "A rate limit (`rate_limit.*`) is reached; `Retry-After` says when to retry."
             case .temporarilyUnavailable:

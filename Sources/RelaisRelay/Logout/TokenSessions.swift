@@ -14,8 +14,11 @@ struct TokenSessions: Sendable {
         if hint != "access_token", let record = try await sessions.refresh(token) {
             return record.clientID == clientID ? record.sid : nil
         }
+        // An expired access token still names its grant: revoking it ends the session when that
+        // still exists (RFC 7009 §2.1 lets revocation reach the whole grant).
         var policy = ClaimsPolicy(issuer: issuer)
-        policy.requireExpiration = false  // revoking an expired token still ends its session
+        policy.requireExpiration = false
+        policy.leeway = .seconds(365 * 86400)
         guard let claims = verified(token, policy), claims.string("client_id") == clientID else { return nil }
         return claims.string("sid")
     }

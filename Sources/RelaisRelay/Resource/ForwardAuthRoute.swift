@@ -11,7 +11,8 @@ import RelaisServer
 ///
 /// Envoy asks with the method of the request it guards (nginx and Traefik ask with GET), so every
 /// method is answered alike. `/auth?scope=a+b` (required scopes), `&acr=eidas2` (minimum
-/// level) and `&session=0|1` (override `forward_auth.check_session`) come from the gateway's own
+/// level), `&aud=orders-api` (the token must be for this API; default `forward_auth.audiences`)
+/// and `&session=0|1` (override `forward_auth.check_session`) come from the gateway's own
 /// configuration. Under `/auth/…` (Envoy's `path_prefix`, which appends the guarded request's
 /// path and query) the query belongs to the client, so it is ignored: a client could otherwise
 /// switch the session check off with `?session=0`.
@@ -25,14 +26,14 @@ struct ForwardAuthRoute: RelayRoutes {
 
     func register(on router: Router<RelaisRequestContext>) {
         let names = [settings.subjectHeader, settings.clientHeader, settings.acrHeader, settings.scopeHeader, settings.sessionHeader].map { HTTPField.Name($0)! }
-        let check = Check(bearer: bearer, checkSession: settings.checkSession, names: names, acrOrders: acrOrders)
+        let check = Check(bearer: bearer, checkSession: settings.checkSession, audiences: settings.audiences, names: names, acrOrders: acrOrders)
         for method in Self.methods {
             router.on("/auth", method: method) { request, context in
                 // `/auth/` is `/auth/…` with an empty guarded path: its query is the client's too.
                 guard !request.uri.path.hasSuffix("/") else { return try await check.respond(to: request, context: context, options: nil) }
                 // Fail closed: a gateway query that cannot be read must not drop its requirements.
                 guard let options = FormParameters.query(of: request), options.repeatedNames.isEmpty else {
-                    return RelayError.invalidRequest("the /auth query (scope, acr, session) cannot be read or repeats a parameter")
+                    return RelayError.invalidRequest("the /auth query (scope, acr, aud, session) cannot be read or repeats a parameter")
                         .bearer(requestID: context.requestID)
                 }
                 return try await check.respond(to: request, context: context, options: options)
@@ -46,6 +47,7 @@ struct ForwardAuthRoute: RelayRoutes {
     private struct Check: Sendable {
         let bearer: BearerAuthenticator
         let checkSession: Bool
+        let audiences: [String]
         let names: [HTTPField.Name]
         let acrOrders: [String: [String]]
 
@@ -56,6 +58,11 @@ struct ForwardAuthRoute: RelayRoutes {
         private func authorize(_ request: Request, options: FormParameters?) async throws -> Response {
             let checkSession = options?["session"].map { $0 != "0" } ?? checkSession
             let access = try await bearer.authenticate(request, session: checkSession ? .alive : .none)
+            // A token minted for one API must not open another (RFC 9068 §4).
+            let wanted = options?["aud"].map { $0.split(separator: " ").map(String.init) } ?? audiences
+            if !wanted.isEmpty && Set(access.claims.audience).isDisjoint(with: wanted) {
+                throw RelayError.invalidToken("the access token is not for this API (aud)")
+            }
             if let required = options?["scope"]?.split(separator: " ").map(String.init), let missing = required.first(where: { !access.scopes.contains($0) }) {
                 throw RelayError.insufficientScope("the token lacks the scope '\(missing)'")
             }
@@ -66,10 +73,12 @@ struct ForwardAuthRoute: RelayRoutes {
                     throw RelayError.insufficientScope("the sign-in level is below \(minimum)")
                 }
             }
+            // Every identity header on every 200, empty when there is no value: a gateway that
+            // copies Relais' headers then overwrites any the client forged.
             var headers = HTTPFields()
             headers[names[0]] = access.subject
             headers[names[1]] = access.clientID
-            if let acr = access.acr { headers[names[2]] = acr }
+            headers[names[2]] = access.acr ?? ""
             headers[names[3]] = access.scopes.joined(separator: " ")
             headers[names[4]] = access.sid
             headers[.cacheControl] = "no-store"

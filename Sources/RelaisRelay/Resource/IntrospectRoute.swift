@@ -8,11 +8,11 @@ import RelaisStore
 
 /// `POST /introspect` (RFC 7662) for resource servers, authenticated with HTTP Basic (or
 /// `client_id`/`client_secret` in the form). An access token is active while it verifies and its
-/// session lives, so a revoked session turns its tokens inactive before they expire.
+/// session lives, so a revoked session turns its tokens inactive before they expire. A refresh
+/// token is never active here: it is the app's, and no resource server has a use for it.
 struct IntrospectRoute: RelayRoutes {
     let bearer: BearerAuthenticator
     let sessions: SessionStore
-    let apps: [String: AppSettings]
     let resourceServers: [ResourceServerSettings]
 
     static let inactive = JSONValue.object(["active": .bool(false)])
@@ -31,8 +31,7 @@ struct IntrospectRoute: RelayRoutes {
             throw RelayError(.invalidClient, "resource server authentication failed", headers: [.wwwAuthenticate: #"Basic realm="relais""#])
         }
         guard let token = form["token"], !token.isEmpty else { throw RelayError.invalidRequest("token is missing") }
-        if form["token_type_hint"] != "refresh_token", let result = try await introspectAccessToken(token, for: server) { return result }
-        return try await introspectRefreshToken(token, for: server) ?? Self.inactive
+        return try await introspectAccessToken(token, for: server) ?? Self.inactive
     }
 
     /// RFC 7662 §2.1: the caller authenticates; secrets are compared in constant time.
@@ -59,16 +58,5 @@ struct IntrospectRoute: RelayRoutes {
         var result: [String: JSONValue] = ["active": .bool(true), "token_type": .string("Bearer")]
         for name in ["sub", "client_id", "scope", "exp", "iat", "iss", "aud", "acr", "sid", "jti", "idp"] { result[name] = claims[name] }
         return .object(result)
-    }
-
-    private func introspectRefreshToken(_ token: String, for server: ResourceServerSettings) async throws -> JSONValue? {
-        guard let record = try await sessions.refresh(token), record.rotatedAt == nil,
-            let session = try await sessions.session(record.sid), let app = apps[record.clientID]
-        else { return nil }
-        if !server.audiences.isEmpty && Set(app.audiences).isDisjoint(with: server.audiences) { return Self.inactive }
-        return .object([
-            "active": .bool(true), "token_type": .string("refresh_token"), "sub": .string(session.subject), "client_id": .string(session.clientID),
-            "scope": .string(session.scopes.joined(separator: " ")), "exp": .number(session.expiresAt.rounded(.down)), "iss": .string(bearer.issuer),
-        ])
     }
 }

@@ -26,6 +26,7 @@ struct UserinfoRoute: RelayRoutes {
     private func userinfo(_ request: Request) async throws -> [UInt8] {
         let access = try await bearer.authenticate(request, session: .alive)
         guard access.scopes.contains("openid") else { throw RelayError.insufficientScope("the token lacks the openid scope") }
+        guard access.claims.audience.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais' /userinfo (aud)") }
         let key = [access.sid, access.clientID, access.subject, access.scopes.joined(separator: " ")].joined(separator: "\u{0}")
         let now = sessions.clock.now
         if let body = bodies.get(key, now: now) { return body }

@@ -20,9 +20,11 @@ struct TokenMinter: Sendable {
         let now = clock.now.rounded(.down)
         let lifetime = Double(app.accessTokenLifetime.components.seconds)
         let scope = session.scopes.joined(separator: " ")
+        // A token that may read /userinfo names Relais among its audiences; /userinfo refuses the others.
+        let audiences = app.audiences + (session.scopes.contains("openid") && !app.audiences.contains(issuer) ? [issuer] : [])
         var access: [String: JSONValue] = [
             "iss": .string(issuer), "sub": .string(session.subject),
-            "aud": app.audiences.count == 1 ? .string(app.audiences[0]) : .array(app.audiences.map { .string($0) }), "client_id": .string(app.clientID),
+            "aud": audiences.count == 1 ? .string(audiences[0]) : .array(audiences.map { .string($0) }), "client_id": .string(app.clientID),
             "scope": .string(scope), "sid": .string(sid), "jti": .string(SecureRandom.token(bits: 128)),
             "iat": .number(now), "exp": .number(now + lifetime), "idp": .string(session.providerID),
         ]
