@@ -109,9 +109,7 @@ func bootstrapLogging(_ log: RelaisConfiguration.Log) {
         case .json:
             return JSONLogHandler(label: label, level: log.level)
         case .text:
-            var handler = StreamLogHandler.standardOutput(label: label)
-            handler.logLevel = log.level
-            return handler
+            return TextLogHandler(label: label, level: log.level)
         }
     }
 }

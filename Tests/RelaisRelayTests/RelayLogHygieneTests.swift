@@ -90,12 +90,25 @@ extension RelayProcessTests {
             secrets.append(("third refresh token", thirdRefresh))
             #expect(try await harness.post(harness.issuer + "/logout", [("client_id", "app"), ("refresh_token", thirdRefresh)]).status == 204)
 
+            // A provider error whose strings try to forge log lines (text format, the default).
+            let forging = try RelayHarness.query(try await harness.throughProvider(RelayHarness.AppRequest()))
+            let forged = "%0A2026-01-01T00:00:00.000Z%20critical%20relais:%20FORGED-LINE%0D%1B%5B2K"
+            let providerError = try await harness.callback(
+                harness.issuer + "/callback?state=\(try #require(forging["state"]))&iss=\(try #require(forging["iss"]))&error=server_error\(forged)&error_description=x\(forged)"
+            )
+            #expect(providerError.status == 302)
+
             // A replayed code (this revokes the session it opened, with a warning).
             #expect(try await harness.exchange(code, request).status == 400)
 
             let log = try #require(harness.relay as? RelaisProcess).log
             // The log is really there and really at trace: one access line per request at least.
             #expect(log.components(separatedBy: "request").count > 30, "the relay log is unexpectedly short:\n\(log.prefix(2000))")
+            // The forged strings stay inside their own line, escaped: no line starts with them, no raw
+            // carriage return or escape sequence is written.
+            let forgedLines = log.split(separator: "\n").filter { $0.contains("FORGED-LINE") }
+            #expect(forgedLines.count == 1 && forgedLines.allSatisfy { $0.contains("provider returned an error") && $0.contains(#"\n2026-01-01"#) })
+            #expect(!log.contains("\r") && !log.contains("\u{1B}"))
             // Names only in the failure message: quoting the log would print the secrets again.
             let leaked = secrets.filter { log.contains($0.1) }.map(\.0)
             #expect(leaked.isEmpty, "in the relay log: \(leaked.joined(separator: ", "))")

@@ -10,6 +10,7 @@ import RelaisHTTPClient
 import RelaisStore
 import RelaisTestSupport
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 func quietLogger() -> Logger {
@@ -213,5 +214,44 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
         #expect(JSONLogHandler.timestamp(951_782_400.5) == "2000-02-29T00:00:00.500Z")
         #expect(JSONLogHandler.timestamp(1_795_334_017.123) == "2026-11-22T07:53:37.123Z")
         #expect(JSONLogHandler.timestamp(4_102_444_799.999) == "2099-12-31T23:59:59.999Z")
+    }
+}
+
+/// The text log format: one event, one line, whatever the strings in it.
+@Suite struct TextLogTests {
+    final class Capture: Sendable {
+        let lines = Mutex<[String]>([])
+    }
+
+    @Test func requestBorneStringsCannotForgeOrHideLines() {
+        let capture = Capture()
+        var logger = Logger(label: "relais.test") { label in TextLogHandler(label: label, level: .trace) { line in capture.lines.withLock { $0.append(line) } } }
+        logger[metadataKey: "request_id"] = "r-1"
+        logger.warning(
+            "provider returned an error\nfake line",
+            metadata: [
+                "error": "server_error\n2026-01-01T00:00:00.000Z critical relais: FORGED", "empty": "", "plain": "fc",
+                "quote": #"a "b" = c\"#, "bidi": "abc\u{202E}fed\u{2028}\u{85}\u{7F}\u{1B}[2K\r\t",
+            ]
+        )
+        let lines = capture.lines.withLock { $0 }
+        #expect(lines.count == 1)
+        let line = lines[0]
+        #expect(line.hasSuffix("\n") && line.dropLast().allSatisfy { $0 != "\n" && $0 != "\r" })
+        #expect(line.dropLast().unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7F...0x9F).contains($0.value) && ![0x2028, 0x202E].contains($0.value) })
+        let body = line.drop { $0 != " " }.dropFirst()
+        #expect(body.hasPrefix("warning relais.test: provider returned an error\\nfake line "))
+        #expect(line.contains(#" error="server_error\n2026-01-01T00:00:00.000Z critical relais: FORGED""#))
+        #expect(line.contains(#" empty="" "#) && line.contains(" plain=fc ") && line.contains(" request_id=r-1"))
+        #expect(line.contains(#" quote="a \"b\" = c\\""#))
+        #expect(line.contains(#" bidi=abc\u202efed\u2028\u0085\u007f\u001b[2K\r\t "#))
+    }
+
+    /// A quote followed by a combining mark is one Character but still a quote to a JSON parser.
+    @Test func jsonLinesEscapeEveryQuoteScalar() throws {
+        let quoted = JSONLogHandler.quoted("a\"\u{301}b\u{2028}")
+        #expect(quoted == "\"a\\\"\u{301}b\\u2028\"")
+        let parsed = try JSONSerialization.jsonObject(with: Data(("[" + quoted + "]").utf8)) as? [String]
+        #expect(parsed == ["a\"\u{301}b\u{2028}"])
     }
 }

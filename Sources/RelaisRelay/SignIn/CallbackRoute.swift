@@ -65,7 +65,8 @@ struct CallbackRoute: RelayRoutes {
         if let error = parameters["error"] {
             let code = RelayError.Code(rawValue: error).flatMap { RelayError.Code.passedThroughFromProvider.contains($0) ? $0 : nil } ?? .serverError
             let detail = String((parameters["error_description"] ?? "").prefix(200))
-            context.logger.info("provider returned an error", metadata: ["provider": "\(app.providerID)", "error": "\(error)"])
+            // Both strings come from the request: the log handlers escape them (no forged lines).
+            context.logger.info("provider returned an error", metadata: ["provider": "\(app.providerID)", "error": "\(error)", "error_description": "\(detail)"])
             let description = "the provider answered \(error)" + (detail.isEmpty ? "" : ": \(detail)")
             return fail(RelayError(code, description), outcome: error == "access_denied" ? "cancelled" : "provider_error")
         }

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// Writes one JSON object per line to standard output: `{"ts":…,"level":…,"label":…,"msg":…,…metadata}`.
-/// For log shippers; the text format is swift-log's stream handler.
+/// For log shippers; ``TextLogHandler`` writes the text format.
 public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level
@@ -30,16 +30,7 @@ public struct JSONLogHandler: LogHandler {
             line += ",\(Self.quoted(key)):\(Self.encode(value))"
         }
         line += "}\n"
-        // One write(2) per line: lines from concurrent requests do not interleave.
-        var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if written <= 0 { break }
-                offset += written
-            }
-        }
+        LogText.writeToStandardOutput(line)
     }
 
     static func encode(_ value: Logger.Metadata.Value) -> String {
@@ -54,21 +45,7 @@ public struct JSONLogHandler: LogHandler {
 
     /// A JSON string literal: quotes, backslashes and control characters escaped.
     static func quoted(_ string: String) -> String {
-        var output = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case let control where control.value < 0x20:
-                let hex = String(control.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output + "\""
+        "\"" + LogText.escaped(string, quotes: true) + "\""
     }
 
     /// RFC 3339 UTC with milliseconds. Calendar fields are computed here (Howard Hinnant's
