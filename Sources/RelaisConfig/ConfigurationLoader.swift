@@ -22,7 +22,11 @@ public enum ConfigurationLoader {
         filePath: String?,
         environment: [String: String]
     ) async throws(ConfigurationError) -> RelaisConfiguration {
-        try await load(filePath: filePath, environment: environment, schema: .relay) { reader, source in reader.readRelay(ids: source.ids(in:)) }
+        try await load(filePath: filePath, environment: environment, schema: .relay) { reader, source in
+            var configuration = reader.readRelay(ids: source.ids(in:))
+            configuration.warnings = source.warnings
+            return configuration
+        }
     }
 
     /// Loads `relais dev-provider`'s configuration (environment prefix `DEV_PROVIDER_`).
@@ -56,6 +60,8 @@ struct ConfigSource {
     /// Ids of the entries of each keyed section, in file order.
     let keyedIDs: [String: [String]]
     let problems: [ConfigProblem]
+    /// What was set aside without failing, for the start-up log.
+    let warnings: [String]
 
     func ids(in section: String) -> [String] { keyedIDs[section] ?? [] }
 
@@ -63,7 +69,18 @@ struct ConfigSource {
         var problems: [ConfigProblem] = []
         var providers: [any ConfigProvider] = []
 
-        let ours = environment.filter { $0.key.hasPrefix(schema.environmentPrefix) }
+        var ours = environment.filter { $0.key.hasPrefix(schema.environmentPrefix) }
+        // Kubernetes' service-link variables share the prefix when a Service is named like the
+        // program: set aside with a warning, never read, never a reason to refuse to start.
+        let serviceLinks = ours.filter { ServiceLinks.isServiceLink(name: $0.key, value: $0.value) }.keys.sorted()
+        for name in serviceLinks { ours[name] = nil }
+        var warnings: [String] = []
+        if !serviceLinks.isEmpty {
+            warnings.append(
+                "ignored \(serviceLinks.count) Kubernetes service-link variable(s) (\(serviceLinks.joined(separator: ", "))); "
+                    + "set enableServiceLinks: false in the pod spec to stop Kubernetes from injecting them"
+            )
+        }
         problems += checkEnvironmentNames(ours.keys, schema: schema)
         providers.append(EnvironmentVariablesProvider(
             environmentVariables: Dictionary(uniqueKeysWithValues: ours.map { (String($0.key.dropFirst(schema.environmentPrefix.count)), $0.value) }),
@@ -89,7 +106,7 @@ struct ConfigSource {
                 }
             }
         }
-        return ConfigSource(reader: ConfigReader(providers: providers), keyedIDs: keyedIDs, problems: problems)
+        return ConfigSource(reader: ConfigReader(providers: providers), keyedIDs: keyedIDs, problems: problems, warnings: warnings)
     }
 
     // MARK: - Structure

@@ -17,6 +17,8 @@ public struct RelaisConfiguration: Sendable {
     public var forwardAuth = ForwardAuthSettings()
     public var rateLimit = RateLimitSettings()
     public var wellKnown = WellKnownSettings()
+    /// Start-up warnings from loading (settings set aside, not refused).
+    public var warnings: [String] = []
 
     public enum Environment: String, Sendable, CaseIterable {
         /// Safe defaults are enforced: https public URL, TLS verification on.

@@ -39,6 +39,7 @@ public enum RelaisRunner {
         startMetadata["address"] = "\(configuration.server.host):\(configuration.server.port)"
         startMetadata["store"] = "\(configuration.store.kind.rawValue)"
         logger.log(level: startLevel, "\(name) starting", metadata: startMetadata)
+        for warning in configuration.warnings { logger.warning("\(warning)") }
         do {
             try await group.run()
         } catch {

@@ -68,6 +68,7 @@ struct CheckConfig: AsyncParsableCommand {
         do {
             configuration = try await ConfigurationLoader.load(filePath: file, environment: currentEnvironment())
             print("\(file): OK (store: \(configuration.store.kind.rawValue), listening on \(configuration.server.host):\(configuration.server.port), public URL \(configuration.server.publicBaseURL))")
+            for warning in configuration.warnings { print("warning: \(warning)") }
         } catch {
             printError(error.description)
             throw ExitCode(1)

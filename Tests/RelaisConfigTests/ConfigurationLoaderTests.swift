@@ -229,6 +229,34 @@ import Testing
         #expect(orphan.map(\.description) == ["store.redis.sentinel: credentials without master_name and nodes"])
     }
 
+    /// What Kubernetes injects for Services named `relais`, `relais-redis` and `relais-server` in the
+    /// namespace: set aside with one warning, never read (not even `RELAIS_SERVER_PORT`, which is
+    /// also a real key), never a reason to refuse to start.
+    @Test func kubernetesServiceLinksAreSetAsideWithAWarning() async throws {
+        let links = [
+            "RELAIS_PORT": "tcp://10.96.12.7:8080", "RELAIS_SERVICE_HOST": "10.96.12.7", "RELAIS_SERVICE_PORT": "8080",
+            "RELAIS_SERVICE_PORT_HTTP": "8080", "RELAIS_PORT_8080_TCP": "tcp://10.96.12.7:8080", "RELAIS_PORT_8080_TCP_PROTO": "tcp",
+            "RELAIS_PORT_8080_TCP_PORT": "8080", "RELAIS_PORT_8080_TCP_ADDR": "10.96.12.7",
+            "RELAIS_REDIS_SERVICE_HOST": "fd00::12", "RELAIS_REDIS_PORT": "tcp://[fd00::12]:6379", "RELAIS_REDIS_PORT_6379_TCP_ADDR": "fd00::12",
+            "RELAIS_SERVER_PORT": "tcp://10.96.0.9:9000",
+        ]
+        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: links)
+        #expect(configuration.server.port == 8080)
+        #expect(configuration.warnings.count == 1)
+        let warning = try #require(configuration.warnings.first)
+        #expect(warning.hasPrefix("ignored 12 Kubernetes service-link variable(s) (RELAIS_PORT, RELAIS_PORT_8080_TCP,"))
+        #expect(warning.hasSuffix("set enableServiceLinks: false in the pod spec to stop Kubernetes from injecting them"))
+
+        // The typo check still holds for everything without the shape Kubernetes gives.
+        let typos = await problems(file: Self.examplePath, environment: [
+            "RELAIS_PORT": "8080", "RELAIS_SERVICE_HOST": "relais.internal", "RELAIS_PORT_8080_TCP_PROTO": "http", "RELAIS_SERVR_PORT": "8080",
+        ])
+        #expect(typos.map(\.keyPath) == ["RELAIS_PORT", "RELAIS_PORT_8080_TCP_PROTO", "RELAIS_SERVICE_HOST", "RELAIS_SERVR_PORT"])
+        #expect(typos.allSatisfy { $0.message == "unknown environment variable (no configuration key maps to it)" })
+        // A real key with a real value is read as before.
+        #expect(try await ConfigurationLoader.load(filePath: Self.examplePath, environment: ["RELAIS_SERVER_PORT": "9000"]).server.port == 9000)
+    }
+
     @Test func unknownKeysAreReportedWithASuggestionAndLine() async throws {
         let file = try temporaryFile("""
             server:
