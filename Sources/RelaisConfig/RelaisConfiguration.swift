@@ -61,6 +61,8 @@ public struct RelaisConfiguration: Sendable {
     public struct Store: Sendable, Equatable {
         public var kind: StoreKind = .redis
         public var redis = RedisConfiguration()
+        /// The time one request may wait on the store across all its calls (see `StoreBudget`).
+        public var requestBudget: Duration = .seconds(1)
         public init() {}
     }
 

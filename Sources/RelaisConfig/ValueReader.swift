@@ -72,6 +72,7 @@ struct ValueReader {
     mutating func readStore(defaults: RelaisConfiguration.Store, environment: RelaisConfiguration.Environment) -> RelaisConfiguration.Store {
         var store = defaults
         store.kind = choice("store.kind", default: store.kind)
+        store.requestBudget = duration("store.request_budget") ?? store.requestBudget
         var redis = store.redis
         if let url = text("store.redis.url") {
             do {

@@ -50,6 +50,7 @@ public enum RelaisApplication {
         if configuration.metrics.enabled { router.middlewares.add(MetricsMiddleware()) }
         router.middlewares.add(ErrorMiddleware())
         router.middlewares.add(BodyLimitMiddleware(maxBytes: configuration.server.maxBodyBytes))
+        router.middlewares.add(StoreBudgetMiddleware(budget: configuration.store.requestBudget))
 
         HealthRoutes(store: dependencies.store, drainState: dependencies.drainState).register(on: router)
         if configuration.metrics.enabled {

@@ -28,10 +28,14 @@ final class RedisConnection: @unchecked Sendable {
     private let context: UnsafeMutablePointer<redisContext>
     /// For `rediss://`: how the TLS tunnel ended, which hiredis alone sees as a closed socket.
     private let tunnel: RedisTLSTunnel.Outcome?
+    /// The socket's reply timeout as last set (the command timeout, or less for a batch whose
+    /// requests' store budgets end sooner).
+    private var replyTimeout: Duration
 
-    private init(context: UnsafeMutablePointer<redisContext>, tunnel: RedisTLSTunnel.Outcome?) {
+    private init(context: UnsafeMutablePointer<redisContext>, tunnel: RedisTLSTunnel.Outcome?, replyTimeout: Duration) {
         self.context = context
         self.tunnel = tunnel
+        self.replyTimeout = replyTimeout
     }
 
     deinit { redisFree(context) }
@@ -70,7 +74,7 @@ final class RedisConnection: @unchecked Sendable {
             redisFree(context)
             throw RedisConnectionFailure(message: "cannot connect to \(host):\(port): \(reason)", isStaleConnection: false)
         }
-        let connection = RedisConnection(context: context, tunnel: tunnel)
+        let connection = RedisConnection(context: context, tunnel: tunnel, replyTimeout: configuration.commandTimeout)
         guard redisSetTimeout(context, timeval(configuration.commandTimeout)) == REDIS_OK else {
             throw RedisConnectionFailure(message: "cannot set the command timeout", isStaleConnection: false)
         }
@@ -101,7 +105,17 @@ final class RedisConnection: @unchecked Sendable {
     /// Sends several commands in one write, then reads their replies in order (Redis pipelining):
     /// one round trip and one wake-up for a batch instead of one per command. After a failure the
     /// remaining commands get the same failure and the connection must be dropped.
-    func pipeline(_ commands: [[[UInt8]]]) -> [Result<RedisReply, RedisConnectionFailure>] {
+    ///
+    /// With a `deadline`, replies are awaited until then at most (never longer than the command
+    /// timeout the connection was opened with): a request's store budget bounds the socket wait too.
+    func pipeline(_ commands: [[[UInt8]]], deadline: ContinuousClock.Instant? = nil, commandTimeout: Duration? = nil) -> [Result<RedisReply, RedisConnectionFailure>] {
+        if let deadline, let commandTimeout {
+            let wanted = min(commandTimeout, max(.milliseconds(1), deadline - ContinuousClock.now))
+            // setsockopt only when it changes by more than a few milliseconds.
+            if wanted < replyTimeout - .milliseconds(5) || wanted > replyTimeout + .milliseconds(5), redisSetTimeout(context, timeval(wanted)) == REDIS_OK {
+                replyTimeout = wanted
+            }
+        }
         for arguments in commands {
             // One flat buffer holds every argument; argv points into it and argvlen gives exact
             // lengths, so values containing NUL bytes are sent whole. hiredis copies them.

@@ -11,6 +11,11 @@ import Synchronization
 /// A connection that fails is dropped; the next call opens a new one, which is how the store
 /// recovers after a Redis restart. While Redis is down every call fails fast with
 /// ``StoreError/storeUnavailable(reason:)``: refused at once, or after the connect/command timeout.
+///
+/// Two bounds keep a frozen Redis (connections open, nothing answers) from holding requests: a
+/// call never waits past its request's ``StoreBudget``, and after ``breakerThreshold`` failed
+/// calls in a row a circuit breaker opens: calls fail at once while one PING every
+/// ``probeInterval`` checks Redis in the background, and the first answer closes it.
 public final class RedisStore: KeyValueStore {
     public let configuration: RedisConfiguration
     private let connector: RedisConnector
@@ -19,8 +24,18 @@ public final class RedisStore: KeyValueStore {
     private let queue = Mutex<CommandQueue>(CommandQueue())
     private let isShutdown = Atomic<Bool>(false)
     private let logger: Logger
+    private let breaker = Mutex(Breaker())
 
     static let maxBatch = 64
+    /// Failed calls in a row (each after a real attempt) that open the circuit.
+    public static let breakerThreshold = 3
+    public static let probeInterval: Duration = .milliseconds(500)
+
+    private struct Breaker {
+        var failuresInARow = 0
+        var isOpen = false
+        var probe: Task<Void, Never>?
+    }
 
     private struct Pending {
         var arguments: [[UInt8]]
@@ -180,6 +195,7 @@ public final class RedisStore: KeyValueStore {
 
     public func shutdown() async throws {
         guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        breaker.withLock { $0.probe }?.cancel()
         try await threadPool.shutdownGracefully()
         failQueued(with: .shutdown)
         idle.withLock { $0.removeAll() }
@@ -187,10 +203,18 @@ public final class RedisStore: KeyValueStore {
 
     // MARK: - Execution
 
-    /// Runs one command; `key` (unprefixed) names the key in errors.
-    private func execute(_ name: String, key: String? = nil, _ arguments: [[UInt8]]) async throws -> RedisReply {
+    /// Runs one command; `key` (unprefixed) names the key in errors. `probe` passes an open circuit.
+    private func execute(_ name: String, key: String? = nil, _ arguments: [[UInt8]], probe: Bool = false) async throws -> RedisReply {
         guard !isShutdown.load(ordering: .acquiring) else { throw StoreError.shutdown }
         let start = ContinuousClock.now
+        var deadline = start + configuration.commandTimeout
+        if let budget = StoreBudget.deadline {
+            guard start < budget else { throw StoreError.storeUnavailable(reason: "the request's store budget is spent (Redis slow or frozen)") }
+            deadline = min(deadline, budget)
+        }
+        if !probe, breaker.withLock({ $0.isOpen }) {
+            throw StoreError.storeUnavailable(reason: "circuit open: Redis failed \(Self.breakerThreshold) calls in a row; probing it in the background")
+        }
         let outcome: String
         defer {
             Metrics.Timer(
@@ -201,7 +225,6 @@ public final class RedisStore: KeyValueStore {
         }
         let reply: RedisReply
         do {
-            let deadline = start + configuration.commandTimeout
             reply = try await withCheckedThrowingContinuation { continuation in
                 let startWorker = queue.withLock { queue -> Bool in
                     queue.pending.append(Pending(arguments: arguments, deadline: deadline, continuation: continuation))
@@ -219,6 +242,7 @@ public final class RedisStore: KeyValueStore {
         } catch let error as StoreError {
             outcome = error.code
             logger.warning("redis command failed", metadata: ["command": "\(name)", "error": "\(error)"])
+            if case .storeUnavailable = error, !probe { recordFailure() }
             throw error
         } catch {
             outcome = "cancelled"
@@ -233,8 +257,38 @@ public final class RedisStore: KeyValueStore {
             throw error
         }
         outcome = "ok"
+        if !probe { breaker.withLock { $0.failuresInARow = 0 } }
         return reply
     }
+
+    /// Counts a failed call; the one that reaches the threshold opens the circuit and starts the probe.
+    private func recordFailure() {
+        let opened = breaker.withLock { state -> Bool in
+            state.failuresInARow += 1
+            guard !state.isOpen, state.failuresInARow >= Self.breakerThreshold else { return false }
+            state.isOpen = true
+            return true
+        }
+        guard opened else { return }
+        logger.error("redis failed \(Self.breakerThreshold) calls in a row: circuit open, answering 503 at once while probing Redis every \(Self.probeInterval)")
+        let probe = Task { [self] in
+            while !Task.isCancelled, !isShutdown.load(ordering: .acquiring) {
+                try? await Task.sleep(for: Self.probeInterval)
+                guard (try? await execute("PING", [bytes("PING")], probe: true)) != nil else { continue }
+                breaker.withLock { state in
+                    state.isOpen = false
+                    state.failuresInARow = 0
+                    state.probe = nil
+                }
+                logger.notice("redis answers again: circuit closed")
+                return
+            }
+        }
+        breaker.withLock { $0.probe = probe }
+    }
+
+    /// Whether calls currently fail at once (for tests and readiness).
+    public var isCircuitOpen: Bool { breaker.withLock { $0.isOpen } }
 
     /// A worker: takes the waiting calls in order, a batch at a time, until none is left.
     private func drain() {
@@ -259,7 +313,8 @@ public final class RedisStore: KeyValueStore {
                 }
             }
             guard !live.isEmpty else { continue }
-            for (call, result) in zip(live, executeBlocking(live.map(\.arguments))) { call.continuation.resume(with: result) }
+            let batchDeadline = live.map(\.deadline).max()
+            for (call, result) in zip(live, executeBlocking(live.map(\.arguments), deadline: batchDeadline)) { call.continuation.resume(with: result) }
         }
     }
 
@@ -276,7 +331,7 @@ public final class RedisStore: KeyValueStore {
 
     /// Runs on a worker thread. Retries once, on a fresh connection, only when a pooled connection
     /// turns out to be closed by the server before the first reply (the batch never reached a live Redis).
-    private func executeBlocking(_ commands: [[[UInt8]]]) -> [Result<RedisReply, StoreError>] {
+    private func executeBlocking(_ commands: [[[UInt8]]], deadline: ContinuousClock.Instant?) -> [Result<RedisReply, StoreError>] {
         var attempt = 0
         while true {
             attempt += 1
@@ -291,7 +346,7 @@ public final class RedisStore: KeyValueStore {
                     return Array(repeating: .failure(.storeUnavailable(reason: error.message)), count: commands.count)
                 }
             }
-            let results = connection.pipeline(commands)
+            let results = connection.pipeline(commands, deadline: deadline, commandTimeout: configuration.commandTimeout)
             guard case .failure(let failure)? = results.first(where: { if case .failure = $0 { true } else { false } }) else {
                 if results.contains(where: Self.isReadOnlyRefusal) {
                     // This node became a replica (a failover): it executed no write of the batch,

@@ -138,6 +138,11 @@ extension RelaySessionsAndProvidersChain {
             let query = try RelayHarness.query(try #require(authorize.header("location")))
             #expect(query["error"] == "temporarily_unavailable")
             try await redis.start()
+            // The failures opened the store's circuit: it closes at the first answer of its background probe.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try await harness.get(harness.issuer + "/readyz").status != 200, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
             // Nothing half-done survived: the code is still single-use and the flow can be retried.
             let retry = try await harness.exchange(code, request)
             #expect(retry.status == 200 || JSONValue.object(from: retry.body)?["error"] == .string("invalid_grant"))

@@ -38,7 +38,8 @@ import Testing
             #expect(ContinuousClock.now - start < .seconds(8))  // a refused connection, not a hang
         }
         try await server.start()
-        try await store.set("back", [1], ttl: nil)
+        // Three failures in a row opened the circuit: the background probe closes it within its interval.
+        try await Self.eventually { try await store.set("back", [1], ttl: nil) }
         #expect(try await store.get("back") == [1])
         try await store.shutdown()
         server.stop()
@@ -85,7 +86,76 @@ import Testing
         #expect(failures == 80)
         #expect(ContinuousClock.now - start < .seconds(16))
         server.resume()
+        try await Self.eventually { try await store.ping() }
+        try await store.shutdown()
+        server.stop()
+    }
+
+    /// Retries `body` until it succeeds (an open circuit closes within one probe interval).
+    static func eventually(within limit: Duration = .seconds(10), _ body: () async throws -> Void) async throws {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            do {
+                return try await body()
+            } catch where ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
+    /// One budget for all the calls of a request: against a frozen Redis the first call waits out
+    /// the command timeout, and the next ones fail at once instead of waiting one timeout each.
+    @Test func aRequestsCallsShareOneBudget() async throws {
+        let server = try await RedisServerProcess.launch()
+        let store = try makeStore(server) { $0.commandTimeout = .seconds(2) }
         try await store.ping()
+        server.pause()
+        let start = ContinuousClock.now
+        var reasons: [String] = []
+        await StoreBudget.withBudget(.seconds(1)) {
+            for index in 0..<3 {
+                do {
+                    _ = try await store.get("k\(index)")
+                } catch let error as StoreError {
+                    if case .storeUnavailable(let reason) = error { reasons.append(reason) }
+                } catch {}
+            }
+        }
+        let elapsed = ContinuousClock.now - start
+        #expect(reasons.count == 3)
+        #expect(reasons.dropFirst().allSatisfy { $0.contains("store budget is spent") }, "\(reasons)")
+        // Three command timeouts would take 6 s; one budget is 1 s, which bounds even the first
+        // call's wait for a reply (the bound leaves a loaded machine 2 s of scheduling delay).
+        #expect(elapsed < .seconds(3), "\(elapsed)")
+        #expect(!store.isCircuitOpen)  // one real failure only
+        server.resume()
+        try await store.ping()
+        try await store.shutdown()
+        server.stop()
+    }
+
+    /// Repeated failures open the circuit: calls then fail at once, a background PING watches Redis,
+    /// and the first answer closes it.
+    @Test func aFrozenRedisOpensTheCircuitAndItsRecoveryClosesIt() async throws {
+        let server = try await RedisServerProcess.launch()
+        let store = try makeStore(server) { $0.commandTimeout = .milliseconds(400) }
+        try await store.ping()
+        server.pause()
+        for index in 0..<RedisStore.breakerThreshold {
+            await #expect(throws: StoreError.self) { try await store.get("k\(index)") }
+        }
+        #expect(store.isCircuitOpen)
+        let start = ContinuousClock.now
+        await #expect { try await store.get("fast") } throws: { error in
+            guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
+            return reason.hasPrefix("circuit open")
+        }
+        // Not a wait on Redis: no command timeout passed.
+        #expect(ContinuousClock.now - start < .milliseconds(300))
+        server.resume()
+        try await Self.eventually { try await store.set("after", [2], ttl: nil) }
+        #expect(!store.isCircuitOpen)
+        #expect(try await store.get("after") == [2])
         try await store.shutdown()
         server.stop()
     }

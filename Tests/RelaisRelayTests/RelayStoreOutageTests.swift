@@ -1,0 +1,38 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import RelaisConfig
+import RelaisJOSE
+import RelaisStore
+import RelaisTestSupport
+import Testing
+
+/// The relay against a Redis that hangs (connections open, nothing answers).
+@Suite struct RelayStoreOutageTests {
+    /// One budget per request across its store calls (rate limit, refresh lock, refresh record…):
+    /// a 503 after about one `store.request_budget`, not one command timeout per call.
+    @Test func aRequestToAFrozenRedisWaitsOneBudget() async throws {
+        let redis = try await RedisServerProcess.launch()
+        defer { redis.stop() }
+        var redisConfiguration = RedisConfiguration(connectTimeout: .seconds(1), commandTimeout: .seconds(2), poolSize: 2)
+        try redisConfiguration.apply(url: redis.url)
+        let store = RedisStore(configuration: redisConfiguration)
+        let fixture = RelayRouteTests.Fixture({ $0.store.requestBudget = .seconds(1) }, serving: { _ in store })
+        try await fixture.test { client in
+            redis.pause()
+            defer { redis.resume() }
+            let start = ContinuousClock.now
+            let response = try await client.execute(
+                uri: "/token", method: .post, headers: RelayRouteTests.formHeaders,
+                body: RelayRouteTests.form([("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "some-token")])
+            )
+            let elapsed = ContinuousClock.now - start
+            #expect(response.status == .serviceUnavailable)
+            #expect(RelayRouteTests.json(response)["error"] == .string("temporarily_unavailable"))
+            // Its calls waiting out the 2 s command timeout each would take 4 s or more (seen: 6.1 s
+            // without the budget); the bound leaves a busy machine 2 s of scheduling delay.
+            #expect(elapsed < .seconds(3), "\(elapsed)")
+        }
+        try await store.shutdown()
+    }
+}
