@@ -2,6 +2,7 @@ public import Logging
 public import NIOCore
 public import RelaisClock
 public import RelaisConfig
+public import RelaisStore
 import RelaisServer
 
 /// Runs `relais serve`: the server skeleton (health, metrics, drain) with the relay's routes.
@@ -25,8 +26,19 @@ public enum RelayRunner {
             onServerRunning: onServerRunning,
             clock: clock
         ) { dependencies in
+            if configuration.server.environment == .production, let warning = await persistenceWarning(dependencies.store) { logger.warning("\(warning)") }
             let relay = try await Relay(configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient, clock: clock)
             return relay.register(on:)
         }
+    }
+
+    /// Sessions live in Redis: without the append-only file, a Redis restart loses every session
+    /// since its last RDB snapshot (all of them without one), and everyone must sign in again.
+    public static func persistenceWarning(_ store: any KeyValueStore) async -> String? {
+        guard let redis = store as? RedisStore, await redis.serverSetting("appendonly") == "no" else { return nil }
+        let snapshots = await redis.serverSetting("save") ?? ""
+        return "Redis runs without its append-only file (appendonly no)"
+            + (snapshots.isEmpty ? " and without RDB snapshots: a Redis restart signs every user out" : ": a Redis restart loses the sessions opened since its last RDB snapshot (save \(snapshots))")
+            + "; set appendonly yes (docs/operations.md)"
     }
 }

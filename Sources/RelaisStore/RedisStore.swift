@@ -287,6 +287,15 @@ public final class RedisStore: KeyValueStore {
         breaker.withLock { $0.probe = probe }
     }
 
+    /// A server setting (`CONFIG GET name`); nil when unset or when CONFIG is not allowed (managed
+    /// services often rename or forbid it).
+    public func serverSetting(_ name: String) async -> String? {
+        guard case .array(let items)? = try? await execute("CONFIG", [bytes("CONFIG"), bytes("GET"), bytes(name)]), items.count == 2,
+            case .string(let value) = items[1]
+        else { return nil }
+        return String(decoding: value, as: UTF8.self)
+    }
+
     /// Whether calls currently fail at once (for tests and readiness).
     public var isCircuitOpen: Bool { breaker.withLock { $0.isOpen } }
 

@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import RelaisConfig
+import RelaisRelay
 import RelaisJOSE
 import RelaisStore
 import RelaisTestSupport
@@ -33,6 +34,25 @@ import Testing
             // without the budget); the bound leaves a busy machine 2 s of scheduling delay.
             #expect(elapsed < .seconds(3), "\(elapsed)")
         }
+        try await store.shutdown()
+    }
+}
+
+/// A production start-up says when Redis would lose the sessions on a restart.
+@Suite struct RedisPersistenceWarningTests {
+    @Test(arguments: [
+        (["--appendonly", "yes"], nil),
+        ([], "Redis runs without its append-only file (appendonly no) and without RDB snapshots: a Redis restart signs every user out; set appendonly yes (docs/operations.md)"),
+        (["--save", "900 1"], "Redis runs without its append-only file (appendonly no): a Redis restart loses the sessions opened since its last RDB snapshot (save 900 1); set appendonly yes (docs/operations.md)"),
+    ] as [([String], String?)])
+    func theWarningFollowsRedisPersistence(arguments: [String], expected: String?) async throws {
+        let redis = try await RedisServerProcess.launch(extraArguments: arguments)
+        defer { redis.stop() }
+        var configuration = RedisConfiguration()
+        try configuration.apply(url: redis.url)
+        let store = RedisStore(configuration: configuration)
+        #expect(await RelayRunner.persistenceWarning(store) == expected)
+        #expect(await RelayRunner.persistenceWarning(EmbeddedStore()) == nil)
         try await store.shutdown()
     }
 }
