@@ -20,7 +20,7 @@ public struct Relay: Sendable {
     ) async throws {
         let issuer = configuration.server.publicBaseURL
         let sessions = SessionStore(store: store, settings: configuration.relay, clock: clock)
-        let keys = try await RelayKeyRing.load(configuration.keys, store: sessions)
+        let keys = try await RelayKeys.load(configuration.keys, store: sessions)
         let vault = SessionVault(keys: keys)
         let apps = Dictionary(configuration.apps.map { ($0.clientID, $0) }, uniquingKeysWith: { first, _ in first })
         let providerSettings = Dictionary(configuration.providers.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })

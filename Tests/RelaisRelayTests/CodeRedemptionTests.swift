@@ -17,7 +17,7 @@ import Testing
             clientID: "app", redirectURI: RelayRouteTests.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"],
             nonce: nil, providerID: "fc", acr: "eidas1", forceLogin: false
         )
-        let sealed = try SessionVault(keys: try await RelayKeyRing.load(fixture.configuration.keys, store: fixture.sessions))
+        let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions))
             .seal(SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x"))
         let code = SessionStore.newToken(for: SessionStore.newSessionID())
         try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: code)

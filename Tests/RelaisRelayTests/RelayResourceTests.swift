@@ -14,7 +14,7 @@ import Testing
     /// The claims of an access token the fixture minted, changed and signed again with Relais' key:
     /// a token Relais could have minted for another app or API.
     static func resigned(_ token: String, _ fixture: Route.Fixture, _ change: (inout [String: JSONValue]) -> Void) async throws -> String {
-        let keys = try await RelayKeyRing.load(fixture.configuration.keys, store: fixture.sessions)
+        let keys = try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions).ring
         var claims = try #require(JSONValue.object(from: try JWS.parse(token).payload))
         change(&claims)
         return try JWS.sign(payload: JSONValue.object(claims).serialized(), with: keys.activeSigningKey, algorithm: keys.activeAlgorithm, extraHeader: ["typ": .string("at+jwt")])

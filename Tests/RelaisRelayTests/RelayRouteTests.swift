@@ -120,7 +120,7 @@ import Testing
             clientID: "app", redirectURI: Self.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
             providerID: "fc", acr: "eidas1", forceLogin: false
         )
-        let sealed = try SessionVault(keys: try await RelayKeyRing.load(fixture.configuration.keys, store: fixture.sessions))
+        let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions))
             .seal(SessionIdentity(claims: ["given_name": .string("Angela")], amr: nil, authTime: nil, providerIDToken: "x"))
         try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: Self.theCode)
         fixture.clock.advance(by: .seconds(61))
@@ -139,7 +139,7 @@ import Testing
             clientID: "app", redirectURI: Self.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid", "profile"],
             nonce: "n-1", providerID: "fc", acr: "eidas1", forceLogin: false
         )
-        let sealed = try SessionVault(keys: try await RelayKeyRing.load(fixture.configuration.keys, store: fixture.sessions))
+        let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions))
             .seal(SessionIdentity(claims: ["given_name": .string("Angela")], amr: ["fc"], authTime: 1, providerIDToken: "x"))
         try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: Self.theCode)
         fixture.clock.advance(by: .seconds(59))
@@ -218,7 +218,7 @@ import Testing
             clientID: "app", redirectURI: redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
             providerID: provider, acr: acr, forceLogin: false
         )
-        let sealed = try SessionVault(keys: try await RelayKeyRing.load(fixture.configuration.keys, store: fixture.sessions))
+        let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions))
             .seal(SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x"))
         let code = SessionStore.newToken(for: SessionStore.newSessionID())
         try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: acr, sealedIdentity: sealed, providerSessionID: nil), code: code)

@@ -9,15 +9,19 @@ struct MetadataRoutes: RelayRoutes {
     let issuer: String
     let apps: [AppSettings]
     let providers: [ProviderSettings]
-    let keys: RelayKeyRing
+    let keys: RelayKeys
 
     func register(on router: Router<RelaisRequestContext>) {
         let document = metadata()
         let serialized = document.serialized()
         router.get("/.well-known/oauth-authorization-server") { _, _ in RelayResponse.publicDocument(serialized, contentType: "application/json") }
         router.get("/.well-known/openid-configuration") { _, _ in RelayResponse.publicDocument(serialized, contentType: "application/json") }
-        let signingKeys = keys.signingKeys.publicJSON()
-        router.get("/jwks.json") { _, _ in RelayResponse.publicDocument(signingKeys, contentType: "application/jwk-set+json") }
+        // Generated development keys may change (see RelayKeys): served as they are now.
+        let signingKeys = keys.ring.signingKeys.publicJSON()
+        router.get("/jwks.json") { [keys] _, _ in
+            await keys.synchronize()
+            return RelayResponse.publicDocument(keys.signingKeysGenerated ? keys.ring.signingKeys.publicJSON() : signingKeys, contentType: "application/jwk-set+json")
+        }
         // The jwks_uri to register at providers: the public halves of Relais' client keys
         // (private_key_jwt assertions, `use: sig`) and of its decryption keys (FranceConnect+
         // encrypts id_tokens and userinfo to them, `use: enc`).
@@ -45,7 +49,7 @@ struct MetadataRoutes: RelayRoutes {
             "code_challenge_methods_supported": strings(["S256"]),
             "token_endpoint_auth_methods_supported": strings(["none"]),
             "subject_types_supported": strings(["public"]),
-            "id_token_signing_alg_values_supported": strings([keys.activeAlgorithm.rawValue]),
+            "id_token_signing_alg_values_supported": strings([keys.ring.activeAlgorithm.rawValue]),
             "scopes_supported": strings(scopes),
             "claims_supported": strings(["sub", "acr", "amr", "auth_time", "sid", "idp"] + ScopeCatalogue.identityClaims.sorted()),
             "authorization_response_iss_parameter_supported": .bool(true),

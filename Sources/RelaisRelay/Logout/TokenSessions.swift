@@ -6,7 +6,7 @@ import RelaisClock
 /// too: revocation and logout come late).
 struct TokenSessions: Sendable {
     let sessions: SessionStore
-    let keys: RelayKeyRing
+    let keys: RelayKeys
     let issuer: String
 
     /// The session a refresh or access token of `clientID` belongs to; nil for anything else.
@@ -34,7 +34,7 @@ struct TokenSessions: Sendable {
     private func verified(_ token: String, _ policy: ClaimsPolicy) -> VerifiedClaims? {
         var policy = policy
         policy.now = { [clock = sessions.clock] in clock.now }
-        guard let jws = try? JWS.parse(token), (try? jws.verify(with: keys.signingKeys)) != nil else { return nil }
+        guard let jws = try? JWS.parse(token), (try? jws.verify(with: keys.ring.signingKeys)) != nil else { return nil }
         return try? policy.validate(jws)
     }
 }

@@ -10,7 +10,7 @@ import RelaisServer
 /// possession of the token's key will plug in.
 struct BearerAuthenticator: Sendable {
     let issuer: String
-    let keys: RelayKeyRing
+    let keys: RelayKeys
     let sessions: SessionStore
     /// Verified access tokens by their SHA-256, until `exp` (plus the leeway): a gateway presents the
     /// same token many times, and an ES256 verification costs more than the rest of the request.
@@ -40,7 +40,15 @@ struct BearerAuthenticator: Sendable {
         guard let header = request.headers[.authorization] else { throw .missingToken }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw .invalidRequest("use the Bearer scheme") }
-        let access = try verify(String(parts[1].trimmingCharacters(in: " ")))
+        let token = String(parts[1].trimmingCharacters(in: " "))
+        let access: AccessToken
+        do {
+            access = try verify(token)
+        } catch let error where keys.signingKeysGenerated && error.description != "the access token has expired" {
+            // Perhaps signed by another instance's new generated key: check the store once, retry.
+            await keys.synchronize(afterFailure: true)
+            access = try verify(token)
+        }
         guard check == .alive else { return access }
         let live: Bool
         do {
@@ -60,7 +68,7 @@ struct BearerAuthenticator: Sendable {
         let claims: VerifiedClaims
         do {
             let jws = try JWS.parse(token)
-            try jws.verify(with: keys.signingKeys)
+            try jws.verify(with: keys.ring.signingKeys)
             var policy = ClaimsPolicy(issuer: issuer)
             policy.expectedType = "at+jwt"
             policy.leeway = Self.leeway

@@ -50,7 +50,7 @@ struct IntrospectRoute: RelayRoutes {
 
     private func introspectAccessToken(_ token: String, for server: ResourceServerSettings) async throws -> JSONValue? {
         // Not a Relais JWT at all: perhaps a refresh token.
-        guard let jws = try? JWS.parse(token), jws.keyID != nil || bearer.keys.signingKeys.keys.count == 1 else { return nil }
+        guard let jws = try? JWS.parse(token), jws.keyID != nil || bearer.keys.ring.signingKeys.keys.count == 1 else { return nil }
         guard let access = try? bearer.verify(token) else { return Self.inactive }
         let claims = access.claims
         if !server.audiences.isEmpty && Set(claims.audience).isDisjoint(with: server.audiences) { return Self.inactive }

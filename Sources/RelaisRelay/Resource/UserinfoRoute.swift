@@ -31,7 +31,7 @@ struct UserinfoRoute: RelayRoutes {
         let now = sessions.clock.now
         if let body = bodies.get(key, now: now) { return body }
         guard let session = try await sessions.session(access.sid), session.subject == access.subject, session.clientID == access.clientID,
-            let identity = vault.openIdentity(session.sealedIdentity)
+            let identity = await vault.openIdentityAfterSync(session.sealedIdentity)
         else { throw RelayError.invalidToken("the session has ended") }
         var claims = TokenMinter.grantedClaims(identity, scopes: access.scopes)
         claims["sub"] = .string(access.subject)

@@ -1,11 +1,12 @@
 import FoundationEssentials
+import Logging
 import RelaisCrypto
 import RelaisJOSE
 
 /// Seals session payloads at rest: JWE `dir` + `A256GCM` under the active session key, its `kid` in
 /// the header, so a key rotation keeps older sessions readable.
 struct SessionVault: Sendable {
-    let keys: RelayKeyRing
+    let keys: RelayKeys
     /// Opened identities by the SHA-256 of their sealed form: /userinfo opens the same session's
     /// identity on every call, and unsealing costs more than the rest of the request.
     let opened = MemoryCache<[UInt8], SessionIdentity>(capacity: 10_000)
@@ -19,12 +20,32 @@ struct SessionVault: Sendable {
         return identity
     }
 
+    /// A sealed identity opened for a grant: when no key of this instance opens it, the keys are
+    /// checked against the store once (generated keys may have changed, see ``RelayKeys``). Still
+    /// unopenable: with generated keys a 503 (they are converging), with configured keys
+    /// `invalid_grant` (the key was removed: the app must sign the user in again).
+    func openForGrant(_ sealed: String, what: String, logger: Logger) async throws -> SessionIdentity {
+        if let identity = open(SessionIdentity.self, sealed) { return identity }
+        await keys.synchronize(afterFailure: true)
+        if let identity = open(SessionIdentity.self, sealed) { return identity }
+        logger.error("\(what) was sealed with a session key this instance does not have", metadata: ["generated_keys": "\(keys.sessionKeysGenerated)"])
+        if keys.sessionKeysGenerated { throw RelayError(.temporarilyUnavailable, "the development session keys are being synchronised; try again shortly") }
+        throw RelayError.invalidGrant("\(what) was sealed with a session key that is no longer configured; sign in again")
+    }
+
+    /// ``openIdentity(_:)``, with one check of the keys against the store when it fails.
+    func openIdentityAfterSync(_ sealed: String) async -> SessionIdentity? {
+        if let identity = openIdentity(sealed) { return identity }
+        await keys.synchronize(afterFailure: true)
+        return openIdentity(sealed)
+    }
+
     func seal<Value: Encodable>(_ value: Value) throws -> String {
-        try JWE.encrypt(Array(try JSONEncoder().encode(value)), to: keys.activeSessionKey, keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
+        try JWE.encrypt(Array(try JSONEncoder().encode(value)), to: keys.ring.activeSessionKey, keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
     }
 
     func open<Value: Decodable>(_ type: Value.Type, _ sealed: String) -> Value? {
-        guard let decrypted = try? JWE.parse(sealed).decrypt(with: keys.sessionKeys) else { return nil }
+        guard let decrypted = try? JWE.parse(sealed).decrypt(with: keys.ring.sessionKeys) else { return nil }
         return try? JSONDecoder().decode(type, from: Data(decrypted.plaintext))
     }
 
@@ -37,11 +58,11 @@ struct SessionVault: Sendable {
     }
 
     func seal(json value: JSONValue) throws -> String {
-        try JWE.encrypt(value.serialized(), to: keys.activeSessionKey, keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
+        try JWE.encrypt(value.serialized(), to: keys.ring.activeSessionKey, keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
     }
 
     func open(json sealed: String) -> JSONValue? {
-        guard let decrypted = try? JWE.parse(sealed).decrypt(with: keys.sessionKeys) else { return nil }
+        guard let decrypted = try? JWE.parse(sealed).decrypt(with: keys.ring.sessionKeys) else { return nil }
         return JSONValue.parse(decrypted.plaintext)
     }
 }

@@ -89,6 +89,7 @@ struct CallbackRoute: RelayRoutes {
         // The code names the session it will open, so both live under one store hash tag.
         let relayCode = SessionStore.newToken(for: SessionStore.newSessionID())
         do {
+            await vault.keys.synchronize()
             let sealed = try vault.seal(SessionIdentity(claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken))
             let record = RelayCode(app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: sealed, providerSessionID: identity.sessionID)
             try await sessions.saveCode(record, code: relayCode)

@@ -26,9 +26,8 @@ struct AuthorizationCodeGrant: Sendable {
             try await sessions.discardCode(code)
             throw error
         }
-        guard let identity = vault.open(SessionIdentity.self, record.sealedIdentity) else {
-            throw RelayError(.serverError, "the sign-in cannot be opened (session key missing)")
-        }
+        let identity = try await vault.openForGrant(record.sealedIdentity, what: "the sign-in", logger: logger)
+        await vault.keys.synchronize()
         // Found under its session's tag, so the code names its session.
         guard let sid = SessionStore.sessionID(in: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
         let session = sessions.newSession(for: record)

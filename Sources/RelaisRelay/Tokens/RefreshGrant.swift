@@ -51,9 +51,8 @@ struct RefreshGrant: Sendable {
         guard let session = try await sessions.session(record.sid), session.clientID == app.clientID else {
             throw RelayError.invalidGrant("the session has ended")
         }
-        guard let identity = vault.open(SessionIdentity.self, session.sealedIdentity) else {
-            throw RelayError(.serverError, "the session cannot be opened (session key missing)")
-        }
+        let identity = try await vault.openForGrant(session.sealedIdentity, what: "the session", logger: logger)
+        await vault.keys.synchronize()
         if let scopes, let wider = scopes.first(where: { !session.scopes.contains($0) }) {
             throw RelayError(.invalidScope, "scope '\(wider)' was not granted at sign-in")
         }

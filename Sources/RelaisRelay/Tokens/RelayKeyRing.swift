@@ -1,43 +1,141 @@
+import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
+import Synchronization
 
-/// Relais' own keys: the signing keys (all published, the active one signs) and the session keys
-/// (the active one seals, all open). In development without configured keys, one of each is
-/// generated and kept in the store, so every instance on one Redis shares them.
+/// Relais' own keys at one moment: the signing keys (all published, the active one signs) and the
+/// session keys (the active one seals, all open).
 struct RelayKeyRing: Sendable {
-    let signingKeys: JWKSet
-    let activeSigningKey: JWK
-    let sessionKeys: JWKSet
-    let activeSessionKey: JWK
+    var signingKeys: JWKSet
+    var activeSigningKey: JWK
+    var sessionKeys: JWKSet
+    var activeSessionKey: JWK
 
     var activeAlgorithm: JWSAlgorithm { activeSigningKey.keyType == .rsa ? .rs256 : .es256 }
+}
 
-    static func load(_ settings: RelayKeySettings, store: SessionStore) async throws -> RelayKeyRing {
+/// Relais' keys as the routes use them. Configured keys never change. In development without
+/// configured keys, one of each is generated and kept in the store, so every instance on one
+/// Redis shares them; and because Redis may lose them (a restart without persistence), each
+/// instance checks the store again every few seconds and whenever something fails to verify or
+/// open: it puts its key back when the store lost it, and adopts the store's key when another
+/// instance wrote a new one first, keeping its previous keys to check what they signed or sealed.
+/// So instances converge on one key again instead of failing each other's tokens for good.
+final class RelayKeys: Sendable {
+    private struct State {
+        var ring: RelayKeyRing
+        /// The stored forms of the generated active keys (PEM, base64url); nil when configured.
+        var sharedSigning: [UInt8]?
+        var sharedSession: [UInt8]?
+        var lastCheck: ContinuousClock.Instant?
+    }
+
+    private let state: Mutex<State>
+    /// The store of the generated keys; nil when both kinds are configured.
+    private let shared: SessionStore?
+
+    /// How often the store is read again on the normal path, and at most on failures.
+    static let checkInterval: Duration = .seconds(5)
+    static let failureCheckInterval: Duration = .seconds(1)
+    /// Previous generated keys kept to verify and open what they produced.
+    static let keptPrevious = 3
+
+    /// Whether the signing or the session keys were generated (development) rather than configured.
+    let signingKeysGenerated: Bool
+    let sessionKeysGenerated: Bool
+
+    var ring: RelayKeyRing { state.withLock { $0.ring } }
+
+    init(ring: RelayKeyRing) {
+        state = Mutex(State(ring: ring))
+        shared = nil
+        signingKeysGenerated = false
+        sessionKeysGenerated = false
+    }
+
+    private init(state: State, shared: SessionStore) {
+        self.state = Mutex(state)
+        self.shared = shared
+        signingKeysGenerated = state.sharedSigning != nil
+        sessionKeysGenerated = state.sharedSession != nil
+    }
+
+    static func load(_ settings: RelayKeySettings, store: SessionStore) async throws -> RelayKeys {
         var signing = settings.signingKeys
         var active = settings.activeSigningKey.flatMap { id in signing.first { $0.keyID == id } }
+        var sharedSigning: [UInt8]?
         if signing.isEmpty {
-            let generated = try JWK.generate(for: .es256)
-            let pem = Array((generated.privateKeyPEM() ?? "").utf8)
-            guard let stored = try await store.sharedValue(.signingKey, proposing: pem) else { throw RelayStartupError("the generated signing key could not be stored") }
-            let key = try JWK(pem: String(decoding: stored, as: UTF8.self))
-            let named = try JWK(pem: String(decoding: stored, as: UTF8.self), keyID: "dev-" + key.thumbprint().prefix(12), use: "sig", algorithm: "ES256")
-            signing = [named]
-            active = named
+            let proposed = Array((try JWK.generate(for: .es256).privateKeyPEM() ?? "").utf8)
+            guard let stored = try await store.sharedValue(.signingKey, proposing: proposed), let key = signingKey(stored) else {
+                throw RelayStartupError("the generated signing key could not be stored")
+            }
+            signing = [key]
+            active = key
+            sharedSigning = stored
         }
         var sessions = settings.sessionKeys.map { JWK(symmetric: $0.key, keyID: $0.id, algorithm: "dir") }
         var activeSession = settings.activeSessionKey.flatMap { id in sessions.first { $0.keyID == id } }
+        var sharedSession: [UInt8]?
         if sessions.isEmpty {
             let proposed = Array(Base64URL.encode(SecureRandom.bytes(32)).utf8)
-            guard let stored = try await store.sharedValue(.sessionKey, proposing: proposed), let bytes = Base64URL.decode(String(decoding: stored, as: UTF8.self)), bytes.count == 32 else {
+            guard let stored = try await store.sharedValue(.sessionKey, proposing: proposed), let key = sessionKey(stored) else {
                 throw RelayStartupError("the generated session key could not be stored")
             }
-            let key = JWK(symmetric: bytes, keyID: "dev-session", algorithm: "dir")
             sessions = [key]
             activeSession = key
+            sharedSession = stored
         }
         guard let active, let activeSession else { throw RelayStartupError("no active signing or session key") }
-        return RelayKeyRing(signingKeys: JWKSet(keys: signing), activeSigningKey: active, sessionKeys: JWKSet(keys: sessions), activeSessionKey: activeSession)
+        let ring = RelayKeyRing(signingKeys: JWKSet(keys: signing), activeSigningKey: active, sessionKeys: JWKSet(keys: sessions), activeSessionKey: activeSession)
+        guard sharedSigning != nil || sharedSession != nil else { return RelayKeys(ring: ring) }
+        return RelayKeys(state: State(ring: ring, sharedSigning: sharedSigning, sharedSession: sharedSession, lastCheck: store.clock.instant), shared: store)
+    }
+
+    /// Checks the generated keys against the store when the last check is older than the interval
+    /// (`afterFailure`: the shorter one). Configured keys: nothing to do. A store failure keeps
+    /// the keys as they are (the request fails on its own store calls).
+    func synchronize(afterFailure: Bool = false) async {
+        guard let shared else { return }
+        let now = shared.clock.instant
+        let due = state.withLock { state -> (signing: [UInt8]?, session: [UInt8]?)? in
+            let interval = afterFailure ? Self.failureCheckInterval : Self.checkInterval
+            if let last = state.lastCheck, now - last < interval { return nil }
+            state.lastCheck = now
+            return (state.sharedSigning, state.sharedSession)
+        }
+        guard let due else { return }
+        // The store answers with its value, or ours when it had lost it (put back at once).
+        var storedSigning: [UInt8]?
+        if let ours = due.signing { storedSigning = try? await shared.sharedValue(.signingKey, proposing: ours) }
+        var storedSession: [UInt8]?
+        if let ours = due.session { storedSession = try? await shared.sharedValue(.sessionKey, proposing: ours) }
+        state.withLock { state in
+            if let stored = storedSigning, stored != state.sharedSigning, let key = Self.signingKey(stored) {
+                state.ring.activeSigningKey = key
+                state.ring.signingKeys = JWKSet(keys: [key] + state.ring.signingKeys.keys.filter { $0.keyID != key.keyID }.prefix(Self.keptPrevious))
+                state.sharedSigning = stored
+            }
+            if let stored = storedSession, stored != state.sharedSession, let key = Self.sessionKey(stored) {
+                state.ring.activeSessionKey = key
+                state.ring.sessionKeys = JWKSet(keys: [key] + state.ring.sessionKeys.keys.filter { $0.keyID != key.keyID }.prefix(Self.keptPrevious))
+                state.sharedSession = stored
+            }
+        }
+    }
+
+    /// A generated signing key from its stored PEM, named by its thumbprint.
+    private static func signingKey(_ stored: [UInt8]) -> JWK? {
+        let pem = String(decoding: stored, as: UTF8.self)
+        guard let key = try? JWK(pem: pem) else { return nil }
+        return try? JWK(pem: pem, keyID: "dev-" + key.thumbprint().prefix(12), use: "sig", algorithm: "ES256")
+    }
+
+    /// A generated session key from its stored base64url form, named by a digest of it (two
+    /// generated keys must never share a `kid`).
+    private static func sessionKey(_ stored: [UInt8]) -> JWK? {
+        guard let bytes = Base64URL.decode(String(decoding: stored, as: UTF8.self)), bytes.count == 32 else { return nil }
+        return JWK(symmetric: bytes, keyID: "dev-session-" + Hex.encode(Array(SHA256.hash(bytes).prefix(6))), algorithm: "dir")
     }
 }
 

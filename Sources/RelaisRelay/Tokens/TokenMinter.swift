@@ -7,7 +7,7 @@ import RelaisJOSE
 /// verify offline with /jwks.json; the id_token carries the identity claims the app's scopes grant.
 struct TokenMinter: Sendable {
     let issuer: String
-    let keys: RelayKeyRing
+    let keys: RelayKeys
     let clock: any RelaisClock
 
     struct Minted {
@@ -17,6 +17,7 @@ struct TokenMinter: Sendable {
     }
 
     func mint(sid: String, session: SessionRecord, identity: SessionIdentity, app: AppSettings, nonce: String?) throws -> Minted {
+        let keys = keys.ring
         let now = clock.now.rounded(.down)
         let lifetime = Double(app.accessTokenLifetime.components.seconds)
         let scope = session.scopes.joined(separator: " ")
