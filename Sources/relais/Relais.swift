@@ -105,14 +105,8 @@ struct CheckConfig: AsyncParsableCommand {
 }
 
 func bootstrapLogging(_ log: RelaisConfiguration.Log) {
-    LoggingSystem.bootstrap { label in
-        switch log.format {
-        case .json:
-            return JSONLogHandler(label: label, level: log.level)
-        case .text:
-            return TextLogHandler(label: label, level: log.level)
-        }
-    }
+    let format: LineLogHandler.Format = log.format == .json ? .json : .text
+    LoggingSystem.bootstrap { label in LineLogHandler(label: label, level: log.level, format: format) }
 }
 
 func currentEnvironment() -> [String: String] {

@@ -34,7 +34,7 @@ import Testing
         let http = HTTPClient(configuration: .init())
         let first = try await Self.application(fixture, http)
         // Redis loses everything; a second instance starts and generates keys of its own.
-        for key in [SessionStore.Key.signingKey, SessionStore.Key.sessionKey] { try await fixture.store.delete(key) }
+        for key in [SessionStore.Key.signingKey, SessionStore.Key.sessionKey] { _ = try await fixture.store.delete(key) }
         let second = try await Self.application(fixture, http)
         try await first.test(.router) { one in
             try await second.test(.router) { two in
@@ -54,7 +54,7 @@ import Testing
 
                 // The store loses the keys again: the next check puts the active key back, and an
                 // instance starting then adopts it.
-                for key in [SessionStore.Key.signingKey, SessionStore.Key.sessionKey] { try await fixture.store.delete(key) }
+                for key in [SessionStore.Key.signingKey, SessionStore.Key.sessionKey] { _ = try await fixture.store.delete(key) }
                 fixture.clock.advance(by: .seconds(6))
                 #expect(try await Self.keyIDs(one).first == secondKeys.first)
                 let third = try await Self.application(fixture, http)

@@ -202,18 +202,18 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
     }
 
     @Test func jsonLogLinesAreValidJSON() throws {
-        let quoted = JSONLogHandler.quoted("a \"quote\", a \\ and a\nnewline\u{1}")
+        let quoted = LogText.quoted("a \"quote\", a \\ and a\nnewline\u{1}")
         #expect(quoted == #""a \"quote\", a \\ and a\nnewline\u0001""#)
-        let encoded = JSONLogHandler.encode(.dictionary(["b": .array([.string("x"), .stringConvertible(2)]), "a": .string("y")]))
+        let encoded = LogText.json(.dictionary(["b": .array([.string("x"), .stringConvertible(2)]), "a": .string("y")]))
         #expect(encoded == #"{"a":"y","b":["x","2"]}"#)
         let object = try JSONSerialization.jsonObject(with: Data(encoded.utf8)) as? [String: Any]
         #expect(object?["a"] as? String == "y")
-        let timestamp = JSONLogHandler.timestamp()
+        let timestamp = LogText.timestamp()
         #expect(timestamp.count == 24 && timestamp.hasSuffix("Z"))
-        #expect(JSONLogHandler.timestamp(0) == "1970-01-01T00:00:00.000Z")
-        #expect(JSONLogHandler.timestamp(951_782_400.5) == "2000-02-29T00:00:00.500Z")
-        #expect(JSONLogHandler.timestamp(1_795_334_017.123) == "2026-11-22T07:53:37.123Z")
-        #expect(JSONLogHandler.timestamp(4_102_444_799.999) == "2099-12-31T23:59:59.999Z")
+        #expect(LogText.timestamp(0) == "1970-01-01T00:00:00.000Z")
+        #expect(LogText.timestamp(951_782_400.5) == "2000-02-29T00:00:00.500Z")
+        #expect(LogText.timestamp(1_795_334_017.123) == "2026-11-22T07:53:37.123Z")
+        #expect(LogText.timestamp(4_102_444_799.999) == "2099-12-31T23:59:59.999Z")
     }
 }
 
@@ -225,7 +225,7 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
 
     @Test func requestBorneStringsCannotForgeOrHideLines() {
         let capture = Capture()
-        var logger = Logger(label: "relais.test") { label in TextLogHandler(label: label, level: .trace) { line in capture.lines.withLock { $0.append(line) } } }
+        var logger = Logger(label: "relais.test") { label in LineLogHandler(label: label, level: .trace, format: .text) { line in capture.lines.withLock { $0.append(line) } } }
         logger[metadataKey: "request_id"] = "r-1"
         logger.warning(
             "provider returned an error\nfake line",
@@ -249,7 +249,7 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
 
     /// A quote followed by a combining mark is one Character but still a quote to a JSON parser.
     @Test func jsonLinesEscapeEveryQuoteScalar() throws {
-        let quoted = JSONLogHandler.quoted("a\"\u{301}b\u{2028}")
+        let quoted = LogText.quoted("a\"\u{301}b\u{2028}")
         #expect(quoted == "\"a\\\"\u{301}b\\u2028\"")
         let parsed = try JSONSerialization.jsonObject(with: Data(("[" + quoted + "]").utf8)) as? [String]
         #expect(parsed == ["a\"\u{301}b\u{2028}"])

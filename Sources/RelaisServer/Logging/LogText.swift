@@ -1,0 +1,99 @@
+import FoundationEssentials
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Escaping, formatting and output for ``LineLogHandler``.
+public enum LogText {
+    /// The string with backslashes and every character that could break or disguise a log line
+    /// escaped: C0 and C1 controls and DEL (`\n`, `\r`, `\t`, else `\uXXXX`), the Unicode line and
+    /// paragraph separators, and the bidirectional overrides and isolates. The result is also a
+    /// valid JSON string body when `quotes` escapes `"` too.
+    public static func escaped(_ string: String, quotes: Bool = false) -> String {
+        var output = ""
+        output.reserveCapacity(string.utf8.count)
+        for scalar in string.unicodeScalars {
+            switch scalar.value {
+            case 0x5C: output += "\\\\"
+            case 0x22 where quotes: output += "\\\""
+            case 0x0A: output += "\\n"
+            case 0x0D: output += "\\r"
+            case 0x09: output += "\\t"
+            case 0..<0x20, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
+                let hex = String(scalar.value, radix: 16)
+                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        return output
+    }
+
+    /// One write(2) per line, so lines from concurrent requests do not interleave.
+    @Sendable public static func writeToStandardOutput(_ line: String) {
+        var bytes = Array(line.utf8)
+        bytes.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                if written <= 0 { break }
+                offset += written
+            }
+        }
+    }
+
+    /// A metadata value for the text format: bare when unambiguous, quoted when empty or holding a
+    /// space, a quote or an `=`.
+    static func text(_ value: Logger.Metadata.Value) -> String {
+        let text = switch value {
+        case .string(let string): string
+        case .stringConvertible(let convertible): convertible.description
+        case .array, .dictionary: value.description
+        }
+        guard text.isEmpty || text.unicodeScalars.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) else { return escaped(text) }
+        return "\"" + escaped(text, quotes: true) + "\""
+    }
+
+    /// A JSON string literal: quotes, backslashes and control characters escaped.
+    static func quoted(_ string: String) -> String {
+        "\"" + escaped(string, quotes: true) + "\""
+    }
+
+    /// A metadata value as JSON: strings quoted, arrays and dictionaries (keys sorted) as such.
+    static func json(_ value: Logger.Metadata.Value) -> String {
+        switch value {
+        case .string(let string): quoted(string)
+        case .stringConvertible(let convertible): quoted(convertible.description)
+        case .array(let values): "[" + values.map(json).joined(separator: ",") + "]"
+        case .dictionary(let dictionary):
+            "{" + dictionary.sorted { $0.key < $1.key }.map { "\(quoted($0.key)):\(json($0.value))" }.joined(separator: ",") + "}"
+        }
+    }
+
+    /// RFC 3339 UTC with milliseconds. Calendar fields are computed here (Howard Hinnant's
+    /// days-to-civil algorithm) rather than with `gmtime_r`: `timespec` and `tm` are claimed by
+    /// different C modules depending on build order, which breaks release builds.
+    static func timestamp(_ now: Double = Date().timeIntervalSince1970) -> String {
+        let totalMilliseconds = Int64((now * 1000).rounded(.down))
+        let milliseconds = Int(totalMilliseconds % 1000)
+        let totalSeconds = totalMilliseconds / 1000
+        let days = totalSeconds / 86400
+        let secondsOfDay = Int(totalSeconds % 86400)
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = Int(dayOfYear - (153 * mp + 2) / 5 + 1)
+        let month = Int(mp < 10 ? mp + 3 : mp - 9)
+        let year = Int(yearOfEra + era * 400 + (month <= 2 ? 1 : 0))
+        func pad(_ value: Int, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T"
+            + "\(pad(secondsOfDay / 3600, 2)):\(pad(secondsOfDay / 60 % 60, 2)):\(pad(secondsOfDay % 60, 2)).\(pad(milliseconds, 3))Z"
+    }
+}
