@@ -49,5 +49,9 @@ import Testing
             .keyAlgorithmMismatch(reason: ""), .invalidSignature, .invalidKey(reason: ""), .noMatchingKey(reason: ""), .cryptoFailure(reason: ""),
             .decryptionFailed, .keySetUnavailable(reason: ""),
         ].map(\.code) + ClaimCheck.allCases.map { JOSEError.claimRejected(check: $0, reason: "").code })
+        check(DPoPProofError.catalogue.map(\.code), [
+            DPoPProofError.malformed(reason: ""), .wrongType, .unsupportedAlgorithm(""), .invalidKey(reason: ""), .invalidSignature, .methodMismatch,
+            .urlMismatch, .stale, .accessTokenHashMismatch, .nonceMismatch,
+        ].map(\.code))
     }
 }

@@ -63,6 +63,13 @@ extension ErrorCatalogue {
     Every refusal names one check. `relais jwt verify` prints `rejected: <code>: <reason>`.
     """#
 
+    static let dpopIntroduction = #"""
+    ### DPoP proofs (`RelaisJOSE.DPoPProofError`)
+
+    `DPoPProofVerifier` (RFC 9449 §4.3) names the check a proof failed. A replayed `jti` is the
+    caller's to detect (it needs memory shared by every instance).
+    """#
+
     static let configuration = #"""
     ## 6. Configuration problems
 

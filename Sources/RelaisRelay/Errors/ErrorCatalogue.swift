@@ -15,6 +15,7 @@ public enum ErrorCatalogue {
             storeIntroduction + "\n" + table(["code", "meaning", "state after the error"], StoreError.catalogue.map { [code($0.code), $0.meaning, $0.stateAfter] }),
             httpClientIntroduction + "\n" + table(["code", "meaning"], HTTPClientError.catalogue.map { [code($0.code), $0.meaning] }) + "\n" + httpClientMetrics,
             joseIntroduction + "\n" + table(["code", "check that failed"], JOSEError.catalogue.map { [code($0.code), $0.check] }),
+            dpopIntroduction + "\n" + table(["code", "check that failed"], DPoPProofError.catalogue.map { [code($0.code), $0.check] }),
             configuration,
             relay,
             backchannelLogout,
