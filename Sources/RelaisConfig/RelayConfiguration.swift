@@ -110,6 +110,15 @@ public struct AppSettings: Sendable {
     /// `aud` of the app's access tokens: the APIs it calls. Default: the client_id.
     public var audiences: [String]
     public var accessTokenLifetime: Duration = .seconds(300)
+    /// DPoP (RFC 9449): tokens bound to a key held by the app instance.
+    public var dpop = DPoPPolicy.allowed
+
+    /// `off`: a `DPoP` header is ignored and tokens are bearer tokens. `allowed`: an app that sends
+    /// a proof gets bound tokens, one that does not gets bearer tokens. `required`: `/token` refuses
+    /// a request without a proof.
+    public enum DPoPPolicy: String, Sendable, CaseIterable {
+        case off, allowed, required
+    }
 
     public init(clientID: String, redirectURIs: [String], providers: [String], scopes: [String]) {
         self.clientID = clientID

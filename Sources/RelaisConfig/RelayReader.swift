@@ -148,6 +148,7 @@ extension ValueReader {
         }
         app.accessTokenLifetime = duration("\(base).access_token_lifetime") ?? app.accessTokenLifetime
         app.audiences = list("\(base).audiences") ?? app.audiences
+        app.dpop = choice("\(base).dpop", default: app.dpop)
         return app
     }
 

@@ -28,7 +28,8 @@ public struct Relay: Sendable {
         let limiter = RateLimiter(
             sessions: sessions, settings: configuration.rateLimit, trustedProxies: configuration.server.trustedProxies.compactMap(IPNetwork.init)
         )
-        let bearer = BearerAuthenticator(issuer: issuer, keys: keys, sessions: sessions)
+        let dpop = DPoPGuard(sessions: sessions)
+        let bearer = BearerAuthenticator(issuer: issuer, keys: keys, sessions: sessions, dpop: dpop)
         let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
         let tokenSessions = TokenSessions(sessions: sessions, keys: keys, issuer: issuer)
 
@@ -41,11 +42,15 @@ public struct Relay: Sendable {
             TokenRoute(
                 apps: apps, limiter: limiter,
                 authorizationCode: AuthorizationCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer),
-                refresh: RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace)
+                refresh: RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace),
+                dpop: dpop, issuer: issuer
             ),
             UserinfoRoute(bearer: bearer, sessions: sessions, vault: vault),
             IntrospectRoute(bearer: bearer, sessions: sessions, resourceServers: configuration.resourceServers),
-            ForwardAuthRoute(bearer: bearer, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder)),
+            ForwardAuthRoute(
+                bearer: bearer, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder),
+                trustedProxies: configuration.server.trustedProxies.compactMap(IPNetwork.init)
+            ),
             RevokeRoute(apps: apps, tokens: tokenSessions),
             LogoutRoutes(apps: apps, providers: providers, vault: vault, tokens: tokenSessions, bearer: bearer),
             BackchannelLogoutRoute(providers: providers, sessions: sessions),

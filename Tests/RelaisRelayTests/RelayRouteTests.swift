@@ -43,14 +43,15 @@ import Testing
         }
 
         /// Runs `body` against the relay's router.
-        func test(_ body: @Sendable @escaping (any TestClientProtocol) async throws -> Void) async throws {
+        /// `.live` serves over loopback (the peer address is then 127.0.0.1); `.router` needs no socket.
+        func test(_ framework: TestingSetup = .router, _ body: @Sendable @escaping (any TestClientProtocol) async throws -> Void) async throws {
             let http = HTTPClient(configuration: .init())
             let relay = try await Relay(configuration: configuration, store: served, httpClient: http, clock: clock)
             let router = RelaisApplication.makeRouter(
                 configuration: configuration, dependencies: RelaisDependencies(store: served, httpClient: http), additionalRoutes: relay.register(on:)
             )
             let app = Application(router: router, logger: Logger(label: "relay-route-tests") { _ in SwiftLogNoOpLogHandler() })
-            try await app.test(.router) { client in try await body(client) }
+            try await app.test(framework) { client in try await body(client) }
             try await http.shutdown()
         }
 

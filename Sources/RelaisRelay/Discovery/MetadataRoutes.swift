@@ -47,6 +47,7 @@ struct MetadataRoutes: RelayRoutes {
             "response_modes_supported": strings(["query"]),
             "grant_types_supported": strings(["authorization_code", "refresh_token"]),
             "code_challenge_methods_supported": strings(["S256"]),
+            "dpop_signing_alg_values_supported": strings(DPoPGuard.algorithms.split(separator: " ").map(String.init)),
             "token_endpoint_auth_methods_supported": strings(["none"]),
             "subject_types_supported": strings(["public"]),
             "id_token_signing_alg_values_supported": strings([keys.ring.activeAlgorithm.rawValue]),

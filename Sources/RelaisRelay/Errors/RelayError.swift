@@ -18,6 +18,9 @@ struct RelayError: Error, Sendable, Equatable {
     var description: String
     /// Extra response headers (`Retry-After`, `WWW-Authenticate: Basic`).
     var headers: HTTPFields = [:]
+    /// At a resource endpoint, challenge with the `DPoP` scheme (RFC 9449 §7.1): the token was
+    /// DPoP-bound, or its proof failed.
+    var challengesDPoP = false
 
     init(_ code: Code, _ description: String, headers: HTTPFields = [:]) {
         self.code = code
@@ -34,6 +37,12 @@ struct RelayError: Error, Sendable, Equatable {
     static let storeUnavailable = RelayError(.temporarilyUnavailable, "Relais cannot reach its store right now; retry shortly")
     /// No `Authorization` header: RFC 6750 §3.1 says the challenge then carries no error code.
     static let missingToken = RelayError(.missingToken, "a Bearer access token is required")
+
+    static func invalidDPoPProof(_ description: String) -> RelayError {
+        var error = RelayError(.invalidDPoPProof, description)
+        error.challengesDPoP = true
+        return error
+    }
 
     static func tooManyRequests(retryAfter seconds: Int) -> RelayError {
         RelayError(.tooManyRequests, "Too many attempts from this device or app: wait \(seconds) s, then try again.", headers: [.retryAfter: String(seconds)])
@@ -86,8 +95,20 @@ struct RelayError: Error, Sendable, Equatable {
     /// The JSON body with the RFC 6750 challenge, for endpoints that take an access token.
     func bearer(requestID: String) -> Response {
         var response = json(requestID: requestID)
-        if code.challengesBearer { response.headers[.wwwAuthenticate] = challenge }
+        if challengesDPoP {
+            // A resource refuses a proof with 401, the token endpoint with 400 (RFC 9449 §7.1, §5).
+            if code == .invalidDPoPProof { response.status = .unauthorized }
+            response.headers[.wwwAuthenticate] = dpopChallenge
+        } else if code.challengesBearer {
+            response.headers[.wwwAuthenticate] = challenge
+        }
         return response
+    }
+
+    /// RFC 9449 §7.1: `WWW-Authenticate: DPoP algs="…", error=…, error_description=…`.
+    var dpopChallenge: String {
+        let quoted = String(description.map { $0 == "\"" ? "'" : $0 })
+        return #"DPoP algs="\#(DPoPGuard.algorithms)", error="\#(code.wireCode)", error_description="\#(quoted)""#
     }
 
     /// RFC 6750 §3: `WWW-Authenticate: Bearer realm="relais", error=…, error_description=…`.

@@ -20,6 +20,7 @@ extension RelayError {
         case missingToken = "missing_token"
         case invalidToken = "invalid_token"
         case insufficientScope = "insufficient_scope"
+        case invalidDPoPProof = "invalid_dpop_proof"
         case tooManyRequests = "too_many_requests"
         case temporarilyUnavailable = "temporarily_unavailable"
         case serverError = "server_error"
@@ -60,6 +61,7 @@ extension RelayError {
             case .invalidClient: "`/token`, `/revoke`, `/introspect`"
             case .invalidGrant: "`/token`, `POST /logout`"
             case .unsupportedGrantType: "`/token`"
+            case .invalidDPoPProof: "`/token` (400), `/userinfo` (401 with a `DPoP` challenge)"
             case .missingToken, .invalidToken, .insufficientScope: "`/userinfo`, `/auth`, `POST /logout` (bearer)"
             case .tooManyRequests: "`/authorize`, `/callback` (page), `/token`"
             case .temporarilyUnavailable: "every endpoint"
@@ -83,16 +85,18 @@ extension RelayError {
             case .transactionExpired: "The sign-in (or logout) is older than `relay.transaction_lifetime`, or this callback was already used (a replay)."
             case .invalidClient: "Unknown `client_id`; at `/introspect`, an unknown resource server or a wrong secret (`WWW-Authenticate: Basic`)."
             case .invalidGrant:
-                "The code is unknown, expired, used (a second use revokes the session the first opened), issued to another app, for another `redirect_uri`, or its PKCE verifier does not match; the refresh token is unknown, of another app, or reused after `relay.refresh_grace` (which revokes the session); the session has ended."
+                "The code is unknown, expired, used (a second use revokes the session the first opened), issued to another app, for another `redirect_uri`, or its PKCE verifier does not match; the code or refresh token is bound to a DPoP key (`dpop_jkt`, or a DPoP sign-in) and the proof is missing or by another key; the refresh token is unknown, of another app, or reused after `relay.refresh_grace` (which revokes the session); the session has ended, or was sealed with a session key no longer configured."
             case .unsupportedGrantType: "A `grant_type` other than `authorization_code` and `refresh_token`."
+            case .invalidDPoPProof:
+                "The `DPoP` proof fails a check (its `dpop_*` code starts the description: see the DPoP table), is repeated (`jti` already used), several `DPoP` headers were sent, or the app's `dpop: required` and none was sent."
             case .missingToken: "No `Authorization` header: the challenge is `Bearer realm=\"relais\"` with no error."
             case .invalidToken: "Bad signature, not a Relais access token (`typ` must be `at+jwt`), expired, minted for another audience (`aud`: `/userinfo` needs Relais' issuer, `/auth` the `?aud=` or `forward_auth.audiences` of the guarded API), or its session has ended (revoked, logged out, idle or past its lifetime)."
             case .insufficientScope: "`/userinfo` without `openid`; `/auth?scope=…` not granted, or `/auth?acr=…` above the sign-in's level or not on its provider's `acr_order`."
             case .tooManyRequests: "A rate limit (`rate_limit.*`) is reached; `Retry-After` says when to retry."
             case .temporarilyUnavailable:
-                "Relais' store is unreachable (nothing is left half-made), another instance is still rotating the same refresh token after 3 s, or the provider is down, slow or answered 5xx/429 (`error_description` starts with `provider_unavailable`)."
+                "Relais' store is unreachable or its circuit is open (nothing is left half-made), another instance is still rotating the same refresh token after 3 s, generated development keys are still converging after a store data loss, or the provider is down, slow or answered 5xx/429 (`error_description` starts with `provider_unavailable`)."
             case .serverError:
-                "The provider answered something Relais refuses (`error_description` starts with one of the provider codes below), or a session can no longer be opened because its session key was removed."
+                "The provider answered something Relais refuses (`error_description` starts with one of the provider codes below)."
             }
         }
 
@@ -107,6 +111,7 @@ extension RelayError {
             case .transactionExpired: "Start the sign-in again from the app."
             case .invalidClient: "Use a registered `client_id` (and, for resource servers, the right secret)."
             case .invalidGrant: "Sign the person in again; a replay means the code or token leaked."
+            case .invalidDPoPProof: "Send one fresh proof per request, signed by the app instance's key, for this method and URL (and `ath` with an access token)."
             case .missingToken, .invalidToken: "Refresh the access token, or sign in again when the refresh fails."
             case .insufficientScope: "Sign in again with the scope or level the API needs."
             case .tooManyRequests: "Wait for `Retry-After` seconds."

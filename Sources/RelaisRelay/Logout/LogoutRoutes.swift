@@ -71,7 +71,7 @@ struct LogoutRoutes: RelayRoutes {
     private func apiLogout(_ request: Request) async throws -> Response {
         let sid: String
         if request.headers[.authorization] != nil {
-            sid = try await bearer.authenticate(request, session: .none).sid
+            sid = try await bearer.authenticate(request, session: .none, target: .init(method: "POST", url: bearer.issuer + "/logout")).sid
         } else {
             guard let form = try await FormParameters.body(of: request, limit: 16 * 1024), let token = form["refresh_token"], let clientID = form["client_id"] else {
                 throw RelayError.invalidRequest("send a Bearer access token, or client_id and refresh_token")

@@ -4,14 +4,15 @@ import RelaisCrypto
 import RelaisJOSE
 import RelaisServer
 
-/// Verifies a Relais access token presented as `Authorization: Bearer` (RFC 6750): signature with
-/// Relais' keys, `typ: at+jwt`, issuer, expiry, and optionally that its session is still live.
-/// `/userinfo`, `/auth`, `/introspect` and `POST /logout` share it: it is where a proof of
-/// possession of the token's key will plug in.
+/// Verifies a Relais access token presented as `Authorization: Bearer` (RFC 6750) or, when it is
+/// DPoP-bound (`cnf.jkt`), as `Authorization: DPoP` with a proof by its key (RFC 9449 §7):
+/// signature with Relais' keys, `typ: at+jwt`, issuer, expiry, the proof, and optionally that its
+/// session is still live. `/userinfo`, `/auth`, `/introspect` and `POST /logout` share it.
 struct BearerAuthenticator: Sendable {
     let issuer: String
     let keys: RelayKeys
     let sessions: SessionStore
+    let dpop: DPoPGuard
     /// Verified access tokens by their SHA-256, until `exp` (plus the leeway): a gateway presents the
     /// same token many times, and an ES256 verification costs more than the rest of the request.
     let verified = MemoryCache<[UInt8], AccessToken>(capacity: 50_000)
@@ -29,6 +30,14 @@ struct BearerAuthenticator: Sendable {
         var scopes: [String]
         var acr: String?
         var claims: VerifiedClaims
+        /// The thumbprint of the DPoP key the token is bound to.
+        var jkt: String? { claims["cnf"]?.objectValue?["jkt"]?.stringValue }
+    }
+
+    /// The request a DPoP proof must be for: this endpoint's, or at `/auth` the one the gateway guards.
+    struct DPoPTarget: Sendable {
+        var method: String
+        var url: String
     }
 
     /// How the session is checked: not at all (the JWT alone), or alive (one cheap store lookup).
@@ -36,10 +45,13 @@ struct BearerAuthenticator: Sendable {
         case none, alive
     }
 
-    func authenticate(_ request: Request, session check: SessionCheck) async throws(RelayError) -> AccessToken {
+    /// `target`: where a DPoP proof must point; nil where none can be checked (a DPoP-bound token is
+    /// then refused).
+    func authenticate(_ request: Request, session check: SessionCheck, target: DPoPTarget?) async throws(RelayError) -> AccessToken {
         guard let header = request.headers[.authorization] else { throw .missingToken }
         let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw .invalidRequest("use the Bearer scheme") }
+        let scheme = parts.first?.lowercased()
+        guard parts.count == 2, scheme == "bearer" || scheme == "dpop" else { throw .invalidRequest("use the Bearer or DPoP scheme") }
         let token = String(parts[1].trimmingCharacters(in: " "))
         let access: AccessToken
         do {
@@ -49,6 +61,7 @@ struct BearerAuthenticator: Sendable {
             await keys.synchronize(afterFailure: true)
             access = try verify(token)
         }
+        try await checkBinding(access, token: token, presentedAsDPoP: scheme == "dpop", request: request, target: target)
         guard check == .alive else { return access }
         let live: Bool
         do {
@@ -58,6 +71,32 @@ struct BearerAuthenticator: Sendable {
         }
         guard live else { throw .invalidToken("the session has ended") }
         return access
+    }
+
+    /// RFC 9449 §7: a bound token comes with the DPoP scheme and a fresh proof by its key, for this
+    /// request; an unbound one with the Bearer scheme.
+    private func checkBinding(_ access: AccessToken, token: String, presentedAsDPoP: Bool, request: Request, target: DPoPTarget?) async throws(RelayError) {
+        guard let jkt = access.jkt else {
+            if presentedAsDPoP { throw .invalidToken("this token is not DPoP-bound: present it with the Bearer scheme") }
+            return
+        }
+        guard presentedAsDPoP else {
+            var error = RelayError.invalidToken("this token is DPoP-bound: present it with the DPoP scheme and a proof")
+            error.challengesDPoP = true
+            throw error
+        }
+        guard let target else {
+            throw .invalidRequest("a DPoP-bound token needs the guarded request described (X-Forwarded-Method, -Proto, -Host, -Uri from a trusted proxy)")
+        }
+        let proof: DPoPProof
+        do {
+            proof = try await dpop.resourceProof(request, accessToken: token, method: target.method, url: target.url)
+        } catch let error as RelayError {
+            throw error
+        } catch {
+            throw .storeUnavailable
+        }
+        guard proof.thumbprint == jkt else { throw .invalidDPoPProof("the proof is not signed by the key the token is bound to") }
     }
 
     /// The signature and claims, remembered per token until it expires.

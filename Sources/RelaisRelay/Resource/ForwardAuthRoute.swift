@@ -21,12 +21,17 @@ struct ForwardAuthRoute: RelayRoutes {
     let settings: ForwardAuthSettings
     /// Each provider's acr levels, lowest first: a token's level is compared on its provider's scale.
     let acrOrders: [String: [String]]
+    /// Gateways whose `X-Forwarded-*` description of the guarded request is believed (DPoP proofs
+    /// are checked against it).
+    let trustedProxies: [IPNetwork]
 
     static let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
 
     func register(on router: Router<RelaisRequestContext>) {
         let names = [settings.subjectHeader, settings.clientHeader, settings.acrHeader, settings.scopeHeader, settings.sessionHeader].map { HTTPField.Name($0)! }
-        let check = Check(bearer: bearer, checkSession: settings.checkSession, audiences: settings.audiences, names: names, acrOrders: acrOrders)
+        let check = Check(
+            bearer: bearer, checkSession: settings.checkSession, audiences: settings.audiences, names: names, acrOrders: acrOrders, trustedProxies: trustedProxies
+        )
         for method in Self.methods {
             router.on("/auth", method: method) { request, context in
                 // `/auth/` is `/auth/…` with an empty guarded path: its query is the client's too.
@@ -50,14 +55,25 @@ struct ForwardAuthRoute: RelayRoutes {
         let audiences: [String]
         let names: [HTTPField.Name]
         let acrOrders: [String: [String]]
+        let trustedProxies: [IPNetwork]
 
         func respond(to request: Request, context: RelaisRequestContext, options: FormParameters?) async throws -> Response {
-            try await RelayError.rendering(.bearer, context) { try await authorize(request, options: options) }
+            try await RelayError.rendering(.bearer, context) { try await authorize(request, options: options, target: guardedRequest(request, context)) }
         }
 
-        private func authorize(_ request: Request, options: FormParameters?) async throws -> Response {
+        /// The request the gateway guards, as a trusted gateway describes it: a DPoP proof is for that
+        /// request, not for `/auth` (RFC 9449 §7.1, forward-auth). nil from anyone else.
+        private func guardedRequest(_ request: Request, _ context: RelaisRequestContext) -> BearerAuthenticator.DPoPTarget? {
+            guard let peer = context.peerAddress, trustedProxies.contains(where: { $0.contains(peer) }),
+                let method = request.headers[.xForwardedMethod], let scheme = request.headers[.xForwardedProto],
+                let host = request.headers[.xForwardedHost], let uri = request.headers[.xForwardedURI], uri.hasPrefix("/")
+            else { return nil }
+            return .init(method: method, url: scheme + "://" + host + uri)
+        }
+
+        private func authorize(_ request: Request, options: FormParameters?, target: BearerAuthenticator.DPoPTarget?) async throws -> Response {
             let checkSession = options?["session"].map { $0 != "0" } ?? checkSession
-            let access = try await bearer.authenticate(request, session: checkSession ? .alive : .none)
+            let access = try await bearer.authenticate(request, session: checkSession ? .alive : .none, target: target)
             // A token minted for one API must not open another (RFC 9068 §4).
             let wanted = options?["aud"].map { $0.split(separator: " ").map(String.init) } ?? audiences
             if !wanted.isEmpty && Set(access.claims.audience).isDisjoint(with: wanted) {
@@ -85,4 +101,11 @@ struct ForwardAuthRoute: RelayRoutes {
             return Response(status: .ok, headers: headers)
         }
     }
+}
+
+extension HTTPField.Name {
+    static let xForwardedMethod = Self("X-Forwarded-Method")!
+    static let xForwardedProto = Self("X-Forwarded-Proto")!
+    static let xForwardedHost = Self("X-Forwarded-Host")!
+    static let xForwardedURI = Self("X-Forwarded-Uri")!
 }

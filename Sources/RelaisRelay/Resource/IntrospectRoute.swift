@@ -55,8 +55,9 @@ struct IntrospectRoute: RelayRoutes {
         let claims = access.claims
         if !server.audiences.isEmpty && Set(claims.audience).isDisjoint(with: server.audiences) { return Self.inactive }
         guard try await sessions.isLive(access.sid) else { return Self.inactive }
-        var result: [String: JSONValue] = ["active": .bool(true), "token_type": .string("Bearer")]
-        for name in ["sub", "client_id", "scope", "exp", "iat", "iss", "aud", "acr", "sid", "jti", "idp"] { result[name] = claims[name] }
+        // RFC 9449 §6.2: a bound token's `cnf.jkt` lets the API check the proof itself.
+        var result: [String: JSONValue] = ["active": .bool(true), "token_type": .string(access.jkt == nil ? "Bearer" : "DPoP")]
+        for name in ["sub", "client_id", "scope", "exp", "iat", "iss", "aud", "acr", "sid", "jti", "idp", "cnf"] { result[name] = claims[name] }
         return .object(result)
     }
 }

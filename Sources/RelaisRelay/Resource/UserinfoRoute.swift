@@ -24,7 +24,9 @@ struct UserinfoRoute: RelayRoutes {
     }
 
     private func userinfo(_ request: Request) async throws -> [UInt8] {
-        let access = try await bearer.authenticate(request, session: .alive)
+        let access = try await bearer.authenticate(
+            request, session: .alive, target: .init(method: request.method.rawValue, url: bearer.issuer + request.uri.path)
+        )
         guard access.scopes.contains("openid") else { throw RelayError.insufficientScope("the token lacks the openid scope") }
         guard access.claims.audience.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais' /userinfo (aud)") }
         let key = [access.sid, access.clientID, access.subject, access.scopes.joined(separator: " ")].joined(separator: "\u{0}")

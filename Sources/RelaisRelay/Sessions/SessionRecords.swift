@@ -18,6 +18,8 @@ struct AppRequest: Codable, Sendable, Equatable {
     var nonce: String?
     /// What Relais asks of the provider on the app's behalf.
     var upstream: Upstream
+    /// RFC 9449 §10: the thumbprint of the DPoP key the code may only be redeemed with.
+    var dpopJKT: String?
 
     struct Upstream: Codable, Sendable, Equatable {
         var providerID: String
@@ -45,7 +47,7 @@ struct AppRequest: Codable, Sendable, Equatable {
     // One flat JSON object, as stored before `upstream` was grouped: sign-ins in flight during an
     // upgrade still read.
     private enum CodingKeys: String, CodingKey {
-        case clientID, redirectURI, codeChallenge, state, scopes, nonce
+        case clientID, redirectURI, codeChallenge, state, scopes, nonce, dpopJKT
     }
 
     init(from decoder: any Decoder) throws {
@@ -56,6 +58,7 @@ struct AppRequest: Codable, Sendable, Equatable {
         state = try container.decodeIfPresent(String.self, forKey: .state)
         scopes = try container.decode([String].self, forKey: .scopes)
         nonce = try container.decodeIfPresent(String.self, forKey: .nonce)
+        dpopJKT = try container.decodeIfPresent(String.self, forKey: .dpopJKT)
         upstream = try Upstream(from: decoder)
     }
 
@@ -67,6 +70,7 @@ struct AppRequest: Codable, Sendable, Equatable {
         try container.encodeIfPresent(state, forKey: .state)
         try container.encode(scopes, forKey: .scopes)
         try container.encodeIfPresent(nonce, forKey: .nonce)
+        try container.encodeIfPresent(dpopJKT, forKey: .dpopJKT)
         try upstream.encode(to: encoder)
     }
 }
@@ -141,6 +145,8 @@ struct RefreshRecord: Codable, Sendable {
     var rotatedAt: Double?
     /// The response that replaced this token, sealed, for a retry within the grace window.
     var sealedSuccessor: String?
+    /// The thumbprint of the DPoP key the token is bound to: a refresh needs a proof by it.
+    var jkt: String?
 }
 
 /// The sealed part of a session.

@@ -26,6 +26,8 @@ struct SessionStore: Sendable {
         static func logout(_ state: String) -> String { "logout:\(SHA256.hexHash(state))" }
         /// A back-channel logout token's `jti`, remembered so a token acts once.
         static func logoutToken(provider: String, jti: String) -> String { "bcl-jti:\(SHA256.hexHash(provider + "\u{0}" + jti))" }
+        /// A DPoP proof already used, by its key and `jti`.
+        static func dpopProof(thumbprint: String, tokenID: String) -> String { "dpop-jti:\(SHA256.hexHash(thumbprint + "\u{0}" + tokenID))" }
         static func rateLimit(_ bucket: String, _ id: String, window index: Int) -> String { "rl:\(bucket):\(id):\(index)" }
         static let signingKey = "relay:signing-key"
         static let sessionKey = "relay:session-key"

@@ -90,12 +90,18 @@ struct AppAuthorizationValidator: Sendable {
         if let state, state.utf8.count > 1024 {
             return .refused(RelayError(.invalidRequest, "The state parameter is longer than 1024 bytes."))
         }
-        return .valid(
-            AppRequest(
-                clientID: clientID, redirectURI: redirectURI, codeChallenge: challenge, state: state, scopes: scopes,
-                nonce: parameters["nonce"], providerID: providerID, acr: acr, forceLogin: forceLogin
-            )
+        // RFC 9449 §10: the code will only be redeemed with a proof by this key (ignored with dpop: off).
+        let dpopJKT = app.dpop == .off ? nil : parameters["dpop_jkt"]
+        // A SHA-256 thumbprint has the shape of a PKCE S256 challenge: 43 base64url characters, 32 bytes.
+        if let dpopJKT, !PKCE.isValidChallenge(dpopJKT) {
+            return reject(.invalidRequest, "dpop_jkt must be the 43-character base64url SHA-256 thumbprint of the DPoP key")
+        }
+        var request = AppRequest(
+            clientID: clientID, redirectURI: redirectURI, codeChallenge: challenge, state: state, scopes: scopes,
+            nonce: parameters["nonce"], providerID: providerID, acr: acr, forceLogin: forceLogin
         )
+        request.dpopJKT = dpopJKT
+        return .valid(request)
     }
 }
 

@@ -9,7 +9,7 @@ struct AuthorizationCodeGrant: Sendable {
     let vault: SessionVault
     let issuer: TokenIssuer
 
-    func redeem(_ form: FormParameters, app: AppSettings, logger: Logger) async throws -> JSONValue {
+    func redeem(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, logger: Logger) async throws -> JSONValue {
         guard let code = form["code"], !code.isEmpty else { throw RelayError.invalidRequest("code is missing") }
         guard let redirectURI = form["redirect_uri"], !redirectURI.isEmpty else { throw RelayError.invalidRequest("redirect_uri is missing") }
         guard let verifier = form["code_verifier"], !verifier.isEmpty else { throw RelayError.invalidRequest("code_verifier is missing (PKCE)") }
@@ -21,6 +21,9 @@ struct AuthorizationCodeGrant: Sendable {
             guard record.app.clientID == app.clientID else { throw RelayError.invalidGrant("the code was issued to another client") }
             guard record.app.redirectURI == redirectURI else { throw RelayError.invalidGrant("redirect_uri differs from the authorization request") }
             guard PKCE.verify(verifier, against: record.app.codeChallenge) else { throw RelayError.invalidGrant("code_verifier does not match the code_challenge") }
+            if let bound = record.app.dpopJKT, proof?.thumbprint != bound {
+                throw RelayError.invalidGrant("the code is bound to a DPoP key (dpop_jkt): send a proof by that key")
+            }
         } catch {
             // A code is good for one try: a failed one burns it.
             try await sessions.discardCode(code)
@@ -31,7 +34,7 @@ struct AuthorizationCodeGrant: Sendable {
         // Found under its session's tag, so the code names its session.
         guard let sid = SessionStore.sessionID(in: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
         let session = sessions.newSession(for: record)
-        let issued = try issuer.issue(sid: sid, session: session, identity: identity, app: app, nonce: record.app.nonce)
+        let issued = try issuer.issue(sid: sid, session: session, identity: identity, app: app, nonce: record.app.nonce, jkt: proof?.thumbprint)
         // The code is consumed in the same atomic step that writes the session: a request that lost
         // the race finds the used-mark, and so the session to end (RFC 6749 §4.1.2), in every interleaving.
         guard try await sessions.redeem(code: code, opening: session, sid: sid, providerSessionID: record.providerSessionID, refresh: issued.refresh) else {

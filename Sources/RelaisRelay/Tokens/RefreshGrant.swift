@@ -18,7 +18,7 @@ struct RefreshGrant: Sendable {
     static let lockLifetime: Duration = .seconds(10)
     static let lockPoll: Duration = .milliseconds(25)
 
-    func rotate(_ form: FormParameters, app: AppSettings, logger: Logger) async throws -> JSONValue {
+    func rotate(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, logger: Logger) async throws -> JSONValue {
         guard let token = form["refresh_token"], !token.isEmpty else { throw RelayError.invalidRequest("refresh_token is missing") }
         // RFC 6749 §6: a refresh may repeat or narrow the granted scopes, never widen them.
         let requestedScopes = form["scope"].map { $0.split(separator: " ").map(String.init) }
@@ -28,14 +28,14 @@ struct RefreshGrant: Sendable {
         // The lock holder rotates; the others wait for its result and answer from the grace cache.
         while !(try await sessions.lockRefresh(token, owner: owner, lifetime: Self.lockLifetime)) {
             if let record = try await sessions.refresh(token), record.rotatedAt != nil {
-                return try await answerRotated(record, app: app, logger: logger)
+                return try await answerRotated(record, app: app, proof: proof, logger: logger)
             }
             guard ContinuousClock.now < deadline else { throw RelayError.storeUnavailable }
             try await Task.sleep(for: Self.lockPoll)
         }
         let response: JSONValue
         do {
-            response = try await rotateLocked(token, scopes: requestedScopes, app: app, logger: logger)
+            response = try await rotateLocked(token, scopes: requestedScopes, app: app, proof: proof, logger: logger)
         } catch {
             await sessions.unlockRefresh(token, owner: owner)
             throw error
@@ -44,10 +44,11 @@ struct RefreshGrant: Sendable {
         return response
     }
 
-    private func rotateLocked(_ token: String, scopes: [String]?, app: AppSettings, logger: Logger) async throws -> JSONValue {
+    private func rotateLocked(_ token: String, scopes: [String]?, app: AppSettings, proof: DPoPProof?, logger: Logger) async throws -> JSONValue {
         guard let record = try await sessions.refresh(token) else { throw RelayError.invalidGrant("the refresh token is unknown or expired") }
         guard record.clientID == app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client") }
-        if record.rotatedAt != nil { return try await answerRotated(record, app: app, logger: logger) }
+        try Self.checkBinding(record, proof)
+        if record.rotatedAt != nil { return try await answerRotated(record, app: app, proof: proof, logger: logger) }
         guard let session = try await sessions.session(record.sid), session.clientID == app.clientID else {
             throw RelayError.invalidGrant("the session has ended")
         }
@@ -56,7 +57,7 @@ struct RefreshGrant: Sendable {
         if let scopes, let wider = scopes.first(where: { !session.scopes.contains($0) }) {
             throw RelayError(.invalidScope, "scope '\(wider)' was not granted at sign-in")
         }
-        let issued = try issuer.issue(sid: record.sid, session: session, identity: identity, app: app, nonce: nil, scopes: scopes)
+        let issued = try issuer.issue(sid: record.sid, session: session, identity: identity, app: app, nonce: nil, scopes: scopes, jkt: record.jkt)
         var rotated = record
         rotated.rotatedAt = sessions.clock.now
         rotated.sealedSuccessor = try vault.seal(json: issued.response)
@@ -65,10 +66,20 @@ struct RefreshGrant: Sendable {
         return issued.response
     }
 
+    /// RFC 9449 §5: a bound refresh token needs a proof by its key; an unbound one stays unbound.
+    static func checkBinding(_ record: RefreshRecord, _ proof: DPoPProof?) throws {
+        guard record.jkt == proof?.thumbprint else {
+            throw RelayError.invalidGrant(
+                record.jkt == nil ? "the refresh token is not bound to a DPoP key: refresh without a DPoP proof" : "the refresh token is bound to a DPoP key: send a proof by that key"
+            )
+        }
+    }
+
     /// A refresh token that was already rotated: the same answer within the grace window (the app
     /// lost the first one), the end of the session after it (the token was stolen and replayed).
-    private func answerRotated(_ record: RefreshRecord, app: AppSettings, logger: Logger) async throws -> JSONValue {
+    private func answerRotated(_ record: RefreshRecord, app: AppSettings, proof: DPoPProof?, logger: Logger) async throws -> JSONValue {
         guard record.clientID == app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client") }
+        try Self.checkBinding(record, proof)
         let age = sessions.clock.now - (record.rotatedAt ?? 0)
         if age <= Double(grace.components.seconds), let sealed = record.sealedSuccessor,
             let response = vault.open(json: sealed), try await sessions.session(record.sid) != nil

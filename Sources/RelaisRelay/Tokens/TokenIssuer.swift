@@ -19,15 +19,20 @@ struct TokenIssuer: Sendable {
     }
 
     /// `scopes` narrows the tokens below the session's (RFC 6749 §6); the session keeps its own.
-    func issue(sid: String, session: SessionRecord, identity: SessionIdentity, app: AppSettings, nonce: String?, scopes: [String]? = nil) throws -> Issued {
+    /// With `jkt` (a DPoP key's thumbprint) the access token is bound to it (`cnf.jkt`,
+    /// `token_type: DPoP`) and so is the refresh token.
+    func issue(
+        sid: String, session: SessionRecord, identity: SessionIdentity, app: AppSettings, nonce: String?, scopes: [String]? = nil, jkt: String? = nil
+    ) throws -> Issued {
         var granted = session
         if let scopes { granted.scopes = scopes }
-        let minted = try minter.mint(sid: sid, session: granted, identity: identity, app: app, nonce: nonce)
+        let minted = try minter.mint(sid: sid, session: granted, identity: identity, app: app, nonce: nonce, jkt: jkt)
         let refreshToken = SessionStore.newToken(for: sid)
         let response: JSONValue = .object([
-            "access_token": .string(minted.accessToken), "token_type": .string("Bearer"), "expires_in": .number(Double(minted.expiresIn)),
+            "access_token": .string(minted.accessToken), "token_type": .string(jkt == nil ? "Bearer" : "DPoP"), "expires_in": .number(Double(minted.expiresIn)),
             "refresh_token": .string(refreshToken), "id_token": .string(minted.idToken), "scope": .string(granted.scopes.joined(separator: " ")),
         ])
-        return Issued(response: response, refresh: IssuedRefresh(token: refreshToken, record: RefreshRecord(sid: sid, clientID: app.clientID)))
+        let record = RefreshRecord(sid: sid, clientID: app.clientID, jkt: jkt)
+        return Issued(response: response, refresh: IssuedRefresh(token: refreshToken, record: record))
     }
 }

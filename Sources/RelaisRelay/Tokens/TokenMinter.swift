@@ -16,7 +16,7 @@ struct TokenMinter: Sendable {
         var expiresIn: Int
     }
 
-    func mint(sid: String, session: SessionRecord, identity: SessionIdentity, app: AppSettings, nonce: String?) throws -> Minted {
+    func mint(sid: String, session: SessionRecord, identity: SessionIdentity, app: AppSettings, nonce: String?, jkt: String? = nil) throws -> Minted {
         let keys = keys.ring
         let now = clock.now.rounded(.down)
         let lifetime = Double(app.accessTokenLifetime.components.seconds)
@@ -30,6 +30,7 @@ struct TokenMinter: Sendable {
             "iat": .number(now), "exp": .number(now + lifetime), "idp": .string(session.providerID),
         ]
         if let acr = session.acr { access["acr"] = .string(acr) }
+        if let jkt { access["cnf"] = .object(["jkt": .string(jkt)]) }
         let accessToken = try JWS.sign(
             payload: JSONValue.object(access).serialized(), with: keys.activeSigningKey, algorithm: keys.activeAlgorithm,
             extraHeader: ["typ": .string("at+jwt")]

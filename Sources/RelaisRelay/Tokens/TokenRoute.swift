@@ -10,6 +10,8 @@ struct TokenRoute: RelayRoutes {
     let limiter: RateLimiter
     let authorizationCode: AuthorizationCodeGrant
     let refresh: RefreshGrant
+    let dpop: DPoPGuard
+    let issuer: String
 
     func register(on router: Router<RelaisRequestContext>) {
         router.post("/token") { request, context in
@@ -26,11 +28,13 @@ struct TokenRoute: RelayRoutes {
         guard let clientID = form["client_id"], !clientID.isEmpty else { throw RelayError.invalidRequest("client_id is missing (apps are public clients)") }
         guard let app = apps[clientID] else { throw RelayError(.invalidClient, "no app is registered with this client_id") }
         if let limited = await limiter.check(clientID: clientID, logger: context.logger) { throw limited }
-        let response = switch grantType {
-        case "authorization_code": try await authorizationCode.redeem(form, app: app, logger: context.logger)
-        case "refresh_token": try await refresh.rotate(form, app: app, logger: context.logger)
-        default: throw RelayError(.unsupportedGrantType, "grant_type must be authorization_code or refresh_token")
+        guard grantType == "authorization_code" || grantType == "refresh_token" else {
+            throw RelayError(.unsupportedGrantType, "grant_type must be authorization_code or refresh_token")
         }
+        let proof = try await dpop.tokenRequestProof(request, app: app, url: issuer + "/token")
+        let response = grantType == "authorization_code"
+            ? try await authorizationCode.redeem(form, app: app, proof: proof, logger: context.logger)
+            : try await refresh.rotate(form, app: app, proof: proof, logger: context.logger)
         return RelayResponse.json(.ok, response)
     }
 }

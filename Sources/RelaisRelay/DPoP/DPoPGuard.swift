@@ -1,0 +1,57 @@
+import HTTPTypes
+import Hummingbird
+import RelaisClock
+import RelaisConfig
+import RelaisJOSE
+
+/// DPoP (RFC 9449) in the relay: the proof sent to `/token` (the tokens are then bound to its key)
+/// and the proof that must come with a bound token at `/userinfo`. Every proof is used once across
+/// all instances: its `jti` is remembered in the store for as long as the proof is acceptable.
+struct DPoPGuard: Sendable {
+    let verifier: DPoPProofVerifier
+    let sessions: SessionStore
+
+    static let header = HTTPField.Name("DPoP")!
+    /// What `WWW-Authenticate: DPoP algs=…` and the metadata advertise.
+    static let algorithms = [JWSAlgorithm.es256, .es384, .edDSA, .rs256, .ps256].map(\.rawValue).joined(separator: " ")
+
+    init(sessions: SessionStore) {
+        var verifier = DPoPProofVerifier()
+        verifier.now = { [clock = sessions.clock] in clock.now }
+        self.verifier = verifier
+        self.sessions = sessions
+    }
+
+    /// The proof sent with a token request when the app's policy takes one; nil when none was sent
+    /// (and none is required) or the policy is `off`.
+    func tokenRequestProof(_ request: Request, app: AppSettings, url: String) async throws -> DPoPProof? {
+        guard app.dpop != .off else { return nil }
+        let values = request.headers[values: Self.header]
+        if values.isEmpty {
+            guard app.dpop != .required else { throw RelayError.invalidDPoPProof("this app must send a DPoP proof (dpop: required)") }
+            return nil
+        }
+        return try await check(values, method: "POST", url: url, accessToken: nil)
+    }
+
+    /// The proof that must come with a DPoP-bound access token, for this request's method and URL.
+    func resourceProof(_ request: Request, accessToken: String, method: String, url: String) async throws -> DPoPProof {
+        let values = request.headers[values: Self.header]
+        guard !values.isEmpty else { throw RelayError.invalidDPoPProof("a DPoP-bound token needs a DPoP proof") }
+        return try await check(values, method: method, url: url, accessToken: accessToken)
+    }
+
+    private func check(_ values: [String], method: String, url: String, accessToken: String?) async throws -> DPoPProof {
+        guard values.count == 1 else { throw RelayError.invalidDPoPProof("send exactly one DPoP header") }
+        let proof: DPoPProof
+        do {
+            proof = try verifier.verify(values[0], method: method, url: url, accessToken: accessToken)
+        } catch {
+            throw RelayError.invalidDPoPProof(error.description)
+        }
+        guard try await sessions.rememberProof(thumbprint: proof.thumbprint, tokenID: proof.tokenID, for: verifier.window + verifier.leeway) else {
+            throw RelayError.invalidDPoPProof("this proof was already used (jti)")
+        }
+        return proof
+    }
+}
