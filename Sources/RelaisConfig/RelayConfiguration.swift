@@ -112,6 +112,8 @@ public struct AppSettings: Sendable {
     public var accessTokenLifetime: Duration = .seconds(300)
     /// DPoP (RFC 9449): tokens bound to a key held by the app instance.
     public var dpop = DPoPPolicy.allowed
+    /// Proofs at `/token` must carry a nonce Relais issued (`DPoP-Nonce`, RFC 9449 §8).
+    public var dpopNonce = false
 
     /// `off`: a `DPoP` header is ignored and tokens are bearer tokens. `allowed`: an app that sends
     /// a proof gets bound tokens, one that does not gets bearer tokens. `required`: `/token` refuses

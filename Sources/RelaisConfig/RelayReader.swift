@@ -149,6 +149,7 @@ extension ValueReader {
         app.accessTokenLifetime = duration("\(base).access_token_lifetime") ?? app.accessTokenLifetime
         app.audiences = list("\(base).audiences") ?? app.audiences
         app.dpop = choice("\(base).dpop", default: app.dpop)
+        app.dpopNonce = boolean("\(base).dpop_nonce") ?? app.dpopNonce
         return app
     }
 

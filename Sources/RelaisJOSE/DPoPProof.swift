@@ -114,9 +114,10 @@ public struct DPoPProofVerifier: Sendable {
     /// - Parameters:
     ///   - accessToken: The token presented with the proof (`Authorization: DPoP …`); its hash must
     ///     be the proof's `ath`. Nil at the token endpoint.
-    ///   - nonce: The server nonce the proof must carry; nil when none is required.
+    ///   - nonces: The server nonces the proof may carry (the current one and, while it rotates, the
+    ///     previous one); empty when none is required.
     /// - Throws: ``DPoPProofError`` naming the check that failed.
-    public func verify(_ proof: String, method: String, url: String, accessToken: String? = nil, nonce: String? = nil) throws(DPoPProofError) -> DPoPProof {
+    public func verify(_ proof: String, method: String, url: String, accessToken: String? = nil, nonces: [String] = []) throws(DPoPProofError) -> DPoPProof {
         let jws: JWS
         do {
             jws = try JWS.parse(proof, maxLength: 8 * 1024)
@@ -154,8 +155,8 @@ public struct DPoPProofVerifier: Sendable {
             let expected = Base64URL.encode(SHA256.hash(Array(accessToken.utf8)))
             guard let ath = claims["ath"]?.stringValue, ConstantTime.equals(ath, expected) else { throw .accessTokenHashMismatch }
         }
-        if let nonce {
-            guard let sent = claims["nonce"]?.stringValue, ConstantTime.equals(sent, nonce) else { throw .nonceMismatch }
+        if !nonces.isEmpty {
+            guard let sent = claims["nonce"]?.stringValue, nonces.contains(where: { ConstantTime.equals(sent, $0) }) else { throw .nonceMismatch }
         }
         return DPoPProof(key: key, thumbprint: key.thumbprint(), tokenID: tokenID, issuedAt: issuedAt)
     }

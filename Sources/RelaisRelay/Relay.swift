@@ -28,7 +28,7 @@ public struct Relay: Sendable {
         let limiter = RateLimiter(
             sessions: sessions, settings: configuration.rateLimit, trustedProxies: configuration.server.trustedProxies.compactMap(IPNetwork.init)
         )
-        let dpop = DPoPGuard(sessions: sessions)
+        let dpop = DPoPGuard(sessions: sessions, nonces: DPoPNonces(keys: keys, clock: clock))
         let bearer = BearerAuthenticator(issuer: issuer, keys: keys, sessions: sessions, dpop: dpop)
         let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
         let tokenSessions = TokenSessions(sessions: sessions, keys: keys, issuer: issuer)

@@ -63,11 +63,11 @@ import Testing
             "d": .string("jpsQnnGQmL-YBIffH1136cLYh8f9tUJNjpPdfa-34uE"),
         ]
         let hmac = JWK(symmetric: Array(repeating: 1, count: 32))
-        func refusal(_ change: (inout Proof) -> Void, signer: JWK? = nil, headerKey: JWK? = nil, method: String = "POST", accessToken: String? = nil, nonce: String? = nil) throws -> String? {
+        func refusal(_ change: (inout Proof) -> Void, signer: JWK? = nil, headerKey: JWK? = nil, method: String = "POST", accessToken: String? = nil, nonces: [String] = []) throws -> String? {
             var proof = Proof()
             change(&proof)
             do {
-                _ = try Self.verifier.verify(try proof.sign(signer ?? key, headerKey: headerKey), method: method, url: Self.url, accessToken: accessToken, nonce: nonce)
+                _ = try Self.verifier.verify(try proof.sign(signer ?? key, headerKey: headerKey), method: method, url: Self.url, accessToken: accessToken, nonces: nonces)
                 return nil
             } catch let error as DPoPProofError {
                 return error.code
@@ -93,9 +93,10 @@ import Testing
         #expect(try refusal({ _ in }, accessToken: "the-token") == "dpop_ath")
         #expect(try refusal({ $0.claims["ath"] = .string(ath) }, accessToken: "another-token") == "dpop_ath")
         // A server nonce, when required.
-        #expect(try refusal({ $0.claims["nonce"] = .string("n-1") }, nonce: "n-1") == nil)
-        #expect(try refusal({ _ in }, nonce: "n-1") == "dpop_nonce")
-        #expect(try refusal({ $0.claims["nonce"] = .string("n-0") }, nonce: "n-1") == "dpop_nonce")
+        #expect(try refusal({ $0.claims["nonce"] = .string("n-1") }, nonces: ["n-1"]) == nil)
+        #expect(try refusal({ $0.claims["nonce"] = .string("n-0") }, nonces: ["n-1", "n-0"]) == nil)
+        #expect(try refusal({ _ in }, nonces: ["n-1"]) == "dpop_nonce")
+        #expect(try refusal({ $0.claims["nonce"] = .string("n-0") }, nonces: ["n-1"]) == "dpop_nonce")
         // Not a JWS at all, or alg none.
         #expect(throws: DPoPProofError.malformed(reason: "jose_malformed: expected 3 segments, found 1")) { try Self.verifier.verify("garbage", method: "POST", url: Self.url) }
         let none = Base64URL.encode(Array(#"{"alg":"none","typ":"dpop+jwt"}"#.utf8)) + "." + Base64URL.encode(Array("{}".utf8)) + "."

@@ -24,8 +24,9 @@ import Testing
             self.clock = clock
         }
 
-        func proof(_ method: String, _ url: String, accessToken: String? = nil, jti: String = SecureRandom.token(bits: 96)) throws -> String {
+        func proof(_ method: String, _ url: String, accessToken: String? = nil, nonce: String? = nil, jti: String = SecureRandom.token(bits: 96)) throws -> String {
             var claims: [String: JSONValue] = ["jti": .string(jti), "htm": .string(method), "htu": .string(url), "iat": .number(clock.now.rounded(.down))]
+            if let nonce { claims["nonce"] = .string(nonce) }
             if let accessToken { claims["ath"] = .string(Base64URL.encode(SHA256.hash(Array(accessToken.utf8)))) }
             return try JWS.sign(
                 payload: JSONValue.object(claims).serialized(), with: key, algorithm: .es256,
@@ -169,6 +170,27 @@ import Testing
             #expect(authorize.headers[.location]?.contains("dpop_jkt+must+be") == true)
             let metadata = Route.json(try await client.execute(uri: "/.well-known/oauth-authorization-server", method: .get))
             #expect(metadata["dpop_signing_alg_values_supported"] == .array(["ES256", "ES384", "EdDSA", "RS256", "PS256"].map { .string($0) }))
+        }
+    }
+
+    /// RFC 9449 §8: with `dpop_nonce`, a proof carries a nonce Relais issued in the last two windows.
+    @Test func serverNoncesAtTheTokenEndpoint() async throws {
+        let fixture = Route.Fixture { $0.apps[0].dpopNonce = true }
+        try await fixture.test { client in
+            let key = try AppKey(fixture.clock)
+            let first = try await Self.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL)])
+            #expect(first.status == .badRequest && Route.json(first)["error"] == .string("use_dpop_nonce"))
+            let nonce = try #require(first.headers[DPoPGuard.nonceHeader])
+            let second = try await Self.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL, nonce: nonce)])
+            #expect(second.status == .ok && second.headers[DPoPGuard.nonceHeader] == nonce)
+            // The previous window's nonce still passes; an older one or a made-up one does not.
+            fixture.clock.advance(by: .seconds(60))
+            #expect(try await Self.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL, nonce: nonce)]).status == .ok)
+            fixture.clock.advance(by: .seconds(60))
+            let stale = try await Self.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL, nonce: nonce)])
+            #expect(Route.json(stale)["error"] == .string("use_dpop_nonce") && stale.headers[DPoPGuard.nonceHeader] != nonce)
+            let invented = try await Self.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL, nonce: "AAAA")])
+            #expect(Route.json(invented)["error"] == .string("use_dpop_nonce"))
         }
     }
 

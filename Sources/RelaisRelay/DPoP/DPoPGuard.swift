@@ -10,16 +10,19 @@ import RelaisJOSE
 struct DPoPGuard: Sendable {
     let verifier: DPoPProofVerifier
     let sessions: SessionStore
+    let nonces: DPoPNonces
 
     static let header = HTTPField.Name("DPoP")!
+    static let nonceHeader = HTTPField.Name("DPoP-Nonce")!
     /// What `WWW-Authenticate: DPoP algs=…` and the metadata advertise.
     static let algorithms = [JWSAlgorithm.es256, .es384, .edDSA, .rs256, .ps256].map(\.rawValue).joined(separator: " ")
 
-    init(sessions: SessionStore) {
+    init(sessions: SessionStore, nonces: DPoPNonces) {
         var verifier = DPoPProofVerifier()
         verifier.now = { [clock = sessions.clock] in clock.now }
         self.verifier = verifier
         self.sessions = sessions
+        self.nonces = nonces
     }
 
     /// The proof sent with a token request when the app's policy takes one; nil when none was sent
@@ -31,7 +34,7 @@ struct DPoPGuard: Sendable {
             guard app.dpop != .required else { throw RelayError.invalidDPoPProof("this app must send a DPoP proof (dpop: required)") }
             return nil
         }
-        return try await check(values, method: "POST", url: url, accessToken: nil)
+        return try await check(values, method: "POST", url: url, accessToken: nil, nonces: app.dpopNonce ? nonces.accepted : [])
     }
 
     /// The proof that must come with a DPoP-bound access token, for this request's method and URL.
@@ -41,11 +44,13 @@ struct DPoPGuard: Sendable {
         return try await check(values, method: method, url: url, accessToken: accessToken)
     }
 
-    private func check(_ values: [String], method: String, url: String, accessToken: String?) async throws -> DPoPProof {
+    private func check(_ values: [String], method: String, url: String, accessToken: String?, nonces accepted: [String] = []) async throws -> DPoPProof {
         guard values.count == 1 else { throw RelayError.invalidDPoPProof("send exactly one DPoP header") }
         let proof: DPoPProof
         do {
-            proof = try verifier.verify(values[0], method: method, url: url, accessToken: accessToken)
+            proof = try verifier.verify(values[0], method: method, url: url, accessToken: accessToken, nonces: accepted)
+        } catch .nonceMismatch {
+            throw RelayError(.useDPoPNonce, "make the DPoP proof again with the nonce in DPoP-Nonce", headers: [Self.nonceHeader: nonces.current])
         } catch {
             throw RelayError.invalidDPoPProof(error.description)
         }

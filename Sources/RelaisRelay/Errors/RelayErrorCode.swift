@@ -21,6 +21,7 @@ extension RelayError {
         case invalidToken = "invalid_token"
         case insufficientScope = "insufficient_scope"
         case invalidDPoPProof = "invalid_dpop_proof"
+        case useDPoPNonce = "use_dpop_nonce"
         case tooManyRequests = "too_many_requests"
         case temporarilyUnavailable = "temporarily_unavailable"
         case serverError = "server_error"
@@ -62,6 +63,7 @@ extension RelayError {
             case .invalidGrant: "`/token`, `POST /logout`"
             case .unsupportedGrantType: "`/token`"
             case .invalidDPoPProof: "`/token` (400), `/userinfo` (401 with a `DPoP` challenge)"
+            case .useDPoPNonce: "`/token`"
             case .missingToken, .invalidToken, .insufficientScope: "`/userinfo`, `/auth`, `POST /logout` (bearer)"
             case .tooManyRequests: "`/authorize`, `/callback` (page), `/token`"
             case .temporarilyUnavailable: "every endpoint"
@@ -87,6 +89,7 @@ extension RelayError {
             case .invalidGrant:
                 "The code is unknown, expired, used (a second use revokes the session the first opened), issued to another app, for another `redirect_uri`, or its PKCE verifier does not match; the code or refresh token is bound to a DPoP key (`dpop_jkt`, or a DPoP sign-in) and the proof is missing or by another key; the refresh token is unknown, of another app, or reused after `relay.refresh_grace` (which revokes the session); the session has ended, or was sealed with a session key no longer configured."
             case .unsupportedGrantType: "A `grant_type` other than `authorization_code` and `refresh_token`."
+            case .useDPoPNonce: "The app has `dpop_nonce: true` and the proof carries no nonce, or one older than about two minutes. The `DPoP-Nonce` header holds the current one."
             case .invalidDPoPProof:
                 "The `DPoP` proof fails a check (its `dpop_*` code starts the description: see the DPoP table), is repeated (`jti` already used), several `DPoP` headers were sent, or the app's `dpop: required` and none was sent."
             case .missingToken: "No `Authorization` header: the challenge is `Bearer realm=\"relais\"` with no error."
@@ -111,6 +114,7 @@ extension RelayError {
             case .transactionExpired: "Start the sign-in again from the app."
             case .invalidClient: "Use a registered `client_id` (and, for resource servers, the right secret)."
             case .invalidGrant: "Sign the person in again; a replay means the code or token leaked."
+            case .useDPoPNonce: "Make a new proof with the `DPoP-Nonce` value as `nonce` and retry; keep the latest nonce from each response."
             case .invalidDPoPProof: "Send one fresh proof per request, signed by the app instance's key, for this method and URL (and `ath` with an access token)."
             case .missingToken, .invalidToken: "Refresh the access token, or sign in again when the refresh fails."
             case .insufficientScope: "Sign in again with the scope or level the API needs."

@@ -35,6 +35,9 @@ struct TokenRoute: RelayRoutes {
         let response = grantType == "authorization_code"
             ? try await authorizationCode.redeem(form, app: app, proof: proof, logger: context.logger)
             : try await refresh.rotate(form, app: app, proof: proof, logger: context.logger)
-        return RelayResponse.json(.ok, response)
+        var answer = RelayResponse.json(.ok, response)
+        // RFC 9449 §8: the next nonce comes with every answer, so the app rarely has to retry.
+        if app.dpopNonce, app.dpop != .off { answer.headers[DPoPGuard.nonceHeader] = dpop.nonces.current }
+        return answer
     }
 }
