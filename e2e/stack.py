@@ -64,10 +64,11 @@ def wait_for(url, process, timeout=20):
 class Stack:
     """Redis, the development provider and one Relais, wired together."""
 
-    def __init__(self, relay_extra="", providers_extra=""):
+    def __init__(self, relay_extra="", providers_extra="", trusted_proxies=()):
         self.directory = tempfile.mkdtemp(prefix="relais-e2e-")
         self.redis_port, self.provider_port, self.relay_port = free_port(), free_port(), free_port()
         self.relay_extra = relay_extra
+        self.trusted_proxies = list(trusted_proxies)
         self.providers_extra = providers_extra
         self.processes = {}
         self.logs = {}
@@ -95,7 +96,7 @@ clients:
     post_logout_redirect_uris: [{self.relay}/logout/callback]
 """)
         self._write("relais.yaml", f"""
-server: {{environment: development, port: {self.relay_port}, public_base_url: "{self.relay}"}}
+server: {{environment: development, port: {self.relay_port}, public_base_url: "{self.relay}", trusted_proxies: [{", ".join(self.trusted_proxies)}]}}
 log: {{level: warning}}
 store: {{kind: redis, redis: {{url: "redis://127.0.0.1:{self.redis_port}"}}}}
 providers:
@@ -164,14 +165,15 @@ apps:
         self.stop()
 
 
-def sign_in(stack, client_id, identity="angela", redirect_uri="http://127.0.0.1:54321/cb"):
-    """A whole sign-in without a browser (requests plays both the person and the app); the token response."""
+def sign_in(stack, client_id, identity="angela", redirect_uri="http://127.0.0.1:54321/cb", token_headers=None, authorize_extra=None, raw=False):
+    """A whole sign-in without a browser (requests plays both the person and the app); the token response
+    (or, with `raw`, the /token HTTP response itself)."""
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     browser = requests.Session()
     page = browser.get(stack.relay + "/authorize?" + urlencode({
         "response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": "s",
-        "code_challenge": challenge, "code_challenge_method": "S256",
+        "code_challenge": challenge, "code_challenge_method": "S256", **(authorize_extra or {}),
     }), timeout=10)
     action = re.search(r'action="([^"]+)"', page.text).group(1)
     to_relay = browser.post(requests.compat.urljoin(page.url, action), data={"identity": identity}, allow_redirects=False, timeout=10)
@@ -179,6 +181,8 @@ def sign_in(stack, client_id, identity="angela", redirect_uri="http://127.0.0.1:
     code = parse_qs(urlsplit(to_app.headers["Location"]).query)["code"][0]
     response = requests.post(stack.relay + "/token", data={
         "grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, "client_id": client_id, "code_verifier": verifier,
-    }, timeout=10)
+    }, headers=token_headers or {}, timeout=10)
+    if raw:
+        return response
     response.raise_for_status()
     return response.json()
