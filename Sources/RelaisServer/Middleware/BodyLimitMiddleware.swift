@@ -1,4 +1,5 @@
 import Hummingbird
+import NIOCore
 
 /// Refuses request bodies over the configured size with 413, whether the size is declared
 /// (Content-Length, refused before reading) or discovered while streaming (chunked uploads).
@@ -8,15 +9,26 @@ struct BodyLimitMiddleware: RouterMiddleware {
     let maxBytes: Int
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > maxBytes {
-            throw APIError.requestTooLarge(limit: maxBytes)
-        }
         var request = request
-        do {
-            _ = try await request.collectBody(upTo: maxBytes)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw APIError.requestTooLarge(limit: maxBytes)
-        }
+        _ = try await BodyLimit.collect(&request, upTo: maxBytes)
         return try await next(request, context)
+    }
+}
+
+/// Collecting a body with a size limit, whichever way the limit is found out.
+enum BodyLimit {
+    /// Collects the body; over `limit` (declared by Content-Length, or counted while a chunked
+    /// body streams in) it is 413, never a 500.
+    static func collect(_ request: inout Request, upTo limit: Int) async throws -> ByteBuffer {
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
+            throw APIError.requestTooLarge(limit: limit)
+        }
+        do {
+            return try await request.collectBody(upTo: limit)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw APIError.requestTooLarge(limit: limit)
+        } catch is NIOTooManyBytesError {
+            throw APIError.requestTooLarge(limit: limit)
+        }
     }
 }
