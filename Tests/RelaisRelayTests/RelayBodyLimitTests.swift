@@ -7,17 +7,20 @@ import Testing
 /// Bodies over a limit are 413, however they arrive: with a Content-Length, or chunked (the size
 /// only known while the body streams in). Never a 500.
 @Suite struct RelayBodyLimitTests {
-    static func chunked(_ path: String, bytes: Int, port: Int) -> String {
+    static func chunked(_ path: String, bytes: Int, port: Int) async throws -> String {
+        try await RawConnection.blocking { chunkedBlocking(path, bytes: bytes, port: port) }
+    }
+
+    static func chunkedBlocking(_ path: String, bytes: Int, port: Int) -> String {
         guard let connection = RawConnection(port: port) else { return "" }
-        var request = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        var parts = ["POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"]
         var left = bytes
         while left > 0 {
-            let chunk = min(left, 8192)
-            request += String(chunk, radix: 16) + "\r\n" + String(repeating: "a", count: chunk) + "\r\n"
+            let chunk = min(left, 4096)
+            parts.append(String(chunk, radix: 16) + "\r\n" + String(repeating: "a", count: chunk) + "\r\n")
             left -= chunk
         }
-        connection.send(request + "0\r\n\r\n")
-        return connection.receive(timeout: .seconds(5))
+        return connection.sendUntilAnswered(parts + ["0\r\n\r\n"])
     }
 
     static func status(_ response: String) -> String { String(response.split(separator: "\r\n").first ?? "") }
@@ -27,17 +30,17 @@ import Testing
         try await fixture.test(.live) { client in
             let port = try #require(client.port)
             // Over server.max_body_bytes (64 KiB), chunked: found out while streaming.
-            let token = Self.chunked("/token", bytes: 200_000, port: port)
+            let token = try await Self.chunked("/token", bytes: 200_000, port: port)
             #expect(Self.status(token) == "HTTP/1.1 413 Payload Too Large", "\(token.prefix(300))")
             #expect(token.contains(#""error":"request_too_large""#))
             // /logout reads at most 16 KiB: over it is 413 too, chunked or declared.
-            #expect(Self.status(Self.chunked("/logout", bytes: 20_000, port: port)) == "HTTP/1.1 413 Payload Too Large")
+            #expect(Self.status(try await Self.chunked("/logout", bytes: 20_000, port: port)) == "HTTP/1.1 413 Payload Too Large")
             let declared = try await client.execute(
                 uri: "/logout", method: .post, headers: RelayRouteTests.formHeaders, body: ByteBuffer(string: String(repeating: "a", count: 20_000))
             )
             #expect(declared.status == .contentTooLarge)
             // Under the limits, a chunked body is read as usual.
-            let small = Self.chunked("/token", bytes: 100, port: port)
+            let small = try await Self.chunked("/token", bytes: 100, port: port)
             #expect(Self.status(small) == "HTTP/1.1 400 Bad Request" && small.contains("invalid_request"), "\(small.prefix(300))")
         }
     }

@@ -1,10 +1,20 @@
+import NIOPosix
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A plain TCP connection to a loopback port, for what an HTTP client library will not do: send a
 /// chunked body byte by byte, trickle a request head, or hold a connection open doing nothing.
-public final class RawConnection {
+///
+/// Its calls block: from async code use ``blocking(_:)``, which runs them on NIO's thread pool, so
+/// an in-process server that needs the concurrency pool to answer is not starved by its client.
+public final class RawConnection: @unchecked Sendable {
+    /// Runs blocking socket work off the Swift concurrency pool.
+    public static func blocking<Result: Sendable>(_ work: @escaping @Sendable () -> Result) async throws -> Result {
+        try await NIOThreadPool.singleton.runIfActive(work)
+    }
+
     public let descriptor: Int32
 
     /// Connects to 127.0.0.1:`port`; nil when the connection is refused.
@@ -38,6 +48,19 @@ public final class RawConnection {
             offset += written
         }
         return true
+    }
+
+    /// Sends `parts` one after the other, giving the server a few milliseconds after each to
+    /// answer, and stops as soon as it does: a server that refuses a body early closes the
+    /// connection, and more data sent after that would reset it and lose the answer. What the
+    /// server sent.
+    public func sendUntilAnswered(_ parts: [String], timeout: Duration = .seconds(5)) -> String {
+        for part in parts {
+            guard send(part) else { break }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 5) > 0 { break }
+        }
+        return receive(timeout: timeout)
     }
 
     /// Reads until the server closes the connection or `timeout` passes; what arrived.
