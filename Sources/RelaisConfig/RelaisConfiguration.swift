@@ -38,6 +38,13 @@ public struct RelaisConfiguration: Sendable {
         public var drainTimeout: Duration = .seconds(20)
         /// Load balancers whose `X-Forwarded-For` is believed (CIDR networks). Empty: none.
         public var trustedProxies: [String] = []
+        /// A connection's first request head must be complete within this (slowloris).
+        public var headerTimeout: Duration = .seconds(10)
+        /// A kept-alive connection waits this long for its next request; a body must be complete
+        /// within this of its head.
+        public var idleTimeout: Duration = .seconds(60)
+        /// Open connections at most; nil: from the process's descriptor limit.
+        public var maxConnections: Int?
         public init() {}
     }
 

@@ -41,6 +41,9 @@ struct ValueReader {
         server.port = integer("server.port", in: 0...65535) ?? server.port
         server.maxBodyBytes = integer("server.max_body_bytes", in: 1024...(16 << 20)) ?? server.maxBodyBytes
         server.drainTimeout = duration("server.drain_timeout") ?? server.drainTimeout
+        server.headerTimeout = duration("server.header_timeout") ?? server.headerTimeout
+        server.idleTimeout = duration("server.idle_timeout") ?? server.idleTimeout
+        server.maxConnections = integer("server.max_connections", in: 1...1_000_000) ?? server.maxConnections
         if let proxies = list("server.trusted_proxies") {
             for proxy in proxies where !Self.isNetwork(proxy) {
                 problem("server.trusted_proxies", "'\(proxy)' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)")

@@ -69,14 +69,31 @@ public enum RelaisApplication {
         additionalRoutes: (Router<RelaisRequestContext>) -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let router = makeRouter(configuration: configuration, dependencies: dependencies, additionalRoutes: additionalRoutes)
+        let limit = ConnectionLimit(maximum: configuration.server.maxConnections ?? ConnectionLimit.defaultMaximum())
+        let (headerTimeout, idleTimeout) = (TimeAmount(configuration.server.headerTimeout), TimeAmount(configuration.server.idleTimeout))
         return Application(
             router: router,
+            server: .http1(
+                configuration: .init(additionalChannelHandlers: [
+                    ConnectionLimitHandler(limit: limit), ConnectionDeadlineHandler(headerTimeout: headerTimeout, idleTimeout: idleTimeout),
+                ])
+            ),
             configuration: .init(
                 address: .hostname(configuration.server.host, port: configuration.server.port),
-                serverName: "Relais"
+                serverName: "Relais",
+                // Connections the kernel queues while the event loops accept: a burst (a load balancer
+                // reconnecting, or a flood of idle clients) waits in it instead of being dropped.
+                backlog: 4096
             ),
             onServerRunning: onServerRunning,
             logger: logger
         )
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

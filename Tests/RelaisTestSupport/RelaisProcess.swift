@@ -17,6 +17,15 @@ public final class RelaisProcess: Sendable {
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
+    /// The process id while it runs.
+    public var pid: pid_t? { process.withLock { $0?.pid } }
+
+    /// The descriptors the process has open now (its sockets included); nil when it is not running.
+    public var openDescriptors: Int? {
+        guard let pid, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { return nil }
+        return entries.count
+    }
+
     public static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     public static let binary = packageRoot.appendingPathComponent(".build/debug/relais").path
     public static let identitiesFile = packageRoot.appendingPathComponent("config/dev-identities.yaml").path
