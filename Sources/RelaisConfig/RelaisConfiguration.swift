@@ -75,6 +75,12 @@ public struct RelaisConfiguration: Sendable {
 
     public struct Metrics: Sendable, Equatable {
         public var enabled = true
+        /// Serve `/metrics` on its own listener (`metrics.listen: 127.0.0.1:9090`) instead of the
+        /// public port.
+        public var listenHost: String?
+        public var listenPort: Int?
+        /// Require `Authorization: Bearer <this>` (`metrics.bearer_token_file`).
+        public var bearerToken: String?
         public init() {}
     }
 

@@ -29,9 +29,30 @@ struct ValueReader {
         result.log = readLog()
         result.store = readStore(defaults: result.store, environment: result.server.environment)
         result.httpClient = readHTTPClient(environment: result.server.environment)
-        result.metrics.enabled = boolean("metrics.enabled") ?? result.metrics.enabled
+        result.metrics = readMetrics(defaults: result.metrics)
         readRelaySections(into: &result, ids: ids)
         return result
+    }
+
+    mutating func readMetrics(defaults: RelaisConfiguration.Metrics) -> RelaisConfiguration.Metrics {
+        var metrics = defaults
+        metrics.enabled = boolean("metrics.enabled") ?? metrics.enabled
+        if let listen = text("metrics.listen") {
+            // host:port, or [v6]:port; the port in ASCII digits.
+            let colon = listen.lastIndex(of: ":")
+            let host = colon.map { String(listen[..<$0]) } ?? ""
+            let port = colon.map { String(listen[listen.index(after: $0)...]) } ?? ""
+            let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+            if !bareHost.isEmpty, !port.isEmpty, port.utf8.count <= 5, port.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let number = Int(port), (1...65535).contains(number) {
+                metrics.listenHost = bareHost
+                metrics.listenPort = number
+            } else {
+                problem("metrics.listen", "'\(listen)' is not host:port (for example 127.0.0.1:9090)")
+            }
+        }
+        metrics.bearerToken = secret("metrics.bearer_token")
+        if let token = metrics.bearerToken, token.utf8.count < 16 { problem("metrics.bearer_token", "use at least 16 bytes") }
+        return metrics
     }
 
     mutating func readServer(defaults: RelaisConfiguration.Server) -> RelaisConfiguration.Server {

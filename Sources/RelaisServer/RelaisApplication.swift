@@ -55,10 +55,19 @@ public enum RelaisApplication {
         HealthRoutes(store: dependencies.store, drainState: dependencies.drainState).register(on: router)
         if configuration.metrics.enabled {
             RelaisMetrics.bootstrap()
-            MetricsRoute().register(on: router)
+            // On the public port unless metrics.listen gives them a listener of their own.
+            if configuration.metrics.listenPort == nil { MetricsRoute(bearerToken: configuration.metrics.bearerToken).register(on: router) }
         }
         additionalRoutes(router)
         return router
+    }
+
+    /// `/metrics` alone, on `metrics.listen` (nil when metrics share the public port or are off).
+    static func makeMetricsApplication(configuration: RelaisConfiguration, logger: Logger) -> (some ApplicationProtocol)? {
+        guard configuration.metrics.enabled, let host = configuration.metrics.listenHost, let port = configuration.metrics.listenPort else { return nil as Application<RouterResponder<BasicRequestContext>>? }
+        let router = Router()
+        MetricsRoute(bearerToken: configuration.metrics.bearerToken).register(on: router)
+        return Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: "Relais metrics"), logger: logger)
     }
 
     public static func makeApplication(

@@ -67,13 +67,12 @@ public enum RelaisRunner {
             onServerRunning: onServerRunning,
             additionalRoutes: additionalRoutes
         )
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: application)]
+        if let metrics = RelaisApplication.makeMetricsApplication(configuration: configuration, logger: logger) { services.append(.init(service: metrics)) }
         var groupConfiguration = ServiceGroupConfiguration(
             // Graceful shutdown reaches services in reverse order: the drain flag flips first, then
             // the server stops accepting and waits for in-flight requests.
-            services: [
-                .init(service: application),
-                .init(service: DrainWatcher(state: dependencies.drainState, logger: logger)),
-            ],
+            services: services + [.init(service: DrainWatcher(state: dependencies.drainState, logger: logger))],
             gracefulShutdownSignals: signals,
             cancellationSignals: [],
             logger: logger

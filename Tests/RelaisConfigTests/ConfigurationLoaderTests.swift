@@ -115,6 +115,16 @@ import Testing
         #expect(found.first?.message.hasPrefix("the port must be 1 to 65535 in ASCII digits") == true, "\(url)")
     }
 
+    @Test(arguments: ["9090", "127.0.0.1:", ":9090", "127.0.0.1:99999", "127.0.0.1:٩٠٩٠", "127.0.0.1:0"])
+    func aMetricsListenerIsHostAndPort(listen: String) async throws {
+        let found = await problems(file: Self.examplePath, environment: ["RELAIS_METRICS_LISTEN": listen])
+        #expect(found.map(\.description) == ["metrics.listen: '\(listen)' is not host:port (for example 127.0.0.1:9090)"], "\(listen)")
+        let short = await problems(file: Self.examplePath, environment: ["RELAIS_METRICS_BEARER_TOKEN": "short"])
+        #expect(short.map(\.description) == ["metrics.bearer_token: use at least 16 bytes"])
+        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: ["RELAIS_METRICS_LISTEN": "[::1]:9090"])
+        #expect(configuration.metrics.listenHost == "::1" && configuration.metrics.listenPort == 9090)
+    }
+
     /// Keys carry their session's hash tag; a brace in the prefix would replace it for every key.
     @Test(arguments: ["relais{", "a}b", "{all}:"])
     func aKeyPrefixWithABraceIsRefused(prefix: String) async throws {

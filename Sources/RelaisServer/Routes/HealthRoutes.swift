@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import RelaisCrypto
 import RelaisStore
 import Synchronization
 
@@ -48,10 +49,21 @@ struct HealthRoutes {
 }
 
 /// `/metrics` in Prometheus text format.
+/// `/metrics` in the Prometheus text format, behind a bearer secret when one is configured (compared
+/// in constant time).
 struct MetricsRoute {
-    func register(on router: Router<RelaisRequestContext>) {
-        router.get("/metrics") { _, _ in
-            Response(
+    let bearerToken: String?
+
+    func register<Context: RequestContext>(on router: Router<Context>) {
+        router.get("/metrics") { request, _ in
+            if let bearerToken {
+                let presented = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil } ?? ""
+                guard ConstantTime.equals(presented, bearerToken) else {
+                    return Response(status: .unauthorized, headers: [.wwwAuthenticate: #"Bearer realm="metrics""#, .contentType: "text/plain; charset=utf-8"],
+                                    body: .init(byteBuffer: ByteBuffer(string: "metrics need the bearer token of metrics.bearer_token_file\n")))
+                }
+            }
+            return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: RelaisMetrics.exposition()))
