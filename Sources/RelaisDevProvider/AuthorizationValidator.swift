@@ -55,7 +55,7 @@ struct AuthorizationValidator {
         func reject(_ error: String, _ description: String) -> Outcome {
             .redirectError(redirectURI: redirectURI, state: state, error: error, description: description)
         }
-        if let repeated = parameters.repeatedNames.first {
+        if let repeated = parameters.firstRepeatedName {
             return reject("invalid_request", "the parameter '\(repeated)' is given more than once")
         }
         if let unknown = parameters.names.first(where: { !Self.knownParameters.contains($0) }) {

@@ -16,7 +16,7 @@ struct LogoutRoute {
     }
 
     private func logout(_ request: Request) async throws -> Response {
-        guard let parameters = FormParameters.query(of: request), parameters.repeatedNames.isEmpty else {
+        guard let parameters = FormParameters.query(of: request), parameters.firstRepeatedName == nil else {
             return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "The logout parameters cannot be read."))
         }
         guard let hint = parameters["id_token_hint"], !hint.isEmpty else {

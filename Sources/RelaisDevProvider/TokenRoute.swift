@@ -23,7 +23,7 @@ struct TokenRoute {
         guard let form = try await FormParameters.body(of: request, limit: 64 * 1024) else {
             return DevProvider.oauthError(.badRequest, "invalid_request", "the body must be application/x-www-form-urlencoded")
         }
-        if let repeated = form.repeatedNames.first {
+        if let repeated = form.firstRepeatedName {
             return DevProvider.oauthError(.badRequest, "invalid_request", "the parameter '\(repeated)' is given more than once")
         }
         let client: DevProviderConfiguration.Client

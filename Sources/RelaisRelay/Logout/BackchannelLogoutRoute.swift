@@ -30,7 +30,7 @@ struct BackchannelLogoutRoute: RelayRoutes {
             context.logger.warning("back-channel logout refused", metadata: ["reason": "\(description)"])
             return .invalidRequest(description)
         }
-        guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.repeatedNames.isEmpty else {
+        guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.firstRepeatedName == nil else {
             throw refuse("the body must be a form (application/x-www-form-urlencoded) without repeated parameters")
         }
         guard let raw = form["logout_token"], !raw.isEmpty else { throw refuse("logout_token is missing") }

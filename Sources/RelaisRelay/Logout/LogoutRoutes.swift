@@ -32,7 +32,7 @@ struct LogoutRoutes: RelayRoutes {
     }
 
     private func browserLogout(_ request: Request, context: RelaisRequestContext) async throws -> Response {
-        guard let parameters = FormParameters.query(of: request), parameters.repeatedNames.isEmpty else {
+        guard let parameters = FormParameters.query(of: request), parameters.firstRepeatedName == nil else {
             throw RelayError.invalidRequest("The logout parameters cannot be read.")
         }
         guard let clientID = parameters["client_id"], let app = apps[clientID] else {

@@ -13,7 +13,7 @@ struct RevokeRoute: RelayRoutes {
     func register(on router: Router<RelaisRequestContext>) {
         router.post("/revoke") { request, context in
             try await RelayError.rendering(.json, context) {
-                guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.repeatedNames.isEmpty else {
+                guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.firstRepeatedName == nil else {
                     throw RelayError.invalidRequest("the body must be a form without repeated parameters")
                 }
                 guard let clientID = form["client_id"], apps[clientID] != nil else {

@@ -37,7 +37,7 @@ struct ForwardAuthRoute: RelayRoutes {
                 // `/auth/` is `/auth/…` with an empty guarded path: its query is the client's too.
                 guard !request.uri.path.hasSuffix("/") else { return try await check.respond(to: request, context: context, options: nil) }
                 // Fail closed: a gateway query that cannot be read must not drop its requirements.
-                guard let options = FormParameters.query(of: request), options.repeatedNames.isEmpty else {
+                guard let options = FormParameters.query(of: request), options.firstRepeatedName == nil else {
                     return RelayError.invalidRequest("the /auth query (scope, acr, aud, session) cannot be read or repeats a parameter")
                         .bearer(requestID: context.requestID)
                 }

@@ -24,7 +24,7 @@ struct IntrospectRoute: RelayRoutes {
     }
 
     private func introspect(_ request: Request) async throws -> JSONValue {
-        guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.repeatedNames.isEmpty else {
+        guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.firstRepeatedName == nil else {
             throw RelayError.invalidRequest("the body must be a form without repeated parameters")
         }
         guard let server = authenticate(request, form) else {

@@ -38,7 +38,7 @@ struct AppAuthorizationValidator: Sendable {
         func reject(_ code: RelayError.Code, _ description: String) -> Outcome {
             .redirectError(RelayError(code, description), redirectURI: redirectURI, state: state)
         }
-        if let repeated = parameters.repeatedNames.first {
+        if let repeated = parameters.firstRepeatedName {
             return reject(.invalidRequest, "the parameter '\(repeated)' is given more than once")
         }
         guard let responseType = parameters["response_type"] else { return reject(.invalidRequest, "response_type is missing") }

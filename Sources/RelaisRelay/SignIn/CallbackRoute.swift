@@ -24,7 +24,7 @@ struct CallbackRoute: RelayRoutes {
     }
 
     private func callback(_ request: Request, context: RelaisRequestContext) async throws -> Response {
-        guard let parameters = FormParameters.query(of: request), parameters.repeatedNames.isEmpty else {
+        guard let parameters = FormParameters.query(of: request), parameters.firstRepeatedName == nil else {
             throw RelayError.invalidRequest("The provider's answer cannot be read.")
         }
         guard let state = parameters["state"], !state.isEmpty else { throw RelayError.invalidRequest("The provider's answer carries no state.") }

@@ -23,7 +23,7 @@ struct TokenRoute: RelayRoutes {
         guard let form = try await FormParameters.body(of: request, limit: 64 * 1024) else {
             throw RelayError.invalidRequest("the body must be application/x-www-form-urlencoded")
         }
-        if let repeated = form.repeatedNames.first { throw RelayError.invalidRequest("the parameter '\(repeated)' is given more than once") }
+        if let repeated = form.firstRepeatedName { throw RelayError.invalidRequest("the parameter '\(repeated)' is given more than once") }
         guard let grantType = form["grant_type"] else { throw RelayError.invalidRequest("grant_type is missing") }
         guard let clientID = form["client_id"], !clientID.isEmpty else { throw RelayError.invalidRequest("client_id is missing (apps are public clients)") }
         guard let app = apps[clientID] else { throw RelayError(.invalidClient, "no app is registered with this client_id") }
