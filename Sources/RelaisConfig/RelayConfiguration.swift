@@ -43,15 +43,25 @@ public struct ProviderSettings: Sendable {
     public var acrValues: String?
     /// Levels from lowest to highest; the id_token's `acr` must reach the requested one.
     public var acrOrder: [String]
-    /// Algorithms accepted for the id_token (and a signed userinfo).
+    /// Algorithms accepted for the id_token.
     public var idTokenAlgorithms: [JWSAlgorithm]
+    /// Algorithms accepted for a signed userinfo; nil: the id_token's.
+    public var userinfoAlgorithms: [JWSAlgorithm]?
+    /// Refuse an id_token that is only signed, not encrypted (FranceConnect+ always encrypts: a
+    /// plain token injected in its place must not be a downgrade).
+    public var requireEncryptedIDToken: Bool
     public var userinfoFormat: UserinfoFormat
     /// Our private keys for JWE responses (FranceConnect+), chosen by `kid`.
     public var decryptionKeys: [JWK]
     /// Send PKCE (S256) to the provider. FranceConnect refuses unknown parameters, so its presets say no.
     public var pkce: Bool
     /// Whether callbacks must carry `iss` (RFC 9207); when they do, it is always checked.
-    public var requireCallbackIssuer: Bool
+    public var requireCallbackIssuer: CallbackIssuer
+
+    /// `auto`: required when the provider's discovery says `authorization_response_iss_parameter_supported: true`.
+    public enum CallbackIssuer: String, Sendable, CaseIterable {
+        case auto, always, never
+    }
     /// Accept OpenID Connect Back-Channel Logout tokens from this provider at
     /// `POST /backchannel-logout` (register that URL with the provider). FranceConnect sends none.
     public var backchannelLogout: Bool = false
@@ -92,7 +102,8 @@ public struct ProviderSettings: Sendable {
         }
         decryptionKeys = []
         pkce = !franceConnect
-        requireCallbackIssuer = preset == .franceconnectV2 || preset == .franceconnectPlus
+        requireCallbackIssuer = preset == .franceconnectV2 || preset == .franceconnectPlus ? .always : .auto
+        requireEncryptedIDToken = preset == .franceconnectPlus
     }
 }
 

@@ -85,21 +85,23 @@ extension ValueReader {
         if !provider.scopes.contains("openid") { problem("\(base).scopes", "must include openid") }
         if let acr = text("\(base).acr_values") { provider.acrValues = acr }
         provider.acrOrder = list("\(base).acr_order") ?? provider.acrOrder
-        if let names = list("\(base).id_token_algs") {
-            var algorithms: [JWSAlgorithm] = []
-            for name in names {
-                if let algorithm = JWSAlgorithm(rawValue: name) { algorithms.append(algorithm) } else {
-                    problem("\(base).id_token_algs", "unknown algorithm '\(name)' (RS256, ES256, PS256, EdDSA, HS256, ...)")
-                }
-            }
-            provider.idTokenAlgorithms = algorithms
-        }
+        provider.idTokenAlgorithms = algorithms("\(base).id_token_algs") ?? provider.idTokenAlgorithms
+        provider.userinfoAlgorithms = algorithms("\(base).userinfo_signing_algs")
+        provider.requireEncryptedIDToken = boolean("\(base).require_encrypted_id_token") ?? provider.requireEncryptedIDToken
         provider.userinfoFormat = choice("\(base).userinfo_format", default: provider.userinfoFormat)
         provider.decryptionKeys = (list("\(base).decryption_key_files") ?? []).compactMap {
             privateKey($0, key: "\(base).decryption_key_files", signing: false)
         }
         provider.pkce = boolean("\(base).pkce") ?? provider.pkce
-        provider.requireCallbackIssuer = boolean("\(base).require_callback_iss") ?? provider.requireCallbackIssuer
+        if let policy = text("\(base).require_callback_iss") {
+            // true and false, from when this was a yes/no setting, read as always and never.
+            switch policy.lowercased() {
+            case "auto": provider.requireCallbackIssuer = .auto
+            case "always", "true": provider.requireCallbackIssuer = .always
+            case "never", "false": provider.requireCallbackIssuer = .never
+            default: problem("\(base).require_callback_iss", "expected one of auto, always, never; got '\(policy)'")
+            }
+        }
         provider.backchannelLogout = boolean("\(base).backchannel_logout") ?? provider.backchannelLogout
         provider.postLogoutRedirectURI = text("\(base).post_logout_redirect_uri") ?? "\(publicBaseURL)/logout/callback"
         provider.timeout = duration("\(base).timeout")
@@ -123,6 +125,8 @@ extension ValueReader {
         }
         if provider.userinfoFormat == .jwe && provider.decryptionKeys.isEmpty {
             problem("\(base).decryption_key_files", "userinfo_format jwe (FranceConnect+) needs Relais' private decryption keys")
+        } else if provider.requireEncryptedIDToken && provider.decryptionKeys.isEmpty {
+            problem("\(base).decryption_key_files", "require_encrypted_id_token needs Relais' private decryption keys")
         }
         return provider
     }
@@ -151,6 +155,18 @@ extension ValueReader {
         app.dpop = choice("\(base).dpop", default: app.dpop)
         app.dpopNonce = boolean("\(base).dpop_nonce") ?? app.dpopNonce
         return app
+    }
+
+    /// A list of JWS algorithm names; nil when the key is absent.
+    private mutating func algorithms(_ key: String) -> [JWSAlgorithm]? {
+        guard let names = list(key) else { return nil }
+        var algorithms: [JWSAlgorithm] = []
+        for name in names {
+            if let algorithm = JWSAlgorithm(rawValue: name) { algorithms.append(algorithm) } else {
+                problem(key, "unknown algorithm '\(name)' (RS256, ES256, PS256, EdDSA, HS256, ...)")
+            }
+        }
+        return algorithms
     }
 
     private mutating func readResourceServer(id: String) -> ResourceServerSettings {

@@ -10,6 +10,8 @@ public struct ProviderMetadata: Sendable, Equatable {
     public var userinfoEndpoint: String?
     public var jwksURI: String?
     public var endSessionEndpoint: String?
+    /// RFC 9207 §3: the provider says its callbacks always carry `iss`.
+    public var sendsCallbackIssuer = false
 
     /// Endpoints from the configuration alone (discovery off).
     init?(settings: ProviderSettings) {
@@ -40,5 +42,6 @@ public struct ProviderMetadata: Sendable, Equatable {
         userinfoEndpoint = settings.userinfoEndpoint ?? endpoint("userinfo_endpoint")
         jwksURI = settings.jwksURI ?? endpoint("jwks_uri")
         endSessionEndpoint = settings.endSessionEndpoint ?? endpoint("end_session_endpoint")
+        sendsCallbackIssuer = document["authorization_response_iss_parameter_supported"] == .bool(true)
     }
 }

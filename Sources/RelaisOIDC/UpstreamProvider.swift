@@ -128,6 +128,19 @@ public actor UpstreamProvider {
 
     // MARK: - Probe
 
+    /// RFC 9207: whether a callback without `iss` is refused. `auto` follows the discovery document
+    /// (`authorization_response_iss_parameter_supported`); a provider whose metadata cannot be read
+    /// now is treated as sending it (fail closed).
+    public func requiresCallbackIssuer() async -> Bool {
+        switch settings.requireCallbackIssuer {
+        case .always: return true
+        case .never: return false
+        case .auto:
+            guard settings.discovery else { return false }
+            return (try? await metadata().sendsCallbackIssuer) ?? true
+        }
+    }
+
     /// What `relais check-config --probe` reports: the provider's metadata (discovery, or the
     /// configured endpoints) and its signing keys are reachable now. A short description, or the
     /// error that stops sign-ins.
@@ -165,7 +178,7 @@ public actor UpstreamProvider {
             if let type = jws.header["typ"]?.stringValue?.lowercased(), type != "logout+jwt", type != "application/logout+jwt" {
                 throw UpstreamError.logoutTokenRejected("typ is '\(type)', not logout+jwt")
             }
-            try await verifySignature(jws)
+            try await verifySignature(jws, algorithms: settings.idTokenAlgorithms)
             var policy = ClaimsPolicy(issuer: settings.issuer, audience: settings.clientID)
             policy.now = { [clock] in clock.now }
             policy.leeway = Self.leeway
@@ -242,8 +255,8 @@ public actor UpstreamProvider {
         return decrypted.plaintextString
     }
 
-    private func verifySignature(_ jws: JWS) async throws(JOSEError) {
-        guard settings.idTokenAlgorithms.contains(jws.algorithm) else { throw .unsupportedAlgorithm(jws.algorithm.rawValue) }
+    private func verifySignature(_ jws: JWS, algorithms: [JWSAlgorithm]) async throws(JOSEError) {
+        guard algorithms.contains(jws.algorithm) else { throw .unsupportedAlgorithm(jws.algorithm.rawValue) }
         if jws.algorithm.isSymmetric {
             try jws.verify(with: JWK(symmetric: Array((settings.clientSecret ?? "").utf8)))
             return
@@ -267,9 +280,12 @@ public actor UpstreamProvider {
     }
 
     func verifyIDToken(_ raw: String, nonce: String, requestedACR: String?) async throws(UpstreamError) -> VerifiedClaims {
-        do {
+        do throws(JOSEError) {
+            if settings.requireEncryptedIDToken && raw.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count != 4 {
+                throw JOSEError.malformedToken(reason: "the id_token is expected encrypted (JWE): require_encrypted_id_token")
+            }
             let jws = try JWS.parse(try signedToken(raw))
-            try await verifySignature(jws)
+            try await verifySignature(jws, algorithms: settings.idTokenAlgorithms)
             var policy = ClaimsPolicy(issuer: settings.issuer, audience: settings.clientID)
             policy.now = { [clock] in clock.now }
             policy.leeway = Self.leeway
@@ -312,7 +328,7 @@ public actor UpstreamProvider {
                 throw JOSEError.malformedToken(reason: "userinfo is expected encrypted (JWE)")
             }
             let jws = try JWS.parse(try signedToken(text))
-            try await verifySignature(jws)
+            try await verifySignature(jws, algorithms: settings.userinfoAlgorithms ?? settings.idTokenAlgorithms)
             var policy = ClaimsPolicy()
             policy.now = { [clock] in clock.now }
             policy.leeway = Self.leeway

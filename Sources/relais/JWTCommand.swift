@@ -113,6 +113,8 @@ struct JWTCommand: AsyncParsableCommand {
                 }
                 var policy = ClaimsPolicy(issuer: iss, audience: aud)
                 policy.nonce = nonce
+                // As the relay: a nonce-checked id_token must say when it was issued.
+                policy.requireIssuedAt = nonce != nil
                 policy.minimumACR = acr
                 policy.acrOrder = acrOrder.split(separator: ",").map(String.init)
                 policy.leeway = .seconds(leeway)

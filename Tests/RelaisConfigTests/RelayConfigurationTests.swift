@@ -58,7 +58,7 @@ import Testing
             """
         ).get()
         let fc = configuration.providers[0], plus = configuration.providers[1], google = configuration.providers[2]
-        #expect(fc.discovery && !fc.pkce && fc.acrValues == "eidas1" && fc.userinfoFormat == .jws && fc.requireCallbackIssuer)
+        #expect(fc.discovery && !fc.pkce && fc.acrValues == "eidas1" && fc.userinfoFormat == .jws && fc.requireCallbackIssuer == .always)
         #expect(fc.idTokenAlgorithms == [.es256, .rs256])
         #expect(fc.postLogoutRedirectURI == "http://127.0.0.1:8080/logout/callback")
         #expect(plus.acrValues == "eidas2" && plus.userinfoFormat == .jwe && plus.decryptionKeys.count == 1 && plus.idTokenAlgorithms == [.es256])

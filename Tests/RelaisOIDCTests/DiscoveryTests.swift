@@ -109,4 +109,26 @@ extension Case {
             #expect(url.hasPrefix(harness.scenario.issuer + "/authorize?"))
         }
     }
+
+    /// RFC 9207: with `auto`, a callback without `iss` is refused exactly when discovery says the
+    /// provider sends it; `always` and `never` do not ask.
+    @Test(arguments: [
+        (ProviderSettings.CallbackIssuer.auto, true, true), (.auto, false, false), (.auto, nil, false),
+        (.always, false, true), (.always, nil, true), (.never, true, false),
+    ] as [(ProviderSettings.CallbackIssuer, Bool?, Bool)])
+    func theCallbackIssuerFollowsDiscovery(policy: ProviderSettings.CallbackIssuer, advertised: Bool?, required: Bool) async throws {
+        try await Harness.run({ scenario in
+            scenario.settings.requireCallbackIssuer = policy
+            if let advertised { scenario.discovery["authorization_response_iss_parameter_supported"] = .bool(advertised) }
+        }) { harness in
+            #expect(await harness.provider.requiresCallbackIssuer() == required)
+        }
+    }
+
+    /// A provider whose discovery cannot be read now is taken to send `iss` (fail closed).
+    @Test func anUnreadableDiscoveryRequiresTheCallbackIssuer() async throws {
+        try await Harness.run({ $0.discoveryStatus = 500 }) { harness in
+            #expect(await harness.provider.requiresCallbackIssuer())
+        }
+    }
 }

@@ -107,6 +107,13 @@ extension Case {
             $0.idToken.shape = .encrypted(.init())
         },
         Case("ciphertext tampered", refused("jose_decryption_failed")) { $0.idToken.shape = .encrypted(.init(tampered: true)) },
+        Case("encrypted, as require_encrypted_id_token asks", .accepted) {
+            $0.settings.requireEncryptedIDToken = true
+            $0.idToken.shape = .encrypted(.init())
+        },
+        Case("only signed when require_encrypted_id_token (a downgrade)", refused("jose_malformed", mentioning: "expected encrypted")) {
+            $0.settings.requireEncryptedIDToken = true
+        },
         Case("bare claims without cty", refused("jose_malformed", mentioning: "does not hold a signed JWT")) {
             $0.idToken.shape = .encrypted(.init(cty: nil, claimsOnly: true))
         },

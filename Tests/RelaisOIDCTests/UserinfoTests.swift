@@ -57,6 +57,15 @@ extension Case {
             $0.userinfoBody = .jwt
             $0.userinfo.algorithm = .es384
         },
+        Case("JWS, alg accepted for userinfo only (userinfo_signing_algs)", .accepted) {
+            $0.settings.userinfoAlgorithms = [.es384]
+            $0.userinfoBody = .jwt
+            $0.userinfo.algorithm = .es384
+        },
+        Case("JWS, an id_token alg when userinfo_signing_algs leaves it out", userinfoRejected("(jose_unsupported_alg)")) {
+            $0.settings.userinfoAlgorithms = [.es384]
+            $0.userinfoBody = .jwt
+        },
         Case("JWS, alg none", userinfoRejected("(jose_unsupported_alg)")) {
             $0.userinfoBody = .jwt
             $0.userinfo.shape = .unsigned

@@ -107,7 +107,8 @@ extension RelayProcessTests {
             defer { server.stop() }
             // 25 connections, one after the other: 20 stay open (19 if the launcher's readiness check
             // still holds one), the others are closed at once. Accepted connections are spread over
-            // the event loops, so the last few may be counted in another order.
+            // the event loops, which may count them in another order than they were opened, so which
+            // ones are closed is not fixed: how many is.
             let held = try await RawConnection.blocking { () -> [RawConnection] in
                 let connections = (0..<25).compactMap { _ in RawConnection(port: server.port) }
                 usleep(500_000)
@@ -116,7 +117,6 @@ extension RelayProcessTests {
             #expect(held.count == 25)
             let open = held.map { !$0.isClosedByServer }
             #expect((19...20).contains(open.filter { $0 }.count), "\(open)")
-            #expect(open.prefix(18).allSatisfy { $0 }, "\(open)")
             // Room again once they leave.
             _ = consume held
             try await Task.sleep(for: .milliseconds(300))

@@ -27,12 +27,13 @@ import Glibc
         return (status, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "", (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 
-    private func token(_ claims: [String: JSONValue] = [:]) throws -> String {
+    private func token(_ claims: [String: JSONValue] = [:], removing removed: [String] = []) throws -> String {
         var all: [String: JSONValue] = [
             "iss": .string("https://idp.example/api/v2"), "aud": .string("app"), "sub": .string("user-1"),
             "exp": .number(Self.now + 300), "iat": .number(Self.now), "acr": .string("eidas1"),
         ]
         all.merge(claims) { _, new in new }
+        for name in removed { all[name] = nil }
         return try JWS.sign(payload: JSONValue.object(all).serialized(), with: Self.key, algorithm: .es256, extraHeader: ["typ": .string("JWT")])
     }
 
@@ -58,6 +59,15 @@ import Glibc
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(#""verified" : true"#))
         #expect(result.stdout.contains(#""key" : "cli-key""#))
+    }
+
+    /// Like the relay: an id_token checked against a nonce must carry `iat`.
+    @Test func verifyWithANonceRequiresIssuedAt() throws {
+        let keys = try keyFile()
+        let withIat = try run(["jwt", "verify", try token(["nonce": .string("n-1")]), "--jwks", keys, "--nonce", "n-1"])
+        #expect(withIat.status == 0, "\(withIat.stderr)")
+        let withoutIat = try run(["jwt", "verify", try token(["nonce": .string("n-1")], removing: ["iat"]), "--jwks", keys, "--nonce", "n-1"])
+        #expect(withoutIat.status == 1 && withoutIat.stderr.contains("rejected: jwt_iat"), "\(withoutIat.stderr)")
     }
 
     @Test func verifyNamesTheFailedCheck() throws {

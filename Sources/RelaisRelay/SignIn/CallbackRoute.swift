@@ -59,7 +59,7 @@ struct CallbackRoute: RelayRoutes {
         // RFC 9207: the callback names its issuer, which defeats mix-up attacks between providers.
         if let iss = parameters["iss"] {
             guard iss == provider.settings.issuer else { return fail(.callbackRejected("the callback's iss is not the provider's issuer")) }
-        } else if provider.settings.requireCallbackIssuer {
+        } else if await provider.requiresCallbackIssuer() {
             return fail(.callbackRejected("the callback carries no iss"))
         }
         if let error = parameters["error"] {
