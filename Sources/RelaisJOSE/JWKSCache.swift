@@ -14,8 +14,9 @@ public protocol JWKSFetcher: Sendable {
 /// A provider's key set, kept fresh the way key rotation needs:
 ///
 /// - served from memory while younger than `maxAge`, refetched after;
-/// - refetched at once when a token names an unknown `kid` (a rotation), but at most once per
-///   `minimumRefetchInterval`, so garbage `kid`s cannot turn Relais into a request amplifier;
+/// - refetched at once when a token names an unknown `kid` (a rotation), however recent the last
+///   scheduled fetch, but at most one such refetch per `minimumRefetchInterval`, so garbage `kid`s
+///   cannot turn Relais into a request amplifier;
 /// - concurrent callers share one fetch;
 /// - when a refetch fails, the last good set keeps serving.
 ///
@@ -32,6 +33,9 @@ public actor JWKSCache {
     private var keySet: JWKSet?
     private var fetchedAt: ContinuousClock.Instant?
     private var lastAttempt: ContinuousClock.Instant?
+    /// The last refetch caused by an unknown `kid`: only those throttle the next one, so a first or
+    /// scheduled fetch a second before a rotation does not block it.
+    private var lastUnknownKeyRefetch: ContinuousClock.Instant?
     private var inFlight: Task<JWKSet, any Error>?
 
     /// Creates an empty cache; nothing is fetched until the first key is asked for.
@@ -41,8 +45,9 @@ public actor JWKSCache {
     ///   - fetcher: How to download it.
     ///   - maxAge: How long a fetched set is served before it is fetched again.
     ///   - minimumRefetchInterval: The shortest time between two fetches caused by unknown `kid`s
-    ///     or stale sets; a token naming an unknown `kid` within it is refused with
-    ///     ``JOSEError/noMatchingKey(reason:)`` without a fetch.
+    ///     (and between retries of a failing scheduled fetch); a token naming an unknown `kid`
+    ///     within it of the last such fetch is refused with ``JOSEError/noMatchingKey(reason:)``
+    ///     without a fetch.
     ///   - clock: The current instant; injectable so tests can move time by hand.
     public init(
         url: String,
@@ -73,7 +78,10 @@ public actor JWKSCache {
         } catch {
             // Only an unknown kid suggests a rotation; an ambiguous or unsuitable set would not change.
             guard keyID != nil, case .noMatchingKey = error else { throw error }
-            try await refresh(force: false)
+            let now = clock()
+            if let last = lastUnknownKeyRefetch, now - last < minimumRefetchInterval { throw error }
+            lastUnknownKeyRefetch = now
+            try await refresh(force: true)
             guard let refreshed = keySet else { throw error }
             return try refreshed.key(for: algorithm, keyID: keyID)
         }
@@ -101,8 +109,8 @@ public actor JWKSCache {
         return key
     }
 
-    /// Fetches unless a fetch happened within `minimumRefetchInterval` (`force` ignores the limit
-    /// only while no set is held). A failed fetch leaves the previous set in place.
+    /// Fetches unless a fetch happened within `minimumRefetchInterval` (`force`: the caller has
+    /// throttled already, or no set is held). A failed fetch leaves the previous set in place.
     private func refresh(force: Bool) async throws(JOSEError) {
         let now = clock()
         if !force, let lastAttempt, now - lastAttempt < minimumRefetchInterval, inFlight == nil { return }

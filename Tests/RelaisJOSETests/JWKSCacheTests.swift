@@ -121,6 +121,20 @@ final class ManualClock: Sendable {
         }
     }
 
+    /// A rotation a second after the set was fetched: the new kid is fetched at once, because only
+    /// unknown-kid refetches count against the interval.
+    @Test func aRotationRightAfterAFetchIsFollowed() async throws {
+        let endpoint = KeySetEndpoint(keys: [Self.keyA])
+        try await withProvider(endpoint) { cache, clock in
+            try await cache.verify(try token(signedBy: Self.keyA, .es256))
+            endpoint.publish([Self.keyA, Self.keyB])
+            clock.advance(.seconds(1))
+            let used = try await cache.verify(try token(signedBy: Self.keyB, .es384))
+            #expect(used.keyID == "rotated-in")
+            #expect(endpoint.requests == 2)
+        }
+    }
+
     @Test func anUnknownKidThatNeverAppearsIsRejectedAndRefetchesAreThrottled() async throws {
         let endpoint = KeySetEndpoint(keys: [Self.keyA])
         try await withProvider(endpoint) { cache, clock in
@@ -129,12 +143,12 @@ final class ManualClock: Sendable {
             for _ in 0..<10 {
                 await #expect(throws: JOSEError.noMatchingKey(reason: "no ES384 key with kid 'rotated-in'")) { try await cache.verify(stranger) }
             }
-            #expect(endpoint.requests == 1)  // within the interval: no refetch at all
+            #expect(endpoint.requests == 2)  // the first unknown kid refetched once, the others waited
             clock.advance(.seconds(61))
             for _ in 0..<10 {
                 await #expect(throws: JOSEError.self) { try await cache.verify(stranger) }
             }
-            #expect(endpoint.requests == 2)  // one refetch per interval
+            #expect(endpoint.requests == 3)  // one refetch per interval
         }
     }
 

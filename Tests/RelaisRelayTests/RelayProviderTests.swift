@@ -121,6 +121,17 @@ extension RelaySessionsAndProvidersChain {
             #expect(afterRestart.status == 200)
         }
 
+        /// The provider rotates its signing keys between two sign-ins a second apart: the second id_token
+        /// names a kid the relay fetched no JWKS for, and the relay refetches at once.
+        @Test func aProviderKeyRotationBetweenTwoSignInsIsFollowed() async throws {
+            let harness = try await RelayHarness.launch()
+            #expect(try await harness.tokens()["access_token"] != nil)
+            let rotated = try await harness.http.send(HTTPClientRequest(method: .post, url: harness.provider.baseURL + "/_test/rotate-keys"))
+            try #require(rotated.status == 200)
+            harness.clock.advance(by: .seconds(1))
+            #expect(try await harness.tokens()["access_token"] != nil)
+        }
+
         @Test func redisDownMidFlowGivesTemporarilyUnavailableAndNoSession() async throws {
             let redis = try await RedisServerProcess.launch()
             defer { redis.stop() }
