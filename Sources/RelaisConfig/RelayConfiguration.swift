@@ -45,6 +45,14 @@ public struct ProviderSettings: Sendable {
     public var acrOrder: [String]
     /// Algorithms accepted for the id_token.
     public var idTokenAlgorithms: [JWSAlgorithm]
+    /// How the access token reaches the userinfo endpoint: the `Authorization` header, or a POSTed
+    /// form field for providers that only take that (RFC 6750 §2.2).
+    public var userinfoTokenIn = UserinfoTokenPlacement.header
+
+    public enum UserinfoTokenPlacement: String, Sendable, CaseIterable {
+        case header, body
+    }
+
     /// Algorithms accepted for a signed userinfo; nil: the id_token's.
     public var userinfoAlgorithms: [JWSAlgorithm]?
     /// Refuse an id_token that is only signed, not encrypted (FranceConnect+ always encrypts: a

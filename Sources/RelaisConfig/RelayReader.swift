@@ -89,6 +89,7 @@ extension ValueReader {
         provider.userinfoAlgorithms = algorithms("\(base).userinfo_signing_algs")
         provider.requireEncryptedIDToken = boolean("\(base).require_encrypted_id_token") ?? provider.requireEncryptedIDToken
         provider.userinfoFormat = choice("\(base).userinfo_format", default: provider.userinfoFormat)
+        provider.userinfoTokenIn = choice("\(base).userinfo_token_in", default: provider.userinfoTokenIn)
         provider.decryptionKeys = (list("\(base).decryption_key_files") ?? []).compactMap {
             privateKey($0, key: "\(base).decryption_key_files", signing: false)
         }

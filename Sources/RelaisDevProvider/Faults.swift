@@ -30,6 +30,9 @@ struct Fault: Codable, Sendable, Equatable {
         case algNone = "alg_none"
         /// userinfo only: a `sub` other than the id_token's.
         case subMismatch = "sub_mismatch"
+        /// userinfo only: the access token is taken from a POSTed form only (RFC 6750 §2.2), a
+        /// token in the Authorization header is refused.
+        case tokenInBodyOnly = "token_in_body_only"
     }
 
     var target: Target
@@ -67,8 +70,8 @@ struct Fault: Codable, Sendable, Equatable {
             guard let value, (400...599).contains(value) else { return "status needs an HTTP error status (400-599)" }
         case .malformed, .truncated:
             guard target != .idToken, target != .authorize else { return "\(kind.rawValue) applies to a response body (discovery, token, userinfo, jwks)" }
-        case .subMismatch:
-            guard target == .userinfo else { return "sub_mismatch applies to userinfo" }
+        case .subMismatch, .tokenInBodyOnly:
+            guard target == .userinfo else { return "\(kind.rawValue) applies to userinfo" }
         case .wrongNonce:
             guard target == .idToken else { return "wrong_nonce applies to id_token" }
         default:

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Hummingbird
 import RelaisConfig
+import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer
 import RelaisStore
@@ -16,9 +17,13 @@ struct UserinfoRoute {
     }
 
     private func userinfo(_ request: Request) async throws -> Response {
-        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer "),
-            case let token = String(authorization.dropFirst("bearer ".count).filter { $0 != " " }), !token.isEmpty
-        else {
+        // RFC 6750: in the Authorization header, or as `access_token` in a POSTed form (§2.2).
+        let inHeader = request.headers[.authorization].flatMap { authorization -> String? in
+            guard authorization.lowercased().hasPrefix("bearer ") else { return nil }
+            return String(authorization.dropFirst("bearer ".count).filter { $0 != " " })
+        }
+        let inBody = request.method == .post ? try await FormParameters.body(of: request, limit: 8 * 1024)?["access_token"] : nil
+        guard let token = inHeader ?? inBody, !token.isEmpty else {
             return Self.invalidToken("access token missing", challenge: #"Bearer realm="userinfo""#)
         }
         guard let grant = StoredJSON.decode(AccessGrant.self, try await provider.store.get(StoreKeys.accessToken(token))),
@@ -27,6 +32,9 @@ struct UserinfoRoute {
             return Self.invalidToken("invalid token provided", challenge: #"Bearer realm="userinfo", error="invalid_token", error_description="invalid token provided""#)
         }
         let faults = try await provider.faults.take([.userinfo], clientID: client.id)
+        if faults.has(.tokenInBodyOnly, on: .userinfo) && inHeader != nil {
+            return Self.invalidToken("send the access token in the body (access_token)", challenge: #"Bearer realm="userinfo", error="invalid_request""#)
+        }
         if let failure = await DevProvider.preempt(faults, on: .userinfo) { return failure }
         let claims = provider.tokens.userinfoClaims(grant: grant, identity: identity, now: provider.now(), faults: faults)
         let body: [UInt8]

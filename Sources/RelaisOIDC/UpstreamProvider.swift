@@ -303,9 +303,13 @@ public actor UpstreamProvider {
     }
 
     private func fetchUserinfo(endpoint: String, accessToken: String) async throws(UpstreamError) -> [String: JSONValue] {
-        let response = try await send(
-            HTTPClientRequest(url: endpoint, headers: [(name: "Authorization", value: "Bearer \(accessToken)"), (name: "Accept", value: "application/jwt, application/json")])
-        )
+        let accept = (name: "Accept", value: "application/jwt, application/json")
+        let request: HTTPClientRequest =
+            switch settings.userinfoTokenIn {
+            case .header: HTTPClientRequest(url: endpoint, headers: [(name: "Authorization", value: "Bearer \(accessToken)"), accept])
+            case .body: HTTPClientRequest.form(url: endpoint, fields: [("access_token", accessToken)], headers: [accept])
+            }
+        let response = try await send(request)
         switch response.status {
         case 200: break
         case 429, 500...599: throw .unavailable("userinfo answered HTTP \(response.status)")

@@ -121,6 +121,20 @@ extension RelaySessionsAndProvidersChain {
             #expect(afterRestart.status == 200)
         }
 
+        /// RFC 6750 §2.2: a provider that takes the userinfo access token only as a form field.
+        @Test func aProviderThatTakesTheUserinfoTokenOnlyInTheBody() async throws {
+            let inHeader = try await RelayHarness.launch()
+            #expect(try await appError(inHeader, after: "userinfo:token_in_body_only") == "server_error: provider_invalid_response: userinfo answered HTTP 401")
+            let inBody = try await RelayHarness.launch(providerExtra: "    userinfo_token_in: body\n")
+            try await inBody.armProvider("userinfo:token_in_body_only")
+            let tokens = try await inBody.tokens()
+            #expect(tokens["access_token"] != nil)
+            // The identity came through: userinfo answered the body form.
+            let access = try #require(tokens["access_token"]?.stringValue)
+            let userinfo = try #require(JSONValue.object(from: try await inBody.userinfo(access).body))
+            #expect(userinfo["given_name"] != nil)
+        }
+
         /// The provider rotates its signing keys between two sign-ins a second apart: the second id_token
         /// names a kid the relay fetched no JWKS for, and the relay refetches at once.
         @Test func aProviderKeyRotationBetweenTwoSignInsIsFollowed() async throws {
