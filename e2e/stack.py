@@ -186,3 +186,49 @@ def sign_in(stack, client_id, identity="angela", redirect_uri="http://127.0.0.1:
         return response
     response.raise_for_status()
     return response.json()
+
+
+class Nginx:
+    """Debian's nginx running the shipped forward-auth recipe (config/nginx-forward-auth.conf) in
+    front of an upstream, on a free port."""
+
+    def __init__(self, relay, upstream_port):
+        self.port = free_port()
+        self.directory = tempfile.mkdtemp(prefix="relais-nginx-")
+        with open(os.path.join(ROOT, "config", "nginx-forward-auth.conf")) as handle:
+            server = (handle.read().replace("RELAIS_URL", relay)
+                      .replace("UPSTREAM_URL", f"http://127.0.0.1:{upstream_port}").replace("LISTEN_PORT", str(self.port)))
+        self.config = os.path.join(self.directory, "nginx.conf")
+        with open(self.config, "w") as handle:
+            handle.write(f"""
+daemon off;
+pid {self.directory}/nginx.pid;
+error_log {self.directory}/error.log warn;
+events {{}}
+http {{
+    access_log off;
+    client_body_temp_path {self.directory}/body;
+    proxy_temp_path {self.directory}/proxy;
+    fastcgi_temp_path {self.directory}/fastcgi;
+    uwsgi_temp_path {self.directory}/uwsgi;
+    scgi_temp_path {self.directory}/scgi;
+{server}
+}}
+""")
+        self.process = None
+
+    def start(self):
+        self.process = subprocess.Popen(["/usr/sbin/nginx", "-p", self.directory, "-c", self.config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                requests.get(f"http://127.0.0.1:{self.port}/", timeout=1)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.05)
+        return self
+
+    def stop(self):
+        if self.process:
+            self.process.terminate()
+            self.process.wait(timeout=10)

@@ -3,10 +3,7 @@ at /userinfo and through Debian's nginx at /auth, and every refusal a careful ap
 import base64
 import hashlib
 import json
-import os
 import secrets
-import subprocess
-import tempfile
 import threading
 import time
 import unittest
@@ -16,7 +13,7 @@ import requests
 from joserfc import jws
 from joserfc.jwk import ECKey
 
-from stack import ROOT, Stack, free_port, sign_in
+from stack import Nginx, Stack, sign_in
 
 
 class AppKey:
@@ -59,41 +56,12 @@ class DPoPApp(unittest.TestCase):
         cls.token_url = cls.stack.relay + "/token"
         cls.upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
         threading.Thread(target=cls.upstream.serve_forever, daemon=True).start()
-        cls.port = free_port()
-        cls.directory = tempfile.mkdtemp(prefix="relais-nginx-dpop-")
-        with open(os.path.join(ROOT, "config", "nginx-forward-auth.conf")) as handle:
-            server = (handle.read().replace("RELAIS_URL", cls.stack.relay)
-                      .replace("UPSTREAM_URL", f"http://127.0.0.1:{cls.upstream.server_address[1]}").replace("LISTEN_PORT", str(cls.port)))
-        config = os.path.join(cls.directory, "nginx.conf")
-        with open(config, "w") as handle:
-            handle.write(f"""
-daemon off;
-pid {cls.directory}/nginx.pid;
-error_log {cls.directory}/error.log warn;
-events {{}}
-http {{
-    access_log off;
-    client_body_temp_path {cls.directory}/body;
-    proxy_temp_path {cls.directory}/proxy;
-    fastcgi_temp_path {cls.directory}/fastcgi;
-    uwsgi_temp_path {cls.directory}/uwsgi;
-    scgi_temp_path {cls.directory}/scgi;
-{server}
-}}
-""")
-        cls.nginx = subprocess.Popen(["/usr/sbin/nginx", "-p", cls.directory, "-c", config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                requests.get(f"http://127.0.0.1:{cls.port}/", timeout=1)
-                break
-            except requests.ConnectionError:
-                time.sleep(0.05)
+        cls.nginx = Nginx(cls.stack.relay, cls.upstream.server_address[1]).start()
+        cls.port = cls.nginx.port
 
     @classmethod
     def tearDownClass(cls):
-        cls.nginx.terminate()
-        cls.nginx.wait(timeout=10)
+        cls.nginx.stop()
         cls.upstream.shutdown()
         cls.stack.stop()
 

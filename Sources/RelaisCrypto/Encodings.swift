@@ -111,6 +111,16 @@ public enum Hex {
         }
         return String(decoding: output, as: UTF8.self)
     }
+
+    /// The value of one hexadecimal digit, either case; nil for anything else (percent-decoding).
+    public static func value(of digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
 }
 
 /// Standard base64 with padding (RFC 4648 §4), for HTTP Basic credentials.

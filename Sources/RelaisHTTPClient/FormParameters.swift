@@ -1,3 +1,5 @@
+import RelaisCrypto
+
 /// `application/x-www-form-urlencoded` parameters (a query string or a form body), kept in order
 /// with repeats, because OAuth 2.0 forbids repeating a parameter (RFC 6749 §3.1) and an endpoint
 /// must be able to say so instead of silently taking the first or last value.
@@ -99,20 +101,11 @@ public struct FormParameters: Sendable, Equatable {
             switch byte {
             case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+                guard let high = iterator.next().flatMap(Hex.value(of:)), let low = iterator.next().flatMap(Hex.value(of:)) else { return nil }
                 bytes.append(high << 4 | low)
             default: bytes.append(byte)
             }
         }
         return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
