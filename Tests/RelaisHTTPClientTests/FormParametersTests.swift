@@ -8,14 +8,28 @@ import Testing
         #expect(try #require(FormParameters(encoded: "x=1&y=2")).repeatedNames.isEmpty)
     }
 
-    /// The worst case the outside review found: thousands of distinct names, each given twice
-    /// (a 64 KB body). Every one is reported, once.
-    @Test func aFormOfThousandsOfRepeatedNamesIsReportedWhole() throws {
-        let names = (0..<8_000).map { "n\($0)" }
-        let body = (names + names).map { "\($0)=" }.joined(separator: "&")
-        #expect(body.utf8.count > 60_000)
-        let form = try #require(FormParameters(encoded: body))
+    /// Up to the field limit, every repeated name is reported once, and the first repeat is found.
+    @Test func aFullFormOfRepeatedNamesIsReportedWhole() throws {
+        let names = (0..<(FormParameters.maxFields / 2)).map { "n\($0)" }
+        let form = try #require(FormParameters(encoded: (names + names).map { "\($0)=" }.joined(separator: "&")))
+        #expect(form.pairs.count == FormParameters.maxFields)
         #expect(form.repeatedNames == names)
+        #expect(form.firstRepeatedName == "n0")
+        #expect(try #require(FormParameters(encoded: "a=1&b=2")).firstRepeatedName == nil)
+    }
+
+    /// The worst case the outside review found, a 64 KB body of thousands of tiny fields, is refused
+    /// as soon as it passes the field limit: it is never parsed whole.
+    @Test func aFormOverTheFieldLimitIsRefused() {
+        let oneName = String(repeating: "a=&", count: 21_845)
+        let distinct = (0..<9_000).map { "a\($0)=" }.joined(separator: "&")
+        #expect(oneName.utf8.count > 60_000 && distinct.utf8.count > 60_000)
+        #expect(FormParameters(encoded: oneName) == nil)
+        #expect(FormParameters(encoded: distinct) == nil)
+        let atTheLimit = (0..<FormParameters.maxFields).map { "a\($0)=" }.joined(separator: "&")
+        #expect(FormParameters(encoded: atTheLimit)?.pairs.count == FormParameters.maxFields)
+        #expect(FormParameters(encoded: atTheLimit + "&one=more") == nil)
+        #expect(FormParameters(encoded: atTheLimit + "&&&") != nil)  // empty fields are not fields
     }
 
     @Test func malformedEscapesAreRefused() {

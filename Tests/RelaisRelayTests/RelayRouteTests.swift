@@ -109,7 +109,11 @@ import Testing
             let response = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form([("grant_type", "refresh_token"), ("client_id", "other")]))
             #expect(response.status == .unauthorized && Self.json(response)["error"] == .string("invalid_client"))
             let notAForm = try await client.execute(uri: "/token", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}"))
-            #expect(notAForm.status == .badRequest && Self.json(notAForm)["error_description"] == .string("the body must be application/x-www-form-urlencoded"))
+            #expect(notAForm.status == .badRequest && Self.json(notAForm)["error_description"] == .string("the body must be an application/x-www-form-urlencoded form of at most 1000 fields"))
+            // A form of thousands of tiny fields (under the body limit) is refused at field 1,001.
+            let flood = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: ByteBuffer(string: String(repeating: "a=&", count: 20_000)))
+            #expect(flood.status == .badRequest && Self.json(flood)["error"] == .string("invalid_request"))
+            #expect(Self.json(flood)["error_description"] == .string("the body must be an application/x-www-form-urlencoded form of at most 1000 fields"))
         }
     }
 

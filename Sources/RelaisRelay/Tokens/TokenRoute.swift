@@ -21,7 +21,7 @@ struct TokenRoute: RelayRoutes {
 
     private func token(_ request: Request, context: RelaisRequestContext) async throws -> Response {
         guard let form = try await FormParameters.body(of: request, limit: 64 * 1024) else {
-            throw RelayError.invalidRequest("the body must be application/x-www-form-urlencoded")
+            throw RelayError.invalidRequest("the body must be an application/x-www-form-urlencoded form of at most \(FormParameters.maxFields) fields")
         }
         if let repeated = form.firstRepeatedName { throw RelayError.invalidRequest("the parameter '\(repeated)' is given more than once") }
         guard let grantType = form["grant_type"] else { throw RelayError.invalidRequest("grant_type is missing") }
