@@ -2,6 +2,9 @@
 provider and Relais (the debug binary that `make e2e` builds), each on a free port, stopped after.
 """
 import base64
+import http.server
+import json
+import threading
 import hashlib
 import os
 import random
@@ -232,3 +235,31 @@ http {{
         if self.process:
             self.process.terminate()
             self.process.wait(timeout=10)
+
+
+class EchoUpstream(http.server.BaseHTTPRequestHandler):
+    """The API behind the gateway: answers every method with the X-Relais-* and Authorization
+    headers it received, as JSON, and keeps them in `seen`."""
+    seen = []
+
+    def do_GET(self):  # noqa: N802 - http.server's naming
+        headers = {name.lower(): value for name, value in self.headers.items() if name.lower().startswith("x-relais") or name.lower() == "authorization"}
+        EchoUpstream.seen.append(headers)
+        body = json.dumps(headers).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    # The guarded API takes writes too; the upstream answers every method alike.
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_GET  # noqa: N815
+
+    def log_message(self, *args):
+        pass
+
+    @staticmethod
+    def start():
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EchoUpstream)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server

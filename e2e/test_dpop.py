@@ -4,16 +4,14 @@ import base64
 import hashlib
 import json
 import secrets
-import threading
 import time
 import unittest
-import http.server
 
 import requests
 from joserfc import jws
 from joserfc.jwk import ECKey
 
-from stack import Nginx, Stack, sign_in
+from stack import EchoUpstream, Nginx, Stack, sign_in
 
 
 class AppKey:
@@ -36,26 +34,12 @@ class AppKey:
         return jws.serialize_compact(header, json.dumps(claims).encode(), self.key)
 
 
-class Upstream(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - http.server's naming
-        body = json.dumps({k.lower(): v for k, v in self.headers.items() if k.lower().startswith("x-relais")}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 class DPoPApp(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.stack = Stack(trusted_proxies=["127.0.0.1"]).start()
         cls.token_url = cls.stack.relay + "/token"
-        cls.upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
-        threading.Thread(target=cls.upstream.serve_forever, daemon=True).start()
+        cls.upstream = EchoUpstream.start()
         cls.nginx = Nginx(cls.stack.relay, cls.upstream.server_address[1]).start()
         cls.port = cls.nginx.port
 

@@ -1,42 +1,18 @@
 """Debian's nginx with auth_request to Relais' /auth, protecting a small upstream: the shipped
 recipe (config/nginx-forward-auth.conf), run for real."""
-import http.server
-import json
-import threading
 import time
 import unittest
 
 import requests
 
-from stack import Nginx, Stack, sign_in
-
-
-class Upstream(http.server.BaseHTTPRequestHandler):
-    seen = []
-
-    def do_GET(self):  # noqa: N802 - http.server's naming
-        headers = {name.lower(): value for name, value in self.headers.items() if name.lower().startswith("x-relais") or name.lower() == "authorization"}
-        Upstream.seen.append(headers)
-        body = json.dumps(headers).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    # The guarded API takes writes too; the upstream answers every method alike.
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_GET  # noqa: N815
-
-    def log_message(self, *args):
-        pass
+from stack import EchoUpstream, Nginx, Stack, sign_in
 
 
 class NginxForwardAuth(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.stack = Stack().start()
-        cls.upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
-        threading.Thread(target=cls.upstream.serve_forever, daemon=True).start()
+        cls.upstream = EchoUpstream.start()
         cls.nginx = Nginx(cls.stack.relay, cls.upstream.server_address[1]).start()
         cls.port = cls.nginx.port
 
@@ -47,7 +23,7 @@ class NginxForwardAuth(unittest.TestCase):
         cls.stack.stop()
 
     def get(self, token=None, headers=None):
-        Upstream.seen.clear()
+        EchoUpstream.seen.clear()
         all_headers = dict(headers or {})
         if token:
             all_headers["Authorization"] = "Bearer " + token
@@ -76,39 +52,39 @@ class NginxForwardAuth(unittest.TestCase):
         # whatever the client's method; Envoy keeps the method, which the Swift tests cover).
         tokens = sign_in(self.stack, "standard-client", identity="pierre")
         for method in ("POST", "PUT", "DELETE", "PATCH"):
-            Upstream.seen.clear()
+            EchoUpstream.seen.clear()
             allowed = requests.request(method, f"http://127.0.0.1:{self.port}/orders/42", data=b'{"n": 1}',
                                        headers={"Authorization": "Bearer " + tokens["access_token"]}, timeout=10)
             self.assertEqual(allowed.status_code, 200, f"{method}: {allowed.text}")
             self.assertEqual(allowed.json()["x-relais-client"], "standard-client")
             refused = requests.request(method, f"http://127.0.0.1:{self.port}/orders/42", data=b'{"n": 1}', timeout=10)
             self.assertEqual(refused.status_code, 401, method)
-            self.assertEqual(len(Upstream.seen), 1, method)
+            self.assertEqual(len(EchoUpstream.seen), 1, method)
 
     def test_missing_tampered_expired_and_revoked_tokens_never_reach_the_upstream(self):
         missing = self.get()
         self.assertEqual(missing.status_code, 401)
         self.assertEqual(missing.headers.get("WWW-Authenticate"), 'Bearer realm="relais"')
-        self.assertEqual(Upstream.seen, [])
+        self.assertEqual(EchoUpstream.seen, [])
 
         tokens = sign_in(self.stack, "standard-client")
         tampered = self.get(tokens["access_token"][:-4] + "AAAA")
         self.assertEqual(tampered.status_code, 401)
         self.assertIn('error="invalid_token"', tampered.headers.get("WWW-Authenticate", ""))
-        self.assertEqual(Upstream.seen, [])
+        self.assertEqual(EchoUpstream.seen, [])
 
         self.assertEqual(self.get(tokens["access_token"]).status_code, 200)
         requests.post(self.stack.relay + "/revoke", data={"token": tokens["refresh_token"], "client_id": "standard-client"}, timeout=10)
         revoked = self.get(tokens["access_token"])
         self.assertEqual(revoked.status_code, 401)
-        self.assertEqual(Upstream.seen, [])
+        self.assertEqual(EchoUpstream.seen, [])
 
         short = sign_in(self.stack, "short-lived")
         self.assertEqual(self.get(short["access_token"]).status_code, 200)
         time.sleep(3.5)  # 1 s lifetime plus Relais' 2 s leeway
         expired = self.get(short["access_token"])
         self.assertEqual(expired.status_code, 401)
-        self.assertEqual(Upstream.seen, [])
+        self.assertEqual(EchoUpstream.seen, [])
 
 
 if __name__ == "__main__":
