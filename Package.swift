@@ -29,6 +29,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: [.defaults, "YAML"]),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        // X.509 chains and DER for App Attest; swift-crypto comes with them (P-256 assertions).
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // Native bridges: Debian's libraries through pkg-config, with static inline shims for the
@@ -50,6 +54,20 @@ let package = Package(
         .target(
             name: "RelaisJOSE",
             dependencies: ["COpenSSL", "RelaisCrypto"],
+            swiftSettings: swiftSettings
+        ),
+        // Proof of a genuine app on a genuine device: Apple App Attest and Google Play Integrity
+        // verdicts, checked without the relay (the `relais attest` command uses it alone).
+        .target(
+            name: "RelaisAttest",
+            dependencies: [
+                "RelaisCrypto",
+                "RelaisHTTPClient",
+                "RelaisJOSE",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -79,6 +97,8 @@ let package = Package(
         .target(
             name: "RelaisConfig",
             dependencies: [
+                // The attestation settings are the verifiers' own policy types, checked at load.
+                "RelaisAttest",
                 "RelaisHTTPClient",
                 "RelaisJOSE",
                 "RelaisStore",
@@ -124,6 +144,7 @@ let package = Package(
         .target(
             name: "RelaisRelay",
             dependencies: [
+                "RelaisAttest",
                 "RelaisClock",
                 "RelaisConfig",
                 "RelaisCrypto",
@@ -158,6 +179,7 @@ let package = Package(
         .executableTarget(
             name: "relais",
             dependencies: [
+                "RelaisAttest",
                 "RelaisConfig",
                 "RelaisDevProvider",
                 "RelaisRelay",
@@ -188,6 +210,11 @@ let package = Package(
             dependencies: [
                 // InProcessServer: the relay and the development provider served by the test process.
                 "RelaisClock", "RelaisConfig", "RelaisDevProvider", "RelaisJOSE", "RelaisRelay",
+                // AppAttestFactory and PlayIntegrityFactory: platform proofs made with test keys and CAs.
+                "RelaisAttest", "RelaisCrypto",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -203,6 +230,18 @@ let package = Package(
             dependencies: ["RelaisJOSE", "RelaisCrypto", "RelaisHTTPClient", "RelaisTestSupport",
                            .product(name: "Hummingbird", package: "hummingbird")],
             resources: [.copy("Vectors")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelaisAttestTests",
+            dependencies: [
+                "RelaisAttest", "RelaisCrypto", "RelaisJOSE", "RelaisHTTPClient", "RelaisTestSupport",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -250,6 +289,7 @@ let package = Package(
         .testTarget(
             name: "RelaisServerTests",
             dependencies: [
+                "RelaisAttest", "RelaisCrypto",
                 "RelaisServer", "RelaisConfig", "RelaisStore", "RelaisHTTPClient", "RelaisTestSupport", "RelaisJOSE",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

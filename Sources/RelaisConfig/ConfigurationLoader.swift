@@ -190,18 +190,23 @@ private struct StructureWalker {
         }
     }
 
-    private mutating func check(entry: Node, path: String, schema entrySchema: ConfigSchema.KeyedSection) {
+    /// An entry's settings; a group inside an entry (`apps.<id>.android.package_name`) is walked
+    /// with `prefix` naming it.
+    private mutating func check(entry: Node, path: String, schema entrySchema: ConfigSchema.KeyedSection, prefix: String = "") {
         guard case .mapping(let mapping) = entry else {
-            problems.append(ConfigProblem(path, "expected a mapping of settings\(Self.line(entry))"))
+            problems.append(ConfigProblem(path + (prefix.isEmpty ? "" : "." + prefix.dropLast()), "expected a mapping of settings\(Self.line(entry))"))
             return
         }
         for (keyNode, value) in mapping {
-            let key = keyNode.string ?? ""
+            let key = prefix + (keyNode.string ?? "")
             if entrySchema.leafKeys.contains(key) {
                 if case .scalar = value { continue }
                 problems.append(ConfigProblem("\(path).\(key)", "expected a single value, not a list or mapping\(Self.line(value))"))
             } else if entrySchema.listKeys.contains(key) {
                 checkList(value, path: "\(path).\(key)")
+            } else if entrySchema.leafKeys.union(entrySchema.listKeys).contains(where: { $0.hasPrefix(key + ".") }) {
+                if case .scalar(let scalar) = value, Self.isNull(scalar) { continue }
+                check(entry: value, path: path, schema: entrySchema, prefix: key + ".")
             } else {
                 let hint = ConfigSchema.closest(to: key, among: entrySchema.leafKeys.union(entrySchema.listKeys)).map { " (did you mean '\($0)'?)" } ?? ""
                 problems.append(ConfigProblem("\(path).\(key)", "unknown key\(hint)\(Self.line(keyNode))"))

@@ -1,3 +1,4 @@
+public import RelaisAttest
 public import RelaisJOSE
 
 /// An OpenID provider Relais signs users in with (`providers.<id>`).
@@ -134,6 +135,50 @@ public struct AppSettings: Sendable {
     /// Proofs at `/token` must carry a nonce Relais issued (`DPoP-Nonce`, RFC 9449 §8).
     public var dpopNonce = false
 
+    /// Attestation-based client authentication (draft-ietf-oauth-attestation-based-client-auth):
+    /// the app proves at `/token` that it is the genuine app on a genuine device.
+    public var attestation = AttestationPolicy.off
+    /// How long a Client Attestation JWT that Relais issues stays valid.
+    public var clientAttestationLifetime: Duration = .seconds(3600)
+    /// Apple App Attest: the app id and environment its attestations must name.
+    public var apple: AppleAttestation?
+    /// Google Play Integrity: the package, signing certificates and keys from the Play Console.
+    public var android: AndroidAttestation?
+    /// An attester of the app team's own (its Client Attestation JWTs are accepted at `/token`):
+    /// its `iss` and public keys.
+    public var attester: ExternalAttester?
+
+    /// `off`: attestation headers are ignored. `allowed`: an app that sends them must send valid
+    /// ones, and its sessions are marked attested. `required`: `/token` refuses an app without.
+    public enum AttestationPolicy: String, Sendable, CaseIterable {
+        case off, allowed, required
+    }
+
+    public struct AppleAttestation: Sendable {
+        public var verifier: AppAttestVerifier
+        public init(verifier: AppAttestVerifier) { self.verifier = verifier }
+    }
+
+    public struct AndroidAttestation: Sendable {
+        public var policy: PlayIntegrityPolicy
+        /// Classic requests, decoded locally: both base64 keys from the Play Console.
+        public var decryptionKey: String?
+        public var verificationKey: String?
+        /// Standard requests, decoded by Google: the service account's JSON key.
+        public var serviceAccount: [UInt8]?
+        public var decodeServiceURL = "https://playintegrity.googleapis.com"
+        public init(policy: PlayIntegrityPolicy) { self.policy = policy }
+    }
+
+    public struct ExternalAttester: Sendable {
+        public var issuer: String
+        public var keys: JWKSet
+        public init(issuer: String, keys: JWKSet) {
+            self.issuer = issuer
+            self.keys = keys
+        }
+    }
+
     /// `off`: a `DPoP` header is ignored and tokens are bearer tokens. `allowed`: an app that sends
     /// a proof gets bound tokens, one that does not gets bearer tokens. `required`: `/token` refuses
     /// a request without a proof.
@@ -187,6 +232,8 @@ public struct ForwardAuthSettings: Sendable, Equatable {
     public var acrHeader = "X-Relais-Acr"
     public var scopeHeader = "X-Relais-Scope"
     public var sessionHeader = "X-Relais-Session"
+    /// How the app instance was attested (`ios`, `android`, `dev`, `external`), empty when it was not.
+    public var attestedHeader = "X-Relais-Attested"
     /// The `aud` a token must carry (one of) when the gateway's `/auth` request names none
     /// (`?aud=`); empty: any of Relais' access tokens.
     public var audiences: [String] = []
@@ -225,5 +272,8 @@ public struct RelaySettings: Sendable, Equatable {
     public var sessionIdleTimeout: Duration = .seconds(30 * 86400)
     /// A session ends this long after sign-in, used or not.
     public var sessionLifetime: Duration = .seconds(90 * 86400)
+    /// The development attester (`POST /attest/dev`): a software key stands in for App Attest and
+    /// Play Integrity, so the demo and tests walk the attested path. Refused in production.
+    public var devAttester = false
     public init() {}
 }

@@ -1,3 +1,4 @@
+import RelaisAttest
 import Configuration
 import RelaisCrypto
 import RelaisJOSE
@@ -8,7 +9,9 @@ extension ValueReader {
         let environment = result.server.environment
         result.providers = ids("providers").map { readProvider(id: $0, environment: environment, publicBaseURL: result.server.publicBaseURL) }
         let providerIDs = result.providers.map(\.id)
-        result.apps = ids("apps").map { readApp(id: $0, providerIDs: providerIDs) }
+        relayDevAttester(into: &result)
+        let devAttester = result.relay.devAttester
+        result.apps = ids("apps").map { readApp(id: $0, providerIDs: providerIDs, devAttester: devAttester) }
         result.resourceServers = ids("resource_servers").map { readResourceServer(id: $0) }
         // Keys matter once apps get tokens; production never generates its own.
         let needsKeys = environment == .production && !result.apps.isEmpty
@@ -30,7 +33,7 @@ extension ValueReader {
         forward.audiences = list("forward_auth.audiences") ?? forward.audiences
         for (key, path) in [
             ("subject_header", \ForwardAuthSettings.subjectHeader), ("client_header", \.clientHeader), ("acr_header", \.acrHeader),
-            ("scope_header", \.scopeHeader), ("session_header", \.sessionHeader),
+            ("scope_header", \.scopeHeader), ("session_header", \.sessionHeader), ("attested_header", \.attestedHeader),
         ] {
             guard let name = text("forward_auth.\(key)") else { continue }
             if name.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) {
@@ -132,7 +135,17 @@ extension ValueReader {
         return provider
     }
 
-    private mutating func readApp(id: String, providerIDs: [String]) -> AppSettings {
+    /// `attestation.dev_attester`: on by default in development, refused in production.
+    private mutating func relayDevAttester(into result: inout RelaisConfiguration) {
+        let development = result.server.environment == .development
+        let wanted = boolean("attestation.dev_attester") ?? development
+        if wanted && !development {
+            problem("attestation.dev_attester", "the development attester accepts any device: it is refused in production")
+        }
+        result.relay.devAttester = wanted && development
+    }
+
+    private mutating func readApp(id: String, providerIDs: [String], devAttester: Bool) -> AppSettings {
         let base = "apps.\(id)"
         let redirects = list("\(base).redirect_uris") ?? []
         if redirects.isEmpty { problem("\(base).redirect_uris", "list at least one redirect URI") }
@@ -155,7 +168,96 @@ extension ValueReader {
         app.audiences = list("\(base).audiences") ?? app.audiences
         app.dpop = choice("\(base).dpop", default: app.dpop)
         app.dpopNonce = boolean("\(base).dpop_nonce") ?? app.dpopNonce
+        readAttestation(into: &app, base: base, devAttester: devAttester)
         return app
+    }
+
+    private mutating func readAttestation(into app: inout AppSettings, base: String, devAttester: Bool) {
+        app.attestation = choice("\(base).attestation", default: app.attestation)
+        app.clientAttestationLifetime = duration("\(base).client_attestation_lifetime") ?? app.clientAttestationLifetime
+
+        let appID = text("\(base).apple.app_id")
+        let environment = choice("\(base).apple.environment", default: AppAttestVerifier.Environment.production)
+        if let appID {
+            let parts = appID.split(separator: ".", maxSplits: 1)
+            if parts.count == 2, parts[0].count == 10, parts[0].allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) {
+                app.apple = AppSettings.AppleAttestation(verifier: AppAttestVerifier(appID: appID, environment: environment))
+            } else {
+                problem("\(base).apple.app_id", "'\(appID)' is not TEAMID.bundle.id (a 10-character team id, a dot, the bundle id)")
+            }
+        }
+
+        let package = text("\(base).android.package_name")
+        let digests = list("\(base).android.certificate_digests") ?? []
+        let level = choice("\(base).android.device_integrity", default: PlayIntegrityPolicy.DeviceLevel.device)
+        let maxAge = duration("\(base).android.max_verdict_age")
+        let decryptionKey = secret("\(base).android.decryption_key")
+        let verificationKey = text("\(base).android.verification_key")
+        let serviceAccount = secret("\(base).android.service_account")
+        let decodeURL = text("\(base).android.decode_service_url")
+        if let package {
+            var policy = PlayIntegrityPolicy(packageName: package, certificateDigests: digests)
+            policy.deviceIntegrity = level
+            policy.maxAge = maxAge ?? policy.maxAge
+            if digests.isEmpty { problem("\(base).android.certificate_digests", "list the SHA-256 digests of the app signing certificates (Play Console)") }
+            for digest in digests where PlayIntegrityPolicy.normalizedDigest(digest) == nil {
+                problem("\(base).android.certificate_digests", "'\(digest)' is not a SHA-256 digest (hex, or base64)")
+            }
+            var android = AppSettings.AndroidAttestation(policy: policy)
+            if (decryptionKey == nil) != (verificationKey == nil) {
+                problem("\(base).android.decryption_key", "classic requests need both decryption_key and verification_key from the Play Console")
+            } else if let decryptionKey, let verificationKey {
+                do {
+                    _ = try PlayIntegrityLocalDecoder(decryptionKey: decryptionKey, verificationKey: verificationKey)
+                    android.decryptionKey = decryptionKey
+                    android.verificationKey = verificationKey
+                } catch {
+                    problem("\(base).android.decryption_key", error.reason)
+                }
+            }
+            if let serviceAccount {
+                let json = JSONValue.object(from: Array(serviceAccount.utf8))
+                if json?["client_email"]?.stringValue == nil || json?["private_key"]?.stringValue == nil || json?["token_uri"]?.stringValue == nil {
+                    problem("\(base).android.service_account", "not a Google service account key (client_email, private_key, token_uri)")
+                } else {
+                    android.serviceAccount = Array(serviceAccount.utf8)
+                }
+            }
+            if let decodeURL {
+                if decodeURL.hasPrefix("https://") || decodeURL.hasPrefix("http://127.0.0.1") || decodeURL.hasPrefix("http://[::1]") {
+                    android.decodeServiceURL = decodeURL
+                } else {
+                    problem("\(base).android.decode_service_url", "must be https (or a loopback stand-in)")
+                }
+            }
+            if android.decryptionKey == nil && android.serviceAccount == nil {
+                problem("\(base).android", "set decryption_key and verification_key (classic requests) or service_account (standard requests)")
+            }
+            app.android = android
+        } else if !digests.isEmpty || decryptionKey != nil || verificationKey != nil || serviceAccount != nil {
+            problem("\(base).android.package_name", "the Android settings need the package name")
+        }
+
+        let attesterIssuer = text("\(base).attester.issuer")
+        let attesterKeys = text("\(base).attester.keys_file")
+        if let attesterIssuer, let attesterKeys {
+            switch ConfigurationLoader.readFile(attesterKeys) {
+            case .success(let contents):
+                if let keys = try? JWKSet(json: Array(contents.utf8)), !keys.keys.isEmpty, keys.keys.allSatisfy({ !$0.isPrivate }) {
+                    app.attester = AppSettings.ExternalAttester(issuer: attesterIssuer, keys: keys)
+                } else {
+                    problem("\(base).attester.keys_file", "\(attesterKeys) is not a JWKS of public keys")
+                }
+            case .failure(let failure):
+                problem("\(base).attester.keys_file", failure.message)
+            }
+        } else if (attesterIssuer == nil) != (attesterKeys == nil) {
+            problem("\(base).attester", "set both issuer and keys_file")
+        }
+
+        if app.attestation != .off && app.apple == nil && app.android == nil && app.attester == nil && !devAttester {
+            problem("\(base).attestation", "'\(app.attestation.rawValue)' needs a way to attest: apple, android or attester")
+        }
     }
 
     /// A list of JWS algorithm names; nil when the key is absent.

@@ -32,6 +32,9 @@ public struct Relay: Sendable {
         let bearer = BearerAuthenticator(issuer: issuer, keys: keys, sessions: sessions, dpop: dpop)
         let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
         let tokenSessions = TokenSessions(sessions: sessions, keys: keys, issuer: issuer)
+        let attestation = ClientAttestationGuard(issuer: issuer, keys: keys, sessions: sessions)
+        let now: @Sendable () -> Double = { clock.now }
+        let platforms = try apps.filter { $0.value.attestation != .off }.mapValues { try PlatformAttesters($0, http: httpClient, now: now) }
 
         var routes: [any RelayRoutes] = [
             AuthorizeRoute(
@@ -43,7 +46,11 @@ public struct Relay: Sendable {
                 apps: apps, limiter: limiter,
                 authorizationCode: AuthorizationCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer),
                 refresh: RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace),
-                dpop: dpop, issuer: issuer
+                dpop: dpop, attestation: attestation, issuer: issuer
+            ),
+            AttestationRoutes(
+                apps: apps, platforms: platforms, limiter: limiter, sessions: sessions,
+                attestations: ClientAttestationIssuer(issuer: issuer, keys: keys, clock: clock), devAttester: configuration.relay.devAttester
             ),
             UserinfoRoute(bearer: bearer, sessions: sessions, vault: vault),
             IntrospectRoute(bearer: bearer, sessions: sessions, resourceServers: configuration.resourceServers),

@@ -40,6 +40,8 @@ import Testing
         let configuration = try await ConfigurationLoader.load(filePath: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development"])
         var defaults = RelaisConfiguration()
         defaults.server.environment = .development
+        // Development turns the development attester on.
+        defaults.relay.devAttester = true
         #expect(configuration.server == defaults.server && configuration.store == defaults.store && configuration.log == defaults.log)
         #expect(configuration.httpClient == defaults.httpClient && configuration.relay == defaults.relay)
         #expect(configuration.providers.isEmpty && configuration.apps.isEmpty && configuration.resourceServers.isEmpty)

@@ -32,7 +32,7 @@ struct MetadataRoutes: RelayRoutes {
     func metadata() -> JSONValue {
         func strings(_ values: [String]) -> JSONValue { .array(values.map { .string($0) }) }
         let scopes = Set(apps.flatMap(\.scopes)).sorted()
-        return .object([
+        var document: [String: JSONValue] = [
             "issuer": .string(issuer),
             "authorization_endpoint": .string(issuer + "/authorize"),
             "token_endpoint": .string(issuer + "/token"),
@@ -48,13 +48,21 @@ struct MetadataRoutes: RelayRoutes {
             "grant_types_supported": strings(["authorization_code", "refresh_token"]),
             "code_challenge_methods_supported": strings(["S256"]),
             "dpop_signing_alg_values_supported": strings(DPoPGuard.algorithms.split(separator: " ").map(String.init)),
-            "token_endpoint_auth_methods_supported": strings(["none"]),
+            "token_endpoint_auth_methods_supported": strings(apps.contains { $0.attestation != .off } ? ["none", "attest_jwt_client_auth"] : ["none"]),
             "subject_types_supported": strings(["public"]),
             "id_token_signing_alg_values_supported": strings([keys.ring.activeAlgorithm.rawValue]),
             "scopes_supported": strings(scopes),
             "claims_supported": strings(["sub", "acr", "amr", "auth_time", "sid", "idp"] + ScopeCatalogue.identityClaims.sorted()),
             "authorization_response_iss_parameter_supported": .bool(true),
             "prompt_values_supported": strings(["login", "consent", "select_account"]),
-        ])
+        ]
+        // draft-ietf-oauth-attestation-based-client-auth §10: where to get a challenge, which algorithms.
+        if apps.contains(where: { $0.attestation != .off }) {
+            document["challenge_endpoint"] = .string(issuer + "/attest/challenge")
+            let algorithms = strings(ClientAttestationGuard.algorithms.map(\.rawValue))
+            document["client_attestation_signing_alg_values_supported"] = algorithms
+            document["client_attestation_pop_signing_alg_values_supported"] = algorithms
+        }
+        return .object(document)
     }
 }

@@ -1,5 +1,6 @@
 import HTTPTypes
 import RelaisHTTPClient
+import RelaisAttest
 import RelaisJOSE
 import RelaisOIDC
 import RelaisStore
@@ -18,6 +19,7 @@ public enum ErrorCatalogue {
             dpopIntroduction + "\n" + table(["code", "check that failed"], DPoPProofError.catalogue.map { [code($0.code), $0.check] }),
             configuration,
             relay,
+            attestationIntroduction + "\n" + table(["code", "check that failed"], AttestationError.Code.allCases.map { [code($0.rawValue), $0.check] }),
             backchannelLogout,
             developmentProviderAndExitCodes,
         ].joined(separator: "\n\n") + "\n"

@@ -22,6 +22,10 @@ extension RelayError {
         case insufficientScope = "insufficient_scope"
         case invalidDPoPProof = "invalid_dpop_proof"
         case useDPoPNonce = "use_dpop_nonce"
+        case invalidClientAttestation = "invalid_client_attestation"
+        case useFreshAttestation = "use_fresh_attestation"
+        case attestationRefused = "attestation_refused"
+        case attestationRequired = "attestation_required"
         case tooManyRequests = "too_many_requests"
         case temporarilyUnavailable = "temporarily_unavailable"
         case serverError = "server_error"
@@ -33,7 +37,7 @@ extension RelayError {
         var status: HTTPResponse.Status {
             switch self {
             case .invalidClient, .missingToken, .invalidToken: .unauthorized
-            case .insufficientScope: .forbidden
+            case .insufficientScope, .attestationRequired: .forbidden
             case .tooManyRequests: .tooManyRequests
             case .temporarilyUnavailable: .serviceUnavailable
             case .serverError: .internalServerError
@@ -43,7 +47,7 @@ extension RelayError {
 
         /// Whether a bearer endpoint answers it with a `WWW-Authenticate: Bearer` challenge.
         var challengesBearer: Bool {
-            [.missingToken, .invalidToken, .insufficientScope, .invalidRequest, .temporarilyUnavailable].contains(self)
+            [.missingToken, .invalidToken, .insufficientScope, .attestationRequired, .invalidRequest, .temporarilyUnavailable].contains(self)
         }
 
         /// Errors a provider may send back that the app can act on as they are; any other provider
@@ -59,11 +63,14 @@ extension RelayError {
             case .invalidScope: "`/authorize` (redirect), `/token`"
             case .accessDenied, .consentRequired, .interactionRequired: "`/callback` (redirect)"
             case .transactionExpired: "`/callback`, `/logout/callback` (page)"
-            case .invalidClient: "`/token`, `/revoke`, `/introspect`"
+            case .invalidClient: "`/token`, `/revoke`, `/introspect`, `/attest/*`"
             case .invalidGrant: "`/token`, `POST /logout`"
             case .unsupportedGrantType: "`/token`"
             case .invalidDPoPProof: "`/token` (400), `/userinfo` (401 with a `DPoP` challenge)"
             case .useDPoPNonce: "`/token`"
+            case .invalidClientAttestation, .useFreshAttestation: "`/token`"
+            case .attestationRefused: "`/attest/apple`, `/attest/apple/assertion`, `/attest/android`, `/attest/dev`"
+            case .attestationRequired: "`/auth` (bearer)"
             case .missingToken, .invalidToken, .insufficientScope: "`/userinfo`, `/auth`, `POST /logout` (bearer)"
             case .tooManyRequests: "`/authorize`, `/callback` (page), `/token`"
             case .temporarilyUnavailable: "every endpoint"
@@ -85,13 +92,19 @@ extension RelayError {
             case .accessDenied: "The person cancelled at the provider."
             case .consentRequired, .interactionRequired: "Passed on as the provider sent it."
             case .transactionExpired: "The sign-in (or logout) is older than `relay.transaction_lifetime`, or this callback was already used (a replay)."
-            case .invalidClient: "Unknown `client_id`; at `/introspect`, an unknown resource server or a wrong secret (`WWW-Authenticate: Basic`)."
+            case .invalidClient: "Unknown `client_id`; at `/attest/*`, an app whose `attestation` is `off`; at `/introspect`, an unknown resource server or a wrong secret (`WWW-Authenticate: Basic`)."
             case .invalidGrant:
                 "The code is unknown, expired, used (a second use revokes the session the first opened), issued to another app, for another `redirect_uri`, or its PKCE verifier does not match; the code or refresh token is bound to a DPoP key (`dpop_jkt`, or a DPoP sign-in) and the proof is missing or by another key; the refresh token is unknown, of another app, or reused after `relay.refresh_grace` (which revokes the session); the session has ended, or was sealed with a session key no longer configured."
             case .unsupportedGrantType: "A `grant_type` other than `authorization_code` and `refresh_token`."
             case .useDPoPNonce: "The app has `dpop_nonce: true` and the proof carries no nonce, or one older than about two minutes. The `DPoP-Nonce` header holds the current one."
             case .invalidDPoPProof:
                 "The `DPoP` proof fails a check (its `dpop_*` code starts the description: see the DPoP table), is repeated (`jti` already used), several `DPoP` headers were sent, or the app's `dpop: required` and none was sent."
+            case .invalidClientAttestation:
+                "The app's `attestation` is `required` and the `OAuth-Client-Attestation` and `-PoP` headers are missing; one is missing or repeated; the attestation JWT is not signed by Relais or the app's `attester`, is not `oauth-client-attestation+jwt`, names another client (`sub`) or has no public `cnf.jwk`; the PoP is not signed by that key, not `oauth-client-attestation-pop+jwt`, not for Relais (`aud`), too old (`iat`, 60 s), replayed (`jti`), or carries an unknown challenge; or a refresh of a session opened by an attested instance comes without that instance's attestation."
+            case .useFreshAttestation: "The Client Attestation JWT has expired (`apps.<id>.client_attestation_lifetime`)."
+            case .attestationRefused:
+                "The platform proof failed a check: the `error_description` starts with the check's code (see the attestation table): a wrong app id or package, a replayed or unknown challenge, a counter that did not increase, the other App Attest environment, an expired chain, a stale or foreign Play Integrity verdict."
+            case .attestationRequired: "`/auth?attested=1`: the access token was issued to an app instance that did not attest (no `attested` claim)."
             case .missingToken: "No `Authorization` header: the challenge is `Bearer realm=\"relais\"` with no error."
             case .invalidToken: "Bad signature, not a Relais access token (`typ` must be `at+jwt`), expired, minted for another audience (`aud`: `/userinfo` needs Relais' issuer, `/auth` the `?aud=` or `forward_auth.audiences` of the guarded API), or its session has ended (revoked, logged out, idle or past its lifetime)."
             case .insufficientScope: "`/userinfo` without `openid`; `/auth?scope=…` not granted, or `/auth?acr=…` above the sign-in's level or not on its provider's `acr_order`."
@@ -116,6 +129,10 @@ extension RelayError {
             case .invalidGrant: "Sign the person in again; a replay means the code or token leaked."
             case .useDPoPNonce: "Make a new proof with the `DPoP-Nonce` value as `nonce` and retry; keep the latest nonce from each response."
             case .invalidDPoPProof: "Send one fresh proof per request, signed by the app instance's key, for this method and URL (and `ath` with an access token)."
+            case .invalidClientAttestation: "Send a fresh PoP signed by the instance key with every token request, with the Client Attestation JWT from `/attest/*`."
+            case .useFreshAttestation: "Attest again (`/attest/apple/assertion` on iOS, `/attest/android`), then retry."
+            case .attestationRefused: "Fix the app's settings or the request as the code says; get a new challenge for each attempt."
+            case .attestationRequired: "Sign in from the genuine app, which attests its instance at `/token`."
             case .missingToken, .invalidToken: "Refresh the access token, or sign in again when the refresh fails."
             case .insufficientScope: "Sign in again with the scope or level the API needs."
             case .tooManyRequests: "Wait for `Retry-After` seconds."

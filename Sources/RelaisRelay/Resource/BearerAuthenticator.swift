@@ -32,6 +32,8 @@ struct BearerAuthenticator: Sendable {
         var claims: VerifiedClaims
         /// The thumbprint of the DPoP key the token is bound to.
         var jkt: String? { claims["cnf"]?.objectValue?["jkt"]?.stringValue }
+        /// How the app instance was attested, when it was.
+        var attested: String? { claims.string("attested") }
     }
 
     /// The request a DPoP proof must be for: this endpoint's, or at `/auth` the one the gateway guards.

@@ -11,7 +11,7 @@ import RelaisServer
 ///
 /// Envoy asks with the method of the request it guards (nginx and Traefik ask with GET), so every
 /// method is answered alike. `/auth?scope=a+b` (required scopes), `&acr=eidas2` (minimum
-/// level), `&aud=orders-api` (the token must be for this API; default `forward_auth.audiences`)
+/// level), `&attested=1` (only tokens of attested app instances), `&aud=orders-api` (the token must be for this API; default `forward_auth.audiences`)
 /// and `&session=0|1` (override `forward_auth.check_session`) come from the gateway's own
 /// configuration. Under `/auth/…` (Envoy's `path_prefix`, which appends the guarded request's
 /// path and query) the query belongs to the client, so it is ignored: a client could otherwise
@@ -28,7 +28,7 @@ struct ForwardAuthRoute: RelayRoutes {
     static let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
 
     func register(on router: Router<RelaisRequestContext>) {
-        let names = [settings.subjectHeader, settings.clientHeader, settings.acrHeader, settings.scopeHeader, settings.sessionHeader].map { HTTPField.Name($0)! }
+        let names = [settings.subjectHeader, settings.clientHeader, settings.acrHeader, settings.scopeHeader, settings.sessionHeader, settings.attestedHeader].map { HTTPField.Name($0)! }
         let check = Check(
             bearer: bearer, checkSession: settings.checkSession, audiences: settings.audiences, names: names, acrOrders: acrOrders, trustedProxies: trustedProxies
         )
@@ -82,6 +82,10 @@ struct ForwardAuthRoute: RelayRoutes {
             if let required = options?["scope"]?.split(separator: " ").map(String.init), let missing = required.first(where: { !access.scopes.contains($0) }) {
                 throw RelayError.insufficientScope("the token lacks the scope '\(missing)'")
             }
+            // `?attested=1`: only tokens of app instances that proved they are the genuine app.
+            if options?["attested"] == "1", access.attested == nil {
+                throw RelayError(.attestationRequired, "the token was issued to an app instance that did not attest")
+            }
             if let minimum = options?["acr"] {
                 // The scale of the provider that signed the person in; none means no level can be proven.
                 let order = access.claims.string("idp").flatMap { acrOrders[$0] } ?? []
@@ -97,6 +101,7 @@ struct ForwardAuthRoute: RelayRoutes {
             headers[names[2]] = access.acr ?? ""
             headers[names[3]] = access.scopes.joined(separator: " ")
             headers[names[4]] = access.sid
+            headers[names[5]] = access.attested ?? ""
             headers[.cacheControl] = "no-store"
             return Response(status: .ok, headers: headers)
         }

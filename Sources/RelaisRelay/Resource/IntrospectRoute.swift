@@ -57,7 +57,7 @@ struct IntrospectRoute: RelayRoutes {
         guard try await sessions.isLive(access.sid) else { return Self.inactive }
         // RFC 9449 §6.2: a bound token's `cnf.jkt` lets the API check the proof itself.
         var result: [String: JSONValue] = ["active": .bool(true), "token_type": .string(access.jkt == nil ? "Bearer" : "DPoP")]
-        for name in ["sub", "client_id", "scope", "exp", "iat", "iss", "aud", "acr", "sid", "jti", "idp", "cnf"] { result[name] = claims[name] }
+        for name in ["sub", "client_id", "scope", "exp", "iat", "iss", "aud", "acr", "sid", "jti", "idp", "cnf", "attested"] { result[name] = claims[name] }
         return .object(result)
     }
 }

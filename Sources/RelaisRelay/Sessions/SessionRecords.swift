@@ -104,6 +104,10 @@ struct SessionRecord: JSONRecord, Sendable {
     /// The absolute end: idle renewals never go past it.
     var expiresAt: Double
     var sealedIdentity: String
+    /// How the app instance that opened the session was attested (`ios`, `android`, `dev`,
+    /// `external`), and the thumbprint of its instance key: refreshes must come from it.
+    var attested: String?
+    var attestedKey: String?
 
     init(clientID: String, subject: String, providerID: String, scopes: [String], acr: String?, createdAt: Double, expiresAt: Double, sealedIdentity: String) {
         self.clientID = clientID
@@ -125,6 +129,8 @@ struct SessionRecord: JSONRecord, Sendable {
             clientID: clientID, subject: subject, providerID: providerID, scopes: scopes, acr: json["acr"]?.stringValue, createdAt: createdAt,
             expiresAt: expiresAt, sealedIdentity: sealed
         )
+        attested = json["attested"]?.stringValue
+        attestedKey = json["attested_key"]?.stringValue
     }
 
     var json: JSONValue {
@@ -133,6 +139,8 @@ struct SessionRecord: JSONRecord, Sendable {
             "created_at": .number(createdAt), "expires_at": .number(expiresAt), "identity": .string(sealedIdentity),
         ]
         if let acr { object["acr"] = .string(acr) }
+        if let attested { object["attested"] = .string(attested) }
+        if let attestedKey { object["attested_key"] = .string(attestedKey) }
         return .object(object)
     }
 }

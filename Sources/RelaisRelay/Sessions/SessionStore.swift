@@ -28,6 +28,11 @@ struct SessionStore: Sendable {
         static func logoutToken(provider: String, jti: String) -> String { "bcl-jti:\(SHA256.hexHash(provider + "\u{0}" + jti))" }
         /// A DPoP proof already used, by its key and `jti`.
         static func dpopProof(thumbprint: String, tokenID: String) -> String { "dpop-jti:\(SHA256.hexHash(thumbprint + "\u{0}" + tokenID))" }
+        static func attestationChallenge(_ challenge: String) -> String { "attest-ch:\(SHA256.hexHash(challenge))" }
+        /// An App Attest key and its counter-marker share a hash tag: the counter moves in one atomic step.
+        static func appAttestKey(clientID: String, keyID: String) -> String { "appattest:{\(SHA256.hexHash(clientID + "\u{0}" + keyID))}" }
+        static func appAttestCounter(clientID: String, keyID: String, counter: UInt32) -> String { appAttestKey(clientID: clientID, keyID: keyID) + ":n:\(counter)" }
+        static func attestationProof(thumbprint: String, tokenID: String) -> String { "attest-jti:\(SHA256.hexHash(thumbprint + "\u{0}" + tokenID))" }
         static func rateLimit(_ bucket: String, _ id: String, window index: Int) -> String { "rl:\(bucket):\(id):\(index)" }
         static let signingKey = "relay:signing-key"
         static let sessionKey = "relay:session-key"

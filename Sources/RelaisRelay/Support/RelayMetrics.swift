@@ -31,6 +31,11 @@ enum RelayMetrics {
         Counter(label: "relais_sessions_ended_total", dimensions: [("reason", reason.rawValue)]).increment(by: count)
     }
 
+    /// A platform proof at `/attest/*`: `ok` or the refusal code (a fixed list).
+    static func attestation(platform: String, outcome: String) {
+        Counter(label: "relais_attestations_total", dimensions: [("platform", platform), ("outcome", outcome)]).increment()
+    }
+
     static func securityEvent(_ event: SecurityEvent) {
         Counter(label: "relais_security_events_total", dimensions: [("event", event.rawValue)]).increment()
     }

@@ -9,7 +9,7 @@ struct AuthorizationCodeGrant: Sendable {
     let vault: SessionVault
     let issuer: TokenIssuer
 
-    func redeem(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, logger: Logger) async throws -> JSONValue {
+    func redeem(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
         guard let code = form["code"], !code.isEmpty else { throw RelayError.invalidRequest("code is missing") }
         guard let redirectURI = form["redirect_uri"], !redirectURI.isEmpty else { throw RelayError.invalidRequest("redirect_uri is missing") }
         guard let verifier = form["code_verifier"], !verifier.isEmpty else { throw RelayError.invalidRequest("code_verifier is missing (PKCE)") }
@@ -33,7 +33,9 @@ struct AuthorizationCodeGrant: Sendable {
         await vault.keys.synchronize()
         // Found under its session's tag, so the code names its session.
         guard let sid = SessionStore.sessionID(in: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
-        let session = sessions.newSession(for: record)
+        var session = sessions.newSession(for: record)
+        session.attested = attested?.platform
+        session.attestedKey = attested?.thumbprint
         let issued = try issuer.issue(sid: sid, session: session, identity: identity, app: app, nonce: record.app.nonce, jkt: proof?.thumbprint)
         // The code is consumed in the same atomic step that writes the session: a request that lost
         // the race finds the used-mark, and so the session to end (RFC 6749 §4.1.2), in every interleaving.

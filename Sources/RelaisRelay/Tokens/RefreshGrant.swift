@@ -18,7 +18,7 @@ struct RefreshGrant: Sendable {
     static let lockLifetime: Duration = .seconds(10)
     static let lockPoll: Duration = .milliseconds(25)
 
-    func rotate(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, logger: Logger) async throws -> JSONValue {
+    func rotate(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
         guard let token = form["refresh_token"], !token.isEmpty else { throw RelayError.invalidRequest("refresh_token is missing") }
         // RFC 6749 §6: a refresh may repeat or narrow the granted scopes, never widen them.
         let requestedScopes = form["scope"].map { $0.split(separator: " ").map(String.init) }
@@ -28,14 +28,14 @@ struct RefreshGrant: Sendable {
         // The lock holder rotates; the others wait for its result and answer from the grace cache.
         while !(try await sessions.lockRefresh(token, owner: owner, lifetime: Self.lockLifetime)) {
             if let record = try await sessions.refresh(token), record.rotatedAt != nil {
-                return try await answerRotated(record, app: app, proof: proof, logger: logger)
+                return try await answerRotated(record, app: app, proof: proof, attested: attested, logger: logger)
             }
             guard ContinuousClock.now < deadline else { throw RelayError.storeUnavailable }
             try await Task.sleep(for: Self.lockPoll)
         }
         let response: JSONValue
         do {
-            response = try await rotateLocked(token, scopes: requestedScopes, app: app, proof: proof, logger: logger)
+            response = try await rotateLocked(token, scopes: requestedScopes, app: app, proof: proof, attested: attested, logger: logger)
         } catch {
             await sessions.unlockRefresh(token, owner: owner)
             throw error
@@ -44,14 +44,15 @@ struct RefreshGrant: Sendable {
         return response
     }
 
-    private func rotateLocked(_ token: String, scopes: [String]?, app: AppSettings, proof: DPoPProof?, logger: Logger) async throws -> JSONValue {
+    private func rotateLocked(_ token: String, scopes: [String]?, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
         guard let record = try await sessions.refresh(token) else { throw RelayError.invalidGrant("the refresh token is unknown or expired") }
         guard record.clientID == app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client") }
         try Self.checkBinding(record, proof)
-        if record.rotatedAt != nil { return try await answerRotated(record, app: app, proof: proof, logger: logger) }
+        if record.rotatedAt != nil { return try await answerRotated(record, app: app, proof: proof, attested: attested, logger: logger) }
         guard let session = try await sessions.session(record.sid), session.clientID == app.clientID else {
             throw RelayError.invalidGrant("the session has ended")
         }
+        try Self.checkAttestation(session, attested)
         let identity = try await vault.openForGrant(session.sealedIdentity, what: "the session", logger: logger)
         await vault.keys.synchronize()
         if let scopes, let wider = scopes.first(where: { !session.scopes.contains($0) }) {
@@ -75,15 +76,25 @@ struct RefreshGrant: Sendable {
         }
     }
 
+    /// A session opened by an attested app instance is refreshed by that instance only: its
+    /// attestation, for the same instance key, comes with every refresh.
+    static func checkAttestation(_ session: SessionRecord, _ attested: ClientAttested?) throws {
+        guard let key = session.attestedKey else { return }
+        guard attested?.thumbprint == key else {
+            throw RelayError(.invalidClientAttestation, "this session was opened by an attested app instance: refresh with that instance's client attestation")
+        }
+    }
+
     /// A refresh token that was already rotated: the same answer within the grace window (the app
     /// lost the first one), the end of the session after it (the token was stolen and replayed).
-    private func answerRotated(_ record: RefreshRecord, app: AppSettings, proof: DPoPProof?, logger: Logger) async throws -> JSONValue {
+    private func answerRotated(_ record: RefreshRecord, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
         guard record.clientID == app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client") }
         try Self.checkBinding(record, proof)
         let age = sessions.clock.now - (record.rotatedAt ?? 0)
         if age <= Double(grace.components.seconds), let sealed = record.sealedSuccessor,
-            let response = vault.open(json: sealed), try await sessions.session(record.sid) != nil
+            let response = vault.open(json: sealed), let session = try await sessions.session(record.sid)
         {
+            try Self.checkAttestation(session, attested)
             return response
         }
         try await sessions.revoke(record.sid, reason: .refreshReuse)

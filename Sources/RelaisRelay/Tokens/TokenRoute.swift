@@ -11,6 +11,7 @@ struct TokenRoute: RelayRoutes {
     let authorizationCode: AuthorizationCodeGrant
     let refresh: RefreshGrant
     let dpop: DPoPGuard
+    let attestation: ClientAttestationGuard
     let issuer: String
 
     func register(on router: Router<RelaisRequestContext>) {
@@ -31,10 +32,11 @@ struct TokenRoute: RelayRoutes {
         guard grantType == "authorization_code" || grantType == "refresh_token" else {
             throw RelayError(.unsupportedGrantType, "grant_type must be authorization_code or refresh_token")
         }
+        let attested = try await attestation.check(request, app: app)
         let proof = try await dpop.tokenRequestProof(request, app: app, url: issuer + "/token")
         let response = grantType == "authorization_code"
-            ? try await authorizationCode.redeem(form, app: app, proof: proof, logger: context.logger)
-            : try await refresh.rotate(form, app: app, proof: proof, logger: context.logger)
+            ? try await authorizationCode.redeem(form, app: app, proof: proof, attested: attested, logger: context.logger)
+            : try await refresh.rotate(form, app: app, proof: proof, attested: attested, logger: context.logger)
         var answer = RelayResponse.json(.ok, response)
         // RFC 9449 §8: the next nonce comes with every answer, so the app rarely has to retry.
         if app.dpopNonce, app.dpop != .off { answer.headers[DPoPGuard.nonceHeader] = dpop.nonces.current }

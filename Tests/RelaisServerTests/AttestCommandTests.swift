@@ -1,0 +1,79 @@
+import Foundation
+import RelaisAttest
+import RelaisCrypto
+import RelaisJOSE
+import RelaisTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `relais attest apple` on Apple's published sample, and `relais attest android` on verdicts made
+/// with test keys, run as an operator would.
+@Suite struct AttestCommandTests {
+    static let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("RelaisAttestTests/Fixtures/apple-sample-attestation.b64").path
+    static let appleArguments = [
+        "attest", "apple", "--app-id", "0352187391.com.apple.example_app_attest", "--key-id", "bSrEhF8TIzIvWSPwvZ0i2+UOBre4ASH84rK15m6emNY=",
+        "--client-data-hex", Hex.encode(Array("test_server_challenge".utf8)),
+    ]
+
+    private func path(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("relais-attest-\(UUID().uuidString)-\(name)").path
+    }
+
+    private func run(_ arguments: [String]) throws -> (status: Int32?, stdout: String, stderr: String) {
+        let out = path("out"), err = path("err")
+        let process = try ChildProcess.spawn(CommandLineTests.binary, arguments, standardOutput: out, standardError: err)
+        let status = process.waitForExit(timeout: .seconds(30))
+        if status == nil { process.terminate(with: SIGKILL) }
+        return (status, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "", (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
+    @Test func applesSampleVerifiesAtATimeItsChainWasValid() throws {
+        let result = try run(Self.appleArguments + ["--at", "2024-04-18T00:00:00Z", Self.sample])
+        #expect(result.status == 0, "\(result.stderr)")
+        let key = try JWK(pem: result.stdout)
+        #expect(key.curve == .p256 && !key.isPrivate)
+    }
+
+    @Test func eachRefusalNamesTheFailedStep() throws {
+        let expired = try run(Self.appleArguments + [Self.sample])
+        #expect(expired.status == 1)
+        #expect(expired.stderr.contains("apple_attestation_chain"))
+        let development = try run(Self.appleArguments + ["--development", "--at", "2024-04-18T00:00:00Z", Self.sample])
+        #expect(development.status == 1 && development.stderr.contains("apple_attestation_environment"))
+        let otherHash = try run(Array(Self.appleArguments.dropLast()) + ["00", "--at", "2024-04-18T00:00:00Z", Self.sample])
+        #expect(otherHash.status == 1 && otherHash.stderr.contains("apple_attestation_nonce"))
+    }
+
+    @Test func unusableArgumentsExitTwo() throws {
+        #expect(try run(Self.appleArguments + ["--at", "yesterday", Self.sample]).status == 2)
+        #expect(try run(Array(Self.appleArguments.dropLast()) + ["zz", Self.sample]).status == 2)
+        #expect(try run(Self.appleArguments + ["/nonexistent/file"]).status == 2)
+    }
+
+    @Test func androidVerdictsWithTheConsoleKeys() throws {
+        let play = try PlayIntegrityFactory()
+        let now = Date().timeIntervalSince1970
+        let hash = PlayIntegrityVerifier.requestHash(challenge: "c1", thumbprint: "t1")
+        let keyFile = path("key")
+        try play.decryptionKey.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        func verify(_ payload: [String: JSONValue]) throws -> (status: Int32?, stdout: String, stderr: String) {
+            let tokenFile = path("token")
+            try play.token(payload).write(toFile: tokenFile, atomically: true, encoding: .utf8)
+            return try run([
+                "attest", "android", "--package", PlayIntegrityFactory.package, "--certificate-digest", PlayIntegrityFactory.digest,
+                "--decryption-key-file", keyFile, "--verification-key", play.verificationKey, "--challenge", "c1", "--thumbprint", "t1", tokenFile,
+            ])
+        }
+        let genuine = try verify(PlayIntegrityFactory.payload(hash: hash, now: now))
+        #expect(genuine.status == 0, "\(genuine.stderr)")
+        #expect(genuine.stdout.contains("MEETS_DEVICE_INTEGRITY"))
+        let wrong = try verify(PlayIntegrityFactory.payload(hash: hash, now: now) { $0["appIntegrity"]?.set("packageName", .string("fr.other")) })
+        #expect(wrong.status == 1 && wrong.stderr.contains("play_integrity_package"))
+        let stale = try verify(PlayIntegrityFactory.payload(hash: hash, now: now - 3600))
+        #expect(stale.status == 1 && stale.stderr.contains("play_integrity_stale"))
+    }
+}
