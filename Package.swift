@@ -195,6 +195,7 @@ let package = Package(
         .executableTarget(
             name: "relais-bench",
             dependencies: [
+                "RelaisAttest",
                 "RelaisCrypto",
                 "RelaisHTTPClient",
                 "RelaisJOSE",

@@ -58,7 +58,7 @@ struct SignInBench: AsyncParsableCommand {
 
     private func format(_ value: Double) -> String { String((value * 100).rounded() / 100) }
 
-    private func signIn(_ http: HTTPClient) async throws -> (tokens: [String: String], sample: Sample) {
+    func signIn(_ http: HTTPClient, tokenHeaders: [(name: String, value: String)] = []) async throws -> (tokens: [String: String], sample: Sample) {
         let verifier = SecureRandom.token(bits: 256)
         let challenge = Base64URL.encode(SHA256.hash(Array(verifier.utf8)))
         let fields = [
@@ -84,7 +84,7 @@ struct SignInBench: AsyncParsableCommand {
         let token = try await http.send(.form(url: relay + "/token", fields: [
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
             ("client_id", clientID), ("code_verifier", verifier),
-        ]))
+        ], headers: tokenHeaders))
         guard token.status == 200, let object = JSONValue.object(from: token.body) else { throw BenchError("token: \(token.status) \(token.bodyText)") }
         return (object.compactMapValues(\.stringValue), Sample(callback: callbackTime, provider: providerTime))
     }
