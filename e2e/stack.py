@@ -113,6 +113,7 @@ apps:
   demo-app:
     redirect_uris: [{self.relay}/demo/callback]
     scopes: [openid, profile, birth, email]
+    attestation: allowed
   mobile-app:
     redirect_uris: ["com.example.app:/oauth2redirect"]
     post_logout_redirect_uris: ["com.example.app:/logged-out"]

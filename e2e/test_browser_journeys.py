@@ -73,6 +73,22 @@ class BrowserJourneys(unittest.TestCase):
         self.assertEqual(browser.driver.find_element("id", "claim-family_name").text, "DUBOIS")
         self.assertEqual(browser.driver.find_element("id", "acr").text, "eidas1")
 
+    def test_demo_app_as_an_attested_app_with_dpop(self):
+        browser = self.browser
+        browser.open(self.stack.relay + "/demo/")
+        browser.click("attested")
+        browser.click("sign-in")
+        browser.wait_for("identity-pierre")
+        browser.click("identity-pierre")
+        welcome = browser.wait_for("welcome")
+        browser.screenshot("signed-in-attested")
+        self.assertIn("Pierre", welcome.text)
+        find = lambda name: browser.driver.find_element("id", name).text
+        self.assertEqual(find("token-type"), "DPoP")
+        self.assertEqual(find("attested-by"), "dev")
+        self.assertEqual(len(find("jkt")), 43)
+        self.assertEqual(find("claim-family_name"), "MERCIER")
+
     def test_a_private_scheme_app_receives_its_code(self):
         app = MobileApp(self.stack)
         self.browser.open(app.authorize_url)

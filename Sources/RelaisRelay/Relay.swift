@@ -64,7 +64,7 @@ public struct Relay: Sendable {
             WellKnownRoutes(files: configuration.wellKnown),
             MetadataRoutes(issuer: issuer, apps: configuration.apps, providers: configuration.providers, keys: keys),
         ]
-        if configuration.server.environment == .development { routes.append(DemoAppRoutes(issuer: issuer, apps: configuration.apps)) }
+        if configuration.server.environment == .development { routes.append(DemoAppRoutes(issuer: issuer, apps: configuration.apps, devAttester: configuration.relay.devAttester)) }
         self.routes = routes
     }
 

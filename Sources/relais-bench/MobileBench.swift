@@ -122,7 +122,12 @@ struct MobileBench: AsyncParsableCommand {
     }
 
     private func seconds(_ duration: Duration) -> Double { Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18 }
-    private func format(_ value: Double) -> String { String((value * 100).rounded() / 100) }
+    /// Two decimals, always ("0.60", not "0.6"), without Foundation's formatter.
+    private func format(_ value: Double) -> String {
+        let hundredths = Int((value * 100).rounded())
+        let fraction = hundredths % 100
+        return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+    }
 }
 
 /// App Attest verification, one thread: Apple's published sample attestation checked against the

@@ -134,6 +134,29 @@ import Testing
         return try await client.execute(uri: "/token", method: .post, headers: all, body: Route.form([("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", token)]))
     }
 
+    /// The demo page offers the attested path only when every piece of it is there: the development
+    /// attester, and an app that uses both attestation and DPoP.
+    @Test(arguments: [
+        (true, AppSettings.AttestationPolicy.allowed, AppSettings.DPoPPolicy.allowed, true),
+        (false, .allowed, .allowed, false),
+        (true, .off, .allowed, false),
+        (true, .required, .off, false),
+    ])
+    func theDemoPageOffersTheAttestedPathWhenItCanWork(devAttester: Bool, attestation: AppSettings.AttestationPolicy, dpop: AppSettings.DPoPPolicy, offered: Bool) async throws {
+        let fixture = Self.fixture(attestation) { configuration in
+            configuration.relay.devAttester = devAttester
+            configuration.apps[0].dpop = dpop
+            configuration.apps[0].redirectURIs.append(Route.issuer + "/demo/callback")
+        }
+        try await fixture.test { client in
+            let page = try await client.execute(uri: "/demo/", method: .get)
+            #expect(page.status == .ok)
+            let html = String(buffer: page.body)
+            #expect(html.contains("id=\"attested\"") == offered)
+            #expect(html.contains("const issuer = \"\(Route.issuer)\""))
+        }
+    }
+
     @Test func allowedAppsMayGoUnattestedButAuthCanRequireIt() async throws {
         let fixture = Self.fixture(.allowed)
         try await fixture.test { client in
