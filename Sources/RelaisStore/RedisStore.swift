@@ -63,19 +63,19 @@ public final class RedisStore: KeyValueStore {
     public func set(_ key: String, _ value: [UInt8], ttl: Duration?) async throws {
         var arguments = [bytes("SET"), prefixed(key), value]
         if let ttl { arguments += [bytes("PX"), bytes(String(ttl.storeMilliseconds))] }
-        try expectOK(await execute("SET", key: key, arguments))
+        try await execute("SET", key: key, arguments).expectOK()
     }
 
     public func get(_ key: String) async throws -> [UInt8]? {
-        try optionalBytes(await execute("GET", key: key, [bytes("GET"), prefixed(key)]))
+        try await execute("GET", key: key, [bytes("GET"), prefixed(key)]).optionalBytes()
     }
 
     public func getAndDelete(_ key: String) async throws -> [UInt8]? {
-        try optionalBytes(await execute("GETDEL", key: key, [bytes("GETDEL"), prefixed(key)]))
+        try await execute("GETDEL", key: key, [bytes("GETDEL"), prefixed(key)]).optionalBytes()
     }
 
     public func delete(_ key: String) async throws -> Bool {
-        try integer(await execute("DEL", key: key, [bytes("DEL"), prefixed(key)])) == 1
+        try await execute("DEL", key: key, [bytes("DEL"), prefixed(key)]).integer() == 1
     }
 
     public func setIfAbsent(_ key: String, _ value: [UInt8], ttl: Duration) async throws -> Bool {
@@ -93,21 +93,21 @@ public final class RedisStore: KeyValueStore {
 
     public func deleteIfEqual(_ key: String, _ value: [UInt8]) async throws -> Bool {
         let script = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
-        return try integer(await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), value])) == 1
+        return try await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), value]).integer() == 1
     }
 
     public func increment(_ key: String, window: Duration) async throws -> Int {
         // INCR and the deadline of a new counter in one step: a counter never outlives its window.
         let script = "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n"
-        return Int(try integer(await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), bytes(String(window.storeMilliseconds))])))
+        return Int(try await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), bytes(String(window.storeMilliseconds))]).integer())
     }
 
     public func expire(_ key: String, ttl: Duration) async throws -> Bool {
-        try integer(await execute("PEXPIRE", key: key, [bytes("PEXPIRE"), prefixed(key), bytes(String(ttl.storeMilliseconds))])) == 1
+        try await execute("PEXPIRE", key: key, [bytes("PEXPIRE"), prefixed(key), bytes(String(ttl.storeMilliseconds))]).integer() == 1
     }
 
     public func timeToLive(_ key: String) async throws -> StoreTTL {
-        switch try integer(await execute("PTTL", key: key, [bytes("PTTL"), prefixed(key)])) {
+        switch try await execute("PTTL", key: key, [bytes("PTTL"), prefixed(key)]).integer() {
         case -2: .missing
         case -1: .persistent
         case let milliseconds: .expiresIn(.milliseconds(milliseconds))
@@ -122,11 +122,11 @@ public final class RedisStore: KeyValueStore {
             return 1
             """
         let milliseconds = ttl.map { String($0.storeMilliseconds) } ?? ""
-        _ = try integer(await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), bytes(member), bytes(milliseconds)]))
+        _ = try await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), bytes(member), bytes(milliseconds)]).integer()
     }
 
     public func setRemove(_ key: String, member: String) async throws -> Bool {
-        try integer(await execute("SREM", key: key, [bytes("SREM"), prefixed(key), bytes(member)])) == 1
+        try await execute("SREM", key: key, [bytes("SREM"), prefixed(key), bytes(member)]).integer() == 1
     }
 
     public func setMembers(_ key: String) async throws -> Set<String> {
@@ -139,52 +139,15 @@ public final class RedisStore: KeyValueStore {
         })
     }
 
-    /// One Lua script, so the writes land together or not at all (Redis runs a script whole). Each
-    /// write is three arguments: `s` or `d`, the value, the TTL in milliseconds ('' for none).
-    private static let writeScript = """
-        local first = 1
-        local taken = 1
-        if ARGV[1] == 'take' then
-          taken = redis.call('GET', KEYS[1])
-          if not taken then return false end
-          redis.call('DEL', KEYS[1])
-          first = 2
-        end
-        local a = 2
-        for i = first, #KEYS do
-          if ARGV[a] == 's' then
-            if ARGV[a + 2] == '' then redis.call('SET', KEYS[i], ARGV[a + 1])
-            else redis.call('SET', KEYS[i], ARGV[a + 1], 'PX', ARGV[a + 2]) end
-          else
-            redis.call('DEL', KEYS[i])
-          end
-          a = a + 3
-        end
-        return taken
-        """
-
     public func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? {
-        try optionalBytes(await execute("EVAL", key: key, scriptArguments(taking: key, writes)))
+        try await execute("EVAL", key: key, RedisWriteScript.arguments(taking: key, writes, prefixed: prefixed)).optionalBytes()
     }
 
     public func apply(_ writes: [StoreWrite]) async throws {
         guard !writes.isEmpty else { return }
-        guard case .integer = try await execute("EVAL", key: writes[0].key, scriptArguments(taking: nil, writes)) else {
+        guard case .integer = try await execute("EVAL", key: writes[0].key, RedisWriteScript.arguments(taking: nil, writes, prefixed: prefixed)) else {
             throw StoreError.commandFailed(reason: "unexpected reply to a write script")
         }
-    }
-
-    private func scriptArguments(taking key: String?, _ writes: [StoreWrite]) -> [[UInt8]] {
-        let keys = (key.map { [$0] } ?? []) + writes.map(\.key)
-        var arguments = [bytes("EVAL"), bytes(Self.writeScript), bytes(String(keys.count))] + keys.map(prefixed)
-        arguments.append(bytes(key == nil ? "apply" : "take"))
-        for write in writes {
-            switch write {
-            case .set(_, let value, let ttl): arguments += [bytes("s"), value, bytes(ttl.map { String($0.storeMilliseconds) } ?? "")]
-            case .delete: arguments += [bytes("d"), [], []]
-            }
-        }
-        return arguments
     }
 
     public func ping() async throws {
@@ -391,23 +354,6 @@ public final class RedisStore: KeyValueStore {
 
     private func prefixed(_ key: String) -> [UInt8] { Array((configuration.keyPrefix + key).utf8) }
     private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
-
-    private func expectOK(_ reply: RedisReply) throws {
-        guard case .status("OK") = reply else { throw StoreError.commandFailed(reason: "unexpected reply") }
-    }
-
-    private func integer(_ reply: RedisReply) throws -> Int64 {
-        guard case .integer(let value) = reply else { throw StoreError.commandFailed(reason: "expected an integer reply") }
-        return value
-    }
-
-    private func optionalBytes(_ reply: RedisReply) throws -> [UInt8]? {
-        switch reply {
-        case .string(let value): return value
-        case .null: return nil
-        default: throw StoreError.commandFailed(reason: "unexpected reply")
-        }
-    }
 }
 
 extension Duration {

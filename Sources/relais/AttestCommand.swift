@@ -104,7 +104,7 @@ struct AttestCommand: AsyncParsableCommand {
             } else {
                 throw usage("give --expected-hash, or --challenge and --thumbprint")
             }
-            let token = try readText(file)
+            let token = try CommandInput.compactFile(file)
             let time = try checkTime(at)
             var policy = PlayIntegrityPolicy(packageName: package, certificateDigests: certificateDigests)
             policy.deviceIntegrity = level
@@ -113,9 +113,9 @@ struct AttestCommand: AsyncParsableCommand {
             let decoder: any PlayIntegrityDecoder
             do {
                 if let decryptionKeyFile, let verificationKey {
-                    decoder = try PlayIntegrityLocalDecoder(decryptionKey: try readText(decryptionKeyFile), verificationKey: verificationKey)
+                    decoder = try PlayIntegrityLocalDecoder(decryptionKey: try CommandInput.compactFile(decryptionKeyFile), verificationKey: verificationKey)
                 } else if let serviceAccountFile {
-                    decoder = try PlayIntegrityGoogleDecoder(serviceAccount: Array(try readText(serviceAccountFile).utf8), http: http, now: { time.timeIntervalSince1970 })
+                    decoder = try PlayIntegrityGoogleDecoder(serviceAccount: Array(try CommandInput.file(serviceAccountFile).utf8), http: http, now: { time.timeIntervalSince1970 })
                 } else {
                     throw usage("give --decryption-key-file and --verification-key, or --service-account-file")
                 }
@@ -137,10 +137,7 @@ struct AttestCommand: AsyncParsableCommand {
     }
 }
 
-private func usage(_ message: String) -> ExitCode {
-    printError("relais attest: \(message)")
-    return ExitCode(2)
-}
+private func usage(_ message: String) -> ExitCode { CommandInput.usage("relais attest: \(message)") }
 
 private func checkTime(_ text: String?) throws -> Date {
     guard let text else { return Date() }
@@ -148,21 +145,8 @@ private func checkTime(_ text: String?) throws -> Date {
     return date
 }
 
-private func readText(_ path: String) throws -> String {
-    let text: String
-    if path == "-" {
-        text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-    } else {
-        guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else { throw usage("cannot read \(path)") }
-        text = contents
-    }
-    let trimmed = text.filter { !$0.isWhitespace }
-    guard !trimmed.isEmpty else { throw usage("\(path) is empty") }
-    return trimmed
-}
-
 private func readBase64(_ path: String) throws -> [UInt8] {
-    let text = try readText(path)
+    let text = try CommandInput.compactFile(path)
     guard let bytes = Base64.decode(text) ?? Base64URL.decode(text.filter { $0 != "=" }) else { throw usage("\(path) does not hold base64") }
     return bytes
 }

@@ -4,10 +4,6 @@ import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// `relais jwt`: what an operator reaches for when a provider's token is rejected at 2 a.m.
 struct JWTCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -25,7 +21,7 @@ struct JWTCommand: AsyncParsableCommand {
         var token: String
 
         func run() async throws {
-            let compact = try readToken(token)
+            let compact = try CommandInput.inline(token, what: "token")
             let segments = compact.split(separator: ".", omittingEmptySubsequences: false)
             guard segments.count == 3 || segments.count == 5,
                 let header = Base64URL.decode(String(segments[0])).flatMap(JSONValue.object(from:))
@@ -90,7 +86,7 @@ struct JWTCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            var compact = try readToken(token)
+            var compact = try CommandInput.inline(token, what: "token")
             do {
                 if compact.split(separator: ".", omittingEmptySubsequences: false).count == 5 {
                     guard let decryptKey else {
@@ -106,7 +102,7 @@ struct JWTCommand: AsyncParsableCommand {
                 let jws = try JWS.parse(compact)
                 let key: JWK
                 if let secretFile {
-                    key = JWK(symmetric: Array(try readFile(secretFile).trimmingTrailingNewlines().utf8))
+                    key = JWK(symmetric: Array(try CommandInput.file(secretFile).trimmingTrailingNewlines().utf8))
                     try jws.verify(with: key)
                 } else {
                     key = try jws.verify(with: try await loadKeys(jwks!))
@@ -154,44 +150,13 @@ struct JWTCommand: AsyncParsableCommand {
                 }
                 bytes = response.body
             } else {
-                bytes = Array(try readFile(source).utf8)
+                bytes = Array(try CommandInput.file(source).utf8)
             }
             let text = String(decoding: bytes, as: UTF8.self)
             if text.contains("-----BEGIN") { return JWKSet(keys: [try JWK(pem: text)]) }
             if let object = JSONValue.object(from: bytes), object["keys"] == nil { return JWKSet(keys: [try JWK(object: object)]) }
             return try JWKSet(json: bytes)
         }
-    }
-}
-
-private func readToken(_ argument: String) throws -> String {
-    let text = argument == "-" ? readStandardInput() : argument
-    let token = text.trimmingTrailingNewlines().filter { !$0.isWhitespace }
-    guard !token.isEmpty else {
-        printError("no token given")
-        throw ExitCode(2)
-    }
-    return token
-}
-
-private func readStandardInput() -> String {
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = read(STDIN_FILENO, &buffer, buffer.count)
-        if count <= 0 { break }
-        bytes += buffer[0..<count]
-    }
-    return String(decoding: bytes, as: UTF8.self)
-}
-
-private func readFile(_ path: String) throws -> String {
-    switch ConfigurationLoader.readFile(path) {
-    case .success(let text):
-        return text
-    case .failure(let problem):
-        printError(problem.message)
-        throw ExitCode(2)
     }
 }
 

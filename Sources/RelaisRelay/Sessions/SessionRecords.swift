@@ -104,10 +104,9 @@ struct SessionRecord: JSONRecord, Sendable {
     /// The absolute end: idle renewals never go past it.
     var expiresAt: Double
     var sealedIdentity: String
-    /// How the app instance that opened the session was attested (`ios`, `android`, `dev`,
-    /// `external`), and the thumbprint of its instance key: refreshes must come from it.
-    var attested: String?
-    var attestedKey: String?
+    /// How the app instance that opened the session was attested, and its instance key:
+    /// refreshes must come from it.
+    var attested: ClientAttested?
 
     init(clientID: String, subject: String, providerID: String, scopes: [String], acr: String?, createdAt: Double, expiresAt: Double, sealedIdentity: String) {
         self.clientID = clientID
@@ -129,8 +128,9 @@ struct SessionRecord: JSONRecord, Sendable {
             clientID: clientID, subject: subject, providerID: providerID, scopes: scopes, acr: json["acr"]?.stringValue, createdAt: createdAt,
             expiresAt: expiresAt, sealedIdentity: sealed
         )
-        attested = json["attested"]?.stringValue
-        attestedKey = json["attested_key"]?.stringValue
+        if let platform = json["attested"]?.stringValue, let key = json["attested_key"]?.stringValue {
+            attested = ClientAttested(platform: platform, thumbprint: key)
+        }
     }
 
     var json: JSONValue {
@@ -139,8 +139,10 @@ struct SessionRecord: JSONRecord, Sendable {
             "created_at": .number(createdAt), "expires_at": .number(expiresAt), "identity": .string(sealedIdentity),
         ]
         if let acr { object["acr"] = .string(acr) }
-        if let attested { object["attested"] = .string(attested) }
-        if let attestedKey { object["attested_key"] = .string(attestedKey) }
+        if let attested {
+            object["attested"] = .string(attested.platform)
+            object["attested_key"] = .string(attested.thumbprint)
+        }
         return .object(object)
     }
 }

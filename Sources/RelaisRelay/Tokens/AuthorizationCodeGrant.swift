@@ -34,8 +34,7 @@ struct AuthorizationCodeGrant: Sendable {
         // Found under its session's tag, so the code names its session.
         guard let sid = SessionStore.sessionID(in: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
         var session = sessions.newSession(for: record)
-        session.attested = attested?.platform
-        session.attestedKey = attested?.thumbprint
+        session.attested = attested
         let issued = try issuer.issue(sid: sid, session: session, identity: identity, app: app, nonce: record.app.nonce, jkt: proof?.thumbprint)
         // The code is consumed in the same atomic step that writes the session: a request that lost
         // the race finds the used-mark, and so the session to end (RFC 6749 §4.1.2), in every interleaving.

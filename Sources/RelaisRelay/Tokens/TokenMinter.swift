@@ -32,7 +32,7 @@ struct TokenMinter: Sendable {
         if let acr = session.acr { access["acr"] = .string(acr) }
         if let jkt { access["cnf"] = .object(["jkt": .string(jkt)]) }
         // APIs and `/auth?attested=1` tell tokens of attested app instances by this claim.
-        if let attested = session.attested { access["attested"] = .string(attested) }
+        if let attested = session.attested { access["attested"] = .string(attested.platform) }
         let accessToken = try JWS.sign(
             payload: JSONValue.object(access).serialized(), with: keys.activeSigningKey, algorithm: keys.activeAlgorithm,
             extraHeader: ["typ": .string("at+jwt")]
