@@ -157,11 +157,7 @@ struct JSONParser {
         index += 1  // {
         var members: [String: JSONValue] = [:]
         members.reserveCapacity(16)
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return .object(members)
-        }
+        if closesAtOnce(UInt8(ascii: "}")) { return .object(members) }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw .invalid }
@@ -176,14 +172,18 @@ struct JSONParser {
         }
     }
 
+    /// Just after `{` or `[`: an empty container, which is then read past.
+    private mutating func closesAtOnce(_ closer: UInt8) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == closer else { return false }
+        index += 1
+        return true
+    }
+
     private mutating func array(depth: Int) throws(Failure) -> JSONValue {
         index += 1  // [
         var elements: [JSONValue] = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            return .array(elements)
-        }
+        if closesAtOnce(UInt8(ascii: "]")) { return .array(elements) }
         while true {
             skipWhitespace()
             elements.append(try value(depth: depth + 1))

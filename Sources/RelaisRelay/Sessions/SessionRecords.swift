@@ -100,13 +100,20 @@ struct SessionRecord: JSONRecord, Sendable {
     var providerID: String
     var scopes: [String]
     var acr: String?
-    var createdAt: Double
-    /// The absolute end: idle renewals never go past it.
-    var expiresAt: Double
+    var span: Span
     var sealedIdentity: String
     /// How the app instance that opened the session was attested, and its instance key:
     /// refreshes must come from it.
     var attested: ClientAttested?
+
+    /// When the session began, and its absolute end: idle renewals never go past it.
+    struct Span: Sendable, Equatable {
+        var createdAt: Double
+        var expiresAt: Double
+    }
+
+    var createdAt: Double { span.createdAt }
+    var expiresAt: Double { span.expiresAt }
 
     init(clientID: String, subject: String, providerID: String, scopes: [String], acr: String?, createdAt: Double, expiresAt: Double, sealedIdentity: String) {
         self.clientID = clientID
@@ -114,8 +121,7 @@ struct SessionRecord: JSONRecord, Sendable {
         self.providerID = providerID
         self.scopes = scopes
         self.acr = acr
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
+        self.span = Span(createdAt: createdAt, expiresAt: expiresAt)
         self.sealedIdentity = sealedIdentity
     }
 
