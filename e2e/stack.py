@@ -67,12 +67,13 @@ def wait_for(url, process, timeout=20):
 class Stack:
     """Redis, the development provider and one Relais, wired together."""
 
-    def __init__(self, relay_extra="", providers_extra="", trusted_proxies=()):
+    def __init__(self, relay_extra="", providers_extra="", trusted_proxies=(), apps_extra=""):
         self.directory = tempfile.mkdtemp(prefix="relais-e2e-")
         self.redis_port, self.provider_port, self.relay_port = free_port(), free_port(), free_port()
         self.relay_extra = relay_extra
         self.trusted_proxies = list(trusted_proxies)
         self.providers_extra = providers_extra
+        self.apps_extra = apps_extra
         self.processes = {}
         self.logs = {}
 
@@ -125,6 +126,7 @@ apps:
   short-lived:
     redirect_uris: ["http://127.0.0.1/cb"]
     access_token_lifetime: 1s
+{self.apps_extra}
 {self.relay_extra}
 """)
         self._launch("provider", ["dev-provider", "--config", os.path.join(self.directory, "provider.yaml")], self.provider_port)
@@ -196,8 +198,8 @@ class Nginx:
     """Debian's nginx running the shipped forward-auth recipe (config/nginx-forward-auth.conf) in
     front of an upstream, on a free port."""
 
-    def __init__(self, relay, upstream_port):
-        self.port = free_port()
+    def __init__(self, relay, upstream_port, port=None):
+        self.port = port or free_port()
         self.directory = tempfile.mkdtemp(prefix="relais-nginx-")
         with open(os.path.join(ROOT, "config", "nginx-forward-auth.conf")) as handle:
             server = (handle.read().replace("RELAIS_URL", relay)

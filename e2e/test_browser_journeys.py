@@ -89,6 +89,24 @@ class BrowserJourneys(unittest.TestCase):
         self.assertEqual(len(find("jkt")), 43)
         self.assertEqual(find("claim-family_name"), "MERCIER")
 
+    def test_the_demo_app_opens_a_web_page_signed_in(self):
+        browser = self.browser
+        browser.open(self.stack.relay + "/demo/")
+        browser.click("sign-in")
+        browser.click("identity-angela")
+        browser.wait_for("welcome")
+        browser.click("open-web")
+        welcome = browser.wait_for("web-welcome")
+        browser.screenshot("web-page-signed-in")
+        self.assertEqual(welcome.text, "Connecté·e sur le web : Angela Claire Louise DUBOIS")
+        self.assertTrue(browser.driver.current_url.endswith("/demo/web"), browser.driver.current_url)
+        cookie = browser.driver.get_cookie("__Host-relais-session")
+        self.assertTrue(cookie["secure"] and cookie["httpOnly"] and cookie["sameSite"] == "Lax", cookie)
+        # A reload is a new request to the page, with the cookie only.
+        text = welcome.text
+        browser.driver.refresh()
+        self.assertEqual(browser.wait_for("web-welcome").text, text)
+
     def test_a_private_scheme_app_receives_its_code(self):
         app = MobileApp(self.stack)
         self.browser.open(app.authorize_url)

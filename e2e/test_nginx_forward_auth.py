@@ -5,15 +5,22 @@ import unittest
 
 import requests
 
-from stack import EchoUpstream, Nginx, Stack, sign_in
+from stack import EchoUpstream, Nginx, Stack, free_port, sign_in
+
+COOKIE = "__Host-relais-session"
 
 
 class NginxForwardAuth(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.stack = Stack().start()
+        port = free_port()
+        cls.web_target = f"http://127.0.0.1:{port}/web/documents"
+        cls.stack = Stack(apps_extra=f"""  web-app:
+    redirect_uris: ["http://127.0.0.1/cb"]
+    web_targets: [{cls.web_target}]
+""").start()
         cls.upstream = EchoUpstream.start()
-        cls.nginx = Nginx(cls.stack.relay, cls.upstream.server_address[1]).start()
+        cls.nginx = Nginx(cls.stack.relay, cls.upstream.server_address[1], port=port).start()
         cls.port = cls.nginx.port
 
     @classmethod
@@ -84,6 +91,41 @@ class NginxForwardAuth(unittest.TestCase):
         time.sleep(3.5)  # 1 s lifetime plus Relais' 2 s leeway
         expired = self.get(short["access_token"])
         self.assertEqual(expired.status_code, 401)
+        self.assertEqual(EchoUpstream.seen, [])
+
+    def test_a_session_code_opens_the_web_pages_and_only_them(self):
+        tokens = sign_in(self.stack, "web-app", identity="pierre")
+        bearer = {"Authorization": "Bearer " + tokens["access_token"]}
+        issued = requests.post(self.stack.relay + "/session_code", headers=bearer, timeout=10).json()
+        self.assertEqual(issued["target"], self.web_target)
+        gateway = f"http://127.0.0.1:{self.port}"
+        # The webview opens the code on the gateway's host (nginx passes /session to Relais).
+        opened = requests.get(gateway + "/session", params={"code": issued["session_code"]}, allow_redirects=False, timeout=10)
+        self.assertEqual(opened.status_code, 303, opened.text)
+        self.assertEqual(opened.headers["Location"], self.web_target)
+        set_cookie = opened.headers["Set-Cookie"]
+        for attribute in ("Path=/", "Secure", "HttpOnly", "SameSite=Lax"):
+            self.assertIn(attribute, set_cookie)
+        cookie = {"Cookie": set_cookie.split(";")[0]}
+
+        EchoUpstream.seen.clear()
+        page = requests.get(self.web_target, headers=cookie, timeout=10)
+        self.assertEqual(page.status_code, 200, page.text)
+        self.assertEqual(page.json()["x-relais-client"], "web-app")
+        self.assertEqual(page.json()["x-relais-acr"], "eidas1")
+        self.assertEqual(len(page.json()["x-relais-sub"]), 66)
+        # The pages take the cookie, not tokens; the APIs take tokens, not the cookie.
+        self.assertEqual(requests.get(self.web_target, headers=bearer, timeout=10).status_code, 401)
+        self.assertEqual(requests.get(gateway + "/orders", headers=cookie, timeout=10).status_code, 401)
+        self.assertEqual(requests.get(gateway + "/orders", headers=bearer, timeout=10).status_code, 200)
+        # The code was for one webview only.
+        replay = requests.get(gateway + "/session", params={"code": issued["session_code"]}, allow_redirects=False, timeout=10)
+        self.assertEqual(replay.status_code, 400)
+        self.assertNotIn("Location", replay.headers)
+        # Signing out in the app ends the web session too.
+        self.assertEqual(requests.post(self.stack.relay + "/logout", headers=bearer, timeout=10).status_code, 204)
+        EchoUpstream.seen.clear()
+        self.assertEqual(requests.get(self.web_target, headers=cookie, timeout=10).status_code, 401)
         self.assertEqual(EchoUpstream.seen, [])
 
 

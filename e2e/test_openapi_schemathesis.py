@@ -19,7 +19,7 @@ class OpenAPIAndSchemathesis(unittest.TestCase):
         spec, _ = read_from_filename(SPEC)
         validate(spec)
         documented = set(spec["paths"])
-        for path in ("/authorize", "/callback", "/token", "/userinfo", "/introspect", "/revoke", "/auth", "/logout", "/jwks.json"):
+        for path in ("/authorize", "/callback", "/token", "/userinfo", "/introspect", "/revoke", "/auth", "/logout", "/jwks.json", "/session_code", "/session"):
             self.assertIn(path, documented)
 
     def test_schemathesis_finds_no_server_error_or_schema_break(self):

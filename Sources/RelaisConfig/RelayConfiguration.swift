@@ -134,6 +134,9 @@ public struct AppSettings: Sendable {
     public var dpop = DPoPPolicy.allowed
     /// Proofs at `/token` must carry a nonce Relais issued (`DPoP-Nonce`, RFC 9449 §8).
     public var dpopNonce = false
+    /// Web pages (behind the gateway) the app may open signed in through a session code
+    /// (`POST /session_code`, `GET /session`); the first is the default target.
+    public var webTargets: [String] = []
 
     /// Attestation-based client authentication (draft-ietf-oauth-attestation-based-client-auth):
     /// the app proves at `/token` that it is the genuine app on a genuine device.

@@ -11,7 +11,7 @@ extension ValueReader {
         let providerIDs = result.providers.map(\.id)
         relayDevAttester(into: &result)
         let devAttester = result.relay.devAttester
-        result.apps = ids("apps").map { readApp(id: $0, providerIDs: providerIDs, devAttester: devAttester) }
+        result.apps = ids("apps").map { readApp(id: $0, providerIDs: providerIDs, devAttester: devAttester, environment: environment) }
         result.resourceServers = ids("resource_servers").map { readResourceServer(id: $0) }
         // Keys matter once apps get tokens; production never generates its own.
         let needsKeys = environment == .production && !result.apps.isEmpty
@@ -145,7 +145,7 @@ extension ValueReader {
         result.relay.devAttester = wanted && development
     }
 
-    private mutating func readApp(id: String, providerIDs: [String], devAttester: Bool) -> AppSettings {
+    private mutating func readApp(id: String, providerIDs: [String], devAttester: Bool, environment: RelaisConfiguration.Environment) -> AppSettings {
         let base = "apps.\(id)"
         let redirects = list("\(base).redirect_uris") ?? []
         if redirects.isEmpty { problem("\(base).redirect_uris", "list at least one redirect URI") }
@@ -168,6 +168,8 @@ extension ValueReader {
         app.audiences = list("\(base).audiences") ?? app.audiences
         app.dpop = choice("\(base).dpop", default: app.dpop)
         app.dpopNonce = boolean("\(base).dpop_nonce") ?? app.dpopNonce
+        app.webTargets = list("\(base).web_targets") ?? []
+        for target in app.webTargets { checkURL("\(base).web_targets", target, environment: environment) }
         readAttestation(into: &app, base: base, devAttester: devAttester)
         return app
     }
@@ -362,35 +364,5 @@ extension ValueReader {
             problem(key, "\(path) holds no usable key (\(error.code))")
             return nil
         }
-    }
-}
-
-/// Which redirect URIs an app may register (RFC 8252 §7 and §8).
-public enum RedirectURIRules {
-    /// Nil when acceptable; otherwise why not.
-    public static func problem(_ uri: String) -> String? {
-        guard let colon = uri.firstIndex(of: ":"), colon != uri.startIndex else { return "not an absolute URI" }
-        if uri.contains("#") { return "must not contain a fragment" }
-        let scheme = uri[..<colon].lowercased()
-        switch scheme {
-        case "https":
-            return uri.count > "https://".count ? nil : "has no host"
-        case "http":
-            if isLoopback(uri) {
-                return uri.lowercased().hasPrefix("http://localhost") ? "use 127.0.0.1 or [::1], not localhost (RFC 8252 §8.3)" : nil
-            }
-            return "plain http is only for loopback redirects (http://127.0.0.1:{port}/...)"
-        default:
-            // Private-use schemes must be reverse domain names (RFC 8252 §7.1): com.example.app:/callback
-            guard scheme.contains("."), scheme.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "+" }) else {
-                return "a private-use scheme must be a reverse domain name such as com.example.app (RFC 8252 §7.1)"
-            }
-            return nil
-        }
-    }
-
-    public static func isLoopback(_ uri: String) -> Bool {
-        let lowered = uri.lowercased()
-        return lowered.hasPrefix("http://127.0.0.1") || lowered.hasPrefix("http://[::1]") || lowered.hasPrefix("http://localhost")
     }
 }

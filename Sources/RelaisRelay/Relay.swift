@@ -30,6 +30,8 @@ public struct Relay: Sendable {
         )
         let dpop = DPoPGuard(sessions: sessions, nonces: DPoPNonces(keys: keys, clock: clock))
         let bearer = BearerAuthenticator(issuer: issuer, keys: keys, sessions: sessions, dpop: dpop)
+        let webSessions = WebSessionAuthenticator(sessions: sessions)
+        let development = configuration.server.environment == .development
         let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
         let tokenSessions = TokenSessions(sessions: sessions, keys: keys, issuer: issuer)
         let attestation = ClientAttestationGuard(issuer: issuer, keys: keys, sessions: sessions)
@@ -55,8 +57,11 @@ public struct Relay: Sendable {
             UserinfoRoute(bearer: bearer, sessions: sessions, vault: vault),
             IntrospectRoute(bearer: bearer, sessions: sessions, resourceServers: configuration.resourceServers),
             ForwardAuthRoute(
-                bearer: bearer, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder),
+                bearer: bearer, webSessions: webSessions, apps: apps, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder),
                 trustedProxies: configuration.server.trustedProxies.compactMap(IPNetwork.init)
+            ),
+            SessionCodeRoutes(
+                issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, limiter: limiter, developmentTarget: development ? issuer + DemoAppRoutes.webPath : nil
             ),
             RevokeRoute(apps: apps, tokens: tokenSessions),
             LogoutRoutes(apps: apps, providers: providers, vault: vault, tokens: tokenSessions, bearer: bearer),
@@ -64,7 +69,9 @@ public struct Relay: Sendable {
             WellKnownRoutes(files: configuration.wellKnown),
             MetadataRoutes(issuer: issuer, apps: configuration.apps, providers: configuration.providers, keys: keys),
         ]
-        if configuration.server.environment == .development { routes.append(DemoAppRoutes(issuer: issuer, apps: configuration.apps, devAttester: configuration.relay.devAttester)) }
+        if development {
+            routes.append(DemoAppRoutes(issuer: issuer, apps: configuration.apps, devAttester: configuration.relay.devAttester, webSessions: webSessions, vault: vault))
+        }
         self.routes = routes
     }
 

@@ -1,4 +1,4 @@
-public import RelaisAttest
+import RelaisAttest
 import RelaisCrypto
 public import RelaisJOSE
 

@@ -13,6 +13,11 @@ struct DemoAppRoutes: RelayRoutes {
     let issuer: String
     let apps: [AppSettings]
     let devAttester: Bool
+    let webSessions: WebSessionAuthenticator
+    let vault: SessionVault
+
+    /// The web page the demo opens through a session code: it shows whom its cookie signs in.
+    static let webPath = "/demo/web"
 
     func register(on router: Router<RelaisRequestContext>) {
         let redirect = issuer + "/demo/callback"
@@ -24,6 +29,31 @@ struct DemoAppRoutes: RelayRoutes {
         }
         router.get("/demo", use: html)
         router.get("/demo/callback", use: html)
+        router.get(RouterPath(Self.webPath)) { request, context in
+            try await RelayError.rendering(.page, context) { try await webPage(request) }
+        }
+    }
+
+    /// A page behind the web session cookie, as a web app behind the gateway would be.
+    private func webPage(_ request: Request) async throws -> Response {
+        let (_, session) = try await webSessions.authenticate(request)
+        let identity = await vault.openIdentityAfterSync(session.sealedIdentity)
+        let name = [identity?.claims["given_name"]?.stringValue, identity?.claims["family_name"]?.stringValue].compactMap { $0 }.joined(separator: " ")
+        let html = """
+            <!doctype html>
+            <html lang="fr"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>Relais — page web</title>
+            <style>body{font-family:system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 1rem;color:#161616} h1{font-size:1.4rem;color:#000091}</style>
+            </head><body>
+            <h1>Page web de démonstration</h1>
+            <p id="web-welcome">Connecté·e sur le web : \(HTMLText.escape(name.isEmpty ? session.subject : name))</p>
+            <p>This page was opened from the app's tokens through a session code: the browser holds Relais' web session
+            cookie (<code>\(WebSessionAuthenticator.cookieName)</code>), tied to the app's session
+            (<code>client_id=\(HTMLText.escape(session.clientID))</code>, acr <code id="web-acr">\(HTMLText.escape(session.acr ?? ""))</code>).
+            Signing out in the app ends it.</p>
+            </body></html>
+            """
+        return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: .init(string: html)))
     }
 
     static func page(issuer: String, clientID: String, redirectURI: String, scopes: [String], providers: [String], mobile: Bool) -> String {
@@ -128,8 +158,19 @@ struct DemoAppRoutes: RelayRoutes {
                 <p>acr: <code id="acr">${escape(idToken.acr || "")}</code> · provider: <code>${escape(idToken.idp)}</code>
                 · token_type: <code id="token-type">${escape(tokens.token_type)}</code> · attested: <code id="attested-by">${escape(access.attested || "no")}</code>
                 ${access.cnf ? `· bound to key <code id="jkt">${escape(access.cnf.jkt)}</code>` : ""}</p>
+                <p><button id="open-web">Ouvrir une page web connectée</button></p>
                 <details><summary>Token response</summary><pre>${escape(JSON.stringify(tokens, null, 2))}</pre></details>
                 <p><a href="/demo/">Recommencer</a></p>`);
+              // A session code turns the app's tokens into a web session in the webview (here, this tab).
+              document.getElementById("open-web").onclick = async () => {
+                const init = {headers: {Authorization: `${tokens.token_type === "DPoP" ? "DPoP" : "Bearer"} ${tokens.access_token}`}};
+                const response = tokens.token_type === "DPoP"
+                  ? await dpopFetch(saved, "POST", "/session_code", init, tokens.access_token)
+                  : await fetch("/session_code", {...init, method: "POST"});
+                const issued = await response.json();
+                if (!issued.session_uri) { show(`<p class="error" id="error">${escape(issued.error)}: ${escape(issued.error_description)}</p>`); return; }
+                location.assign(issued.session_uri);
+              };
             })();
             </script>
             </body></html>

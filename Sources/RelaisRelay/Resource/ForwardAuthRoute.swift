@@ -12,12 +12,17 @@ import RelaisServer
 /// Envoy asks with the method of the request it guards (nginx and Traefik ask with GET), so every
 /// method is answered alike. `/auth?scope=a+b` (required scopes), `&acr=eidas2` (minimum
 /// level), `&attested=1` (only tokens of attested app instances), `&aud=orders-api` (the token must be for this API; default `forward_auth.audiences`)
-/// and `&session=0|1` (override `forward_auth.check_session`) come from the gateway's own
+/// `&session=0|1` (override `forward_auth.check_session`) and `&via=token|cookie|both` (what may
+/// prove the person: the access token, the web session cookie a session code opened, or either;
+/// default token) come from the gateway's own
 /// configuration. Under `/auth/…` (Envoy's `path_prefix`, which appends the guarded request's
 /// path and query) the query belongs to the client, so it is ignored: a client could otherwise
 /// switch the session check off with `?session=0`.
 struct ForwardAuthRoute: RelayRoutes {
     let bearer: BearerAuthenticator
+    let webSessions: WebSessionAuthenticator
+    /// What a web session's app may open (its tokens' audiences).
+    let apps: [String: AppSettings]
     let settings: ForwardAuthSettings
     /// Each provider's acr levels, lowest first: a token's level is compared on its provider's scale.
     let acrOrders: [String: [String]]
@@ -30,7 +35,7 @@ struct ForwardAuthRoute: RelayRoutes {
     func register(on router: Router<RelaisRequestContext>) {
         let names = [settings.subjectHeader, settings.clientHeader, settings.acrHeader, settings.scopeHeader, settings.sessionHeader, settings.attestedHeader].map { HTTPField.Name($0)! }
         let check = Check(
-            bearer: bearer, checkSession: settings.checkSession, audiences: settings.audiences, names: names, acrOrders: acrOrders, trustedProxies: trustedProxies
+            bearer: bearer, webSessions: webSessions, apps: apps, checkSession: settings.checkSession, audiences: settings.audiences, names: names, acrOrders: acrOrders, trustedProxies: trustedProxies
         )
         for method in Self.methods {
             router.on("/auth", method: method) { request, context in
@@ -51,6 +56,8 @@ struct ForwardAuthRoute: RelayRoutes {
 
     private struct Check: Sendable {
         let bearer: BearerAuthenticator
+        let webSessions: WebSessionAuthenticator
+        let apps: [String: AppSettings]
         let checkSession: Bool
         let audiences: [String]
         let names: [HTTPField.Name]
@@ -71,12 +78,24 @@ struct ForwardAuthRoute: RelayRoutes {
             return .init(method: method, url: scheme + "://" + host + uri)
         }
 
+        /// Who the guarded request comes from, by its access token or its web session cookie.
+        private func principal(_ request: Request, options: FormParameters?, target: BearerAuthenticator.DPoPTarget?) async throws -> Principal {
+            let via = options?["via"] ?? "token"
+            guard ["token", "cookie", "both"].contains(via) else { throw RelayError.invalidRequest("via must be token, cookie or both") }
+            if via == "token" || (via == "both" && request.headers[.authorization] != nil) {
+                let checkSession = options?["session"].map { $0 != "0" } ?? checkSession
+                return Principal(try await bearer.authenticate(request, session: checkSession ? .alive : .none, target: target))
+            }
+            let (sid, session) = try await webSessions.authenticate(request)
+            guard let app = apps[session.clientID] else { throw RelayError.invalidToken("the web session's app is no longer registered") }
+            return Principal(sid: sid, session: session, audiences: TokenMinter.audiences(of: app, scopes: session.scopes, issuer: bearer.issuer))
+        }
+
         private func authorize(_ request: Request, options: FormParameters?, target: BearerAuthenticator.DPoPTarget?) async throws -> Response {
-            let checkSession = options?["session"].map { $0 != "0" } ?? checkSession
-            let access = try await bearer.authenticate(request, session: checkSession ? .alive : .none, target: target)
+            let access = try await principal(request, options: options, target: target)
             // A token minted for one API must not open another (RFC 9068 §4).
             let wanted = options?["aud"].map { $0.split(separator: " ").map(String.init) } ?? audiences
-            if !wanted.isEmpty && Set(access.claims.audience).isDisjoint(with: wanted) {
+            if !wanted.isEmpty && Set(access.audiences).isDisjoint(with: wanted) {
                 throw RelayError.invalidToken("the access token is not for this API (aud)")
             }
             if let required = options?["scope"]?.split(separator: " ").map(String.init), let missing = required.first(where: { !access.scopes.contains($0) }) {
@@ -88,7 +107,7 @@ struct ForwardAuthRoute: RelayRoutes {
             }
             if let minimum = options?["acr"] {
                 // The scale of the provider that signed the person in; none means no level can be proven.
-                let order = access.claims.string("idp").flatMap { acrOrders[$0] } ?? []
+                let order = access.providerID.flatMap { acrOrders[$0] } ?? []
                 guard let need = order.firstIndex(of: minimum), let have = access.acr.flatMap(order.firstIndex(of:)), have >= need else {
                     throw RelayError.insufficientScope("the sign-in level is below \(minimum)")
                 }
@@ -105,6 +124,28 @@ struct ForwardAuthRoute: RelayRoutes {
             headers[.cacheControl] = "no-store"
             return Response(status: .ok, headers: headers)
         }
+    }
+}
+
+/// What `/auth` needs of the person, whichever proved them.
+private struct Principal {
+    var subject: String
+    var clientID: String
+    var sid: String
+    var scopes: [String]
+    var acr: String?
+    var attested: String?
+    var providerID: String?
+    var audiences: [String]
+
+    init(_ access: BearerAuthenticator.AccessToken) {
+        (subject, clientID, sid, scopes, acr) = (access.subject, access.clientID, access.sid, access.scopes, access.acr)
+        (attested, providerID, audiences) = (access.attested, access.claims.string("idp"), access.claims.audience)
+    }
+
+    init(sid: String, session: SessionRecord, audiences: [String]) {
+        (subject, clientID, self.sid, scopes, acr) = (session.subject, session.clientID, sid, session.scopes, session.acr)
+        (attested, providerID, self.audiences) = (session.attested?.platform, session.providerID, audiences)
     }
 }
 

@@ -33,6 +33,9 @@ struct SessionStore: Sendable {
         static func appAttestKey(clientID: String, keyID: String) -> String { "appattest:{\(SHA256.hexHash(clientID + "\u{0}" + keyID))}" }
         static func appAttestCounter(clientID: String, keyID: String, counter: UInt32) -> String { appAttestKey(clientID: clientID, keyID: keyID) + ":n:\(counter)" }
         static func attestationProof(thumbprint: String, tokenID: String) -> String { "attest-jti:\(SHA256.hexHash(thumbprint + "\u{0}" + tokenID))" }
+        /// A session code and the web sessions opened with one carry their session's tag.
+        static func sessionCode(_ code: String) -> String { "sc:\(tag(of: code)):\(SHA256.hexHash(code))" }
+        static func webSession(_ cookie: String) -> String { "web:\(tag(of: cookie)):\(SHA256.hexHash(cookie))" }
         static func rateLimit(_ bucket: String, _ id: String, window index: Int) -> String { "rl:\(bucket):\(id):\(index)" }
         static let signingKey = "relay:signing-key"
         static let sessionKey = "relay:session-key"

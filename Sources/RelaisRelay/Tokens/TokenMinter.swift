@@ -21,8 +21,7 @@ struct TokenMinter: Sendable {
         let now = clock.now.rounded(.down)
         let lifetime = Double(app.accessTokenLifetime.components.seconds)
         let scope = session.scopes.joined(separator: " ")
-        // A token that may read /userinfo names Relais among its audiences; /userinfo refuses the others.
-        let audiences = app.audiences + (session.scopes.contains("openid") && !app.audiences.contains(issuer) ? [issuer] : [])
+        let audiences = Self.audiences(of: app, scopes: session.scopes, issuer: issuer)
         var access: [String: JSONValue] = [
             "iss": .string(issuer), "sub": .string(session.subject),
             "aud": audiences.count == 1 ? .string(audiences[0]) : .array(audiences.map { .string($0) }), "client_id": .string(app.clientID),
@@ -50,6 +49,12 @@ struct TokenMinter: Sendable {
         for (name, value) in Self.grantedClaims(identity, scopes: session.scopes) { id[name] = value }
         let idToken = try JWS.sign(payload: JSONValue.object(id).serialized(), with: keys.activeSigningKey, algorithm: keys.activeAlgorithm, extraHeader: ["typ": .string("JWT")])
         return Minted(accessToken: accessToken, idToken: idToken, expiresIn: Int(lifetime))
+    }
+
+    /// The `aud` of the app's access tokens (and what a web session of the app may open at `/auth`):
+    /// its APIs, and Relais too when the token may read /userinfo, which refuses the others.
+    static func audiences(of app: AppSettings, scopes: [String], issuer: String) -> [String] {
+        app.audiences + (scopes.contains("openid") && !app.audiences.contains(issuer) ? [issuer] : [])
     }
 
     /// The identity claims the scopes release, nothing else.

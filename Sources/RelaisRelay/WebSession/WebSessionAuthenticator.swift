@@ -1,0 +1,39 @@
+import Hummingbird
+import RelaisServer
+
+/// The web session cookie a session code opens in the app's webview: `__Host-` (Secure, Path=/, no
+/// Domain: only this host ever receives it), HttpOnly, SameSite=Lax. Its value names the Relais
+/// session (`sid.random`, as codes and refresh tokens do) and is stored by hash. It is the same
+/// session the app's tokens belong to: when that session ends (app logout, revocation, back-channel
+/// logout, idle or absolute expiry), the cookie stops working at once.
+///
+/// Only `/auth?via=cookie|both` reads it. No endpoint that returns tokens, identity or changes
+/// state accepts it, so a cross-site request riding on the cookie can do nothing (CSRF).
+struct WebSessionAuthenticator: Sendable {
+    static let cookieName = "__Host-relais-session"
+
+    let sessions: SessionStore
+
+    /// The session behind the request's cookie; `.missingToken` without one.
+    func authenticate(_ request: Request) async throws(RelayError) -> (sid: String, session: SessionRecord) {
+        guard let cookie = request.cookies[Self.cookieName]?.value, !cookie.isEmpty else {
+            throw RelayError(.missingToken, "no access token and no Relais web session cookie")
+        }
+        guard cookie.utf8.count <= 128, let sid = SessionStore.sessionID(in: cookie) else { throw .invalidToken("the web session cookie is not one Relais set") }
+        do {
+            guard try await sessions.webSessionIsOpen(cookie), let session = try await sessions.session(sid) else {
+                throw RelayError.invalidToken("the web session has ended")
+            }
+            return (sid, session)
+        } catch let error as RelayError {
+            throw error
+        } catch {
+            throw .storeUnavailable
+        }
+    }
+
+    /// The Set-Cookie for a new web session, lasting as long as its session may.
+    static func cookie(_ value: String, maxAge: Int) -> Cookie {
+        Cookie(name: cookieName, value: value, maxAge: maxAge, path: "/", secure: true, httpOnly: true, sameSite: .lax)
+    }
+}
