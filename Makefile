@@ -1,7 +1,7 @@
 # Relais — the two commands that matter: `make demo` and `make test`.
 SHELL := /bin/bash
 SWIFT ?= swift
-DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev redis-server pkg-config openssl python3 python3-pip curl
+DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev libqrencode-dev redis-server pkg-config openssl python3 python3-pip curl
 BENCH_PACKAGES := wrk curl
 E2E_PACKAGES := chromium chromium-driver fonts-liberation nginx-light
 

@@ -44,8 +44,11 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // libssl, only for the TLS tunnel to rediss:// servers (hiredis 0.14 has no TLS of its own).
         .systemLibrary(name: "COpenSSLTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
+        // libqrencode, for the QR codes of sign-in on another device.
+        .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
 
         .target(name: "RelaisClock", swiftSettings: swiftSettings),
+        .target(name: "RelaisQRCode", dependencies: ["CQRencode"], swiftSettings: swiftSettings),
         .target(
             name: "RelaisCrypto",
             dependencies: ["COpenSSL"],
@@ -151,6 +154,7 @@ let package = Package(
                 "RelaisHTTPClient",
                 "RelaisJOSE",
                 "RelaisOIDC",
+                "RelaisQRCode",
                 "RelaisServer",
                 "RelaisStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -226,6 +230,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "RelaisCryptoTests", dependencies: ["RelaisCrypto"], swiftSettings: swiftSettings),
+        .testTarget(name: "RelaisQRCodeTests", dependencies: ["RelaisQRCode"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RelaisJOSETests",
             dependencies: ["RelaisJOSE", "RelaisCrypto", "RelaisHTTPClient", "RelaisTestSupport",

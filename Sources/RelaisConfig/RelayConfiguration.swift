@@ -137,6 +137,17 @@ public struct AppSettings: Sendable {
     /// Web pages (behind the gateway) the app may open signed in through a session code
     /// (`POST /session_code`, `GET /session`); the first is the default target.
     public var webTargets: [String] = []
+    /// Sign-in on another device (RFC 8628): nil when the app may not use the device grant.
+    public var deviceGrant: DeviceGrant?
+
+    /// Who may approve the app's device requests, besides a person signing in at `/device`.
+    public struct DeviceGrant: Sendable, Equatable {
+        /// Apps whose signed-in tokens may approve a request (`POST /device/approve`).
+        public var approvers: [String] = []
+        /// The approving token must come from an attested app instance.
+        public var attestedApprovers = false
+        public init() {}
+    }
 
     /// Attestation-based client authentication (draft-ietf-oauth-attestation-based-client-auth):
     /// the app proves at `/token` that it is the genuine app on a genuine device.
@@ -251,6 +262,10 @@ public struct RateLimitSettings: Sendable, Equatable {
     public var perIP = 120
     /// Per app (`client_id`), all users together.
     public var perClient = 6000
+    /// User-code attempts (at `/device` and `/device/approve`) per client IP, and by everyone
+    /// together: a user code is short, so guessing is bounded for the whole service.
+    public var userCodesPerIP = 10
+    public var userCodes = 1000
     public init() {}
 }
 
@@ -278,5 +293,9 @@ public struct RelaySettings: Sendable, Equatable {
     /// The development attester (`POST /attest/dev`): a software key stands in for App Attest and
     /// Play Integrity, so the demo and tests walk the attested path. Refused in production.
     public var devAttester = false
+    /// A device authorization request (RFC 8628), from `/device_authorization` to its approval.
+    public var deviceCodeLifetime: Duration = .seconds(600)
+    /// The least time between two polls of `/token` by one device (`slow_down` otherwise).
+    public var devicePollInterval: Duration = .seconds(5)
     public init() {}
 }

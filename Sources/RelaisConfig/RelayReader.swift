@@ -12,6 +12,12 @@ extension ValueReader {
         relayDevAttester(into: &result)
         let devAttester = result.relay.devAttester
         result.apps = ids("apps").map { readApp(id: $0, providerIDs: providerIDs, devAttester: devAttester, environment: environment) }
+        let appIDs = Set(result.apps.map(\.clientID))
+        for app in result.apps {
+            for approver in app.deviceGrant?.approvers ?? [] where !appIDs.contains(approver) {
+                problem("apps.\(app.clientID).device_approvers", "'\(approver)' is not a configured app")
+            }
+        }
         result.resourceServers = ids("resource_servers").map { readResourceServer(id: $0) }
         // Keys matter once apps get tokens; production never generates its own.
         let needsKeys = environment == .production && !result.apps.isEmpty
@@ -21,6 +27,8 @@ extension ValueReader {
         relay.transactionLifetime = duration("relay.transaction_lifetime") ?? relay.transactionLifetime
         relay.codeLifetime = duration("relay.code_lifetime") ?? relay.codeLifetime
         relay.refreshGrace = duration("relay.refresh_grace") ?? relay.refreshGrace
+        relay.deviceCodeLifetime = duration("relay.device_code_lifetime") ?? relay.deviceCodeLifetime
+        relay.devicePollInterval = duration("relay.device_poll_interval") ?? relay.devicePollInterval
         relay.sessionIdleTimeout = duration("sessions.idle_timeout") ?? relay.sessionIdleTimeout
         relay.sessionLifetime = duration("sessions.lifetime") ?? relay.sessionLifetime
         if relay.sessionIdleTimeout > relay.sessionLifetime {
@@ -49,6 +57,8 @@ extension ValueReader {
         limits.window = duration("rate_limit.window") ?? limits.window
         limits.perIP = integer("rate_limit.per_ip", in: 1...1_000_000) ?? limits.perIP
         limits.perClient = integer("rate_limit.per_client", in: 1...100_000_000) ?? limits.perClient
+        limits.userCodesPerIP = integer("rate_limit.user_codes_per_ip", in: 1...100_000) ?? limits.userCodesPerIP
+        limits.userCodes = integer("rate_limit.user_codes", in: 1...10_000_000) ?? limits.userCodes
         result.rateLimit = limits
 
         for (key, path) in [("apple_app_site_association_file", \WellKnownSettings.appleAppSiteAssociation), ("assetlinks_file", \.assetLinks)] {
@@ -170,6 +180,16 @@ extension ValueReader {
         app.dpopNonce = boolean("\(base).dpop_nonce") ?? app.dpopNonce
         app.webTargets = list("\(base).web_targets") ?? []
         for target in app.webTargets { checkURL("\(base).web_targets", target, environment: environment) }
+        let approvers = list("\(base).device_approvers")
+        let attestedApprovers = boolean("\(base).device_approvers_attested")
+        if boolean("\(base).device_grant") == true {
+            var grant = AppSettings.DeviceGrant()
+            grant.approvers = approvers ?? []
+            grant.attestedApprovers = attestedApprovers ?? false
+            app.deviceGrant = grant
+        } else if approvers != nil || attestedApprovers != nil {
+            problem("\(base).device_approvers", "set device_grant: true for the app first")
+        }
         readAttestation(into: &app, base: base, devAttester: devAttester)
         return app
     }

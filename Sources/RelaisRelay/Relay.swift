@@ -31,6 +31,7 @@ public struct Relay: Sendable {
         let dpop = DPoPGuard(sessions: sessions, nonces: DPoPNonces(keys: keys, clock: clock))
         let bearer = BearerAuthenticator(issuer: issuer, keys: keys, sessions: sessions, dpop: dpop)
         let webSessions = WebSessionAuthenticator(sessions: sessions)
+        let starter = SignInStarter(providers: providers, sessions: sessions, issuer: issuer)
         let development = configuration.server.environment == .development
         let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
         let tokenSessions = TokenSessions(sessions: sessions, keys: keys, issuer: issuer)
@@ -39,15 +40,13 @@ public struct Relay: Sendable {
         let platforms = try apps.filter { $0.value.attestation != .off }.mapValues { try PlatformAttesters($0, http: httpClient, now: now) }
 
         var routes: [any RelayRoutes] = [
-            AuthorizeRoute(
-                validator: AppAuthorizationValidator(apps: apps, providers: providerSettings), providers: providers, sessions: sessions,
-                limiter: limiter, issuer: issuer
-            ),
+            AuthorizeRoute(validator: AppAuthorizationValidator(apps: apps, providers: providerSettings), starter: starter, limiter: limiter, issuer: issuer),
             CallbackRoute(providers: providers, sessions: sessions, vault: vault, limiter: limiter, issuer: issuer),
             TokenRoute(
                 apps: apps, limiter: limiter,
                 authorizationCode: AuthorizationCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer),
                 refresh: RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace),
+                device: DeviceCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer),
                 dpop: dpop, attestation: attestation, issuer: issuer
             ),
             AttestationRoutes(
@@ -63,6 +62,8 @@ public struct Relay: Sendable {
             SessionCodeRoutes(
                 issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, limiter: limiter, developmentTarget: development ? issuer + DemoAppRoutes.webPath : nil
             ),
+            DeviceRoutes(issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, limiter: limiter),
+            DevicePageRoutes(issuer: issuer, apps: apps, sessions: sessions, limiter: limiter, starter: starter),
             RevokeRoute(apps: apps, tokens: tokenSessions),
             LogoutRoutes(apps: apps, providers: providers, vault: vault, tokens: tokenSessions, bearer: bearer),
             BackchannelLogoutRoute(providers: providers, sessions: sessions),

@@ -82,7 +82,7 @@ import Testing
     static let tokenRefusals: [TokenRefusal] = [
         TokenRefusal([("grant_type", "authorization_code")], "invalid_request", "client_id is missing (apps are public clients)"),
         TokenRefusal([("client_id", "app")], "invalid_request", "grant_type is missing"),
-        TokenRefusal([("grant_type", "password"), ("client_id", "app")], "unsupported_grant_type", "grant_type must be authorization_code or refresh_token"),
+        TokenRefusal([("grant_type", "password"), ("client_id", "app")], "unsupported_grant_type", "grant_type must be authorization_code, refresh_token or urn:ietf:params:oauth:grant-type:device_code"),
         TokenRefusal(code + [("client_id", "app")], "invalid_request", "the parameter 'client_id' is given more than once"),
         TokenRefusal(code + [("redirect_uri", redirect), ("code_verifier", "v")], "invalid_request", "code is missing"),
         TokenRefusal(code + [("code", "c"), ("code_verifier", "v")], "invalid_request", "redirect_uri is missing"),

@@ -45,7 +45,7 @@ struct MetadataRoutes: RelayRoutes {
             "revocation_endpoint_auth_methods_supported": strings(["none"]),
             "response_types_supported": strings(["code"]),
             "response_modes_supported": strings(["query"]),
-            "grant_types_supported": strings(["authorization_code", "refresh_token"]),
+            "grant_types_supported": strings(["authorization_code", "refresh_token"] + (apps.contains { $0.deviceGrant != nil } ? [DeviceCodeGrant.grantType] : [])),
             "code_challenge_methods_supported": strings(["S256"]),
             "dpop_signing_alg_values_supported": strings(DPoPGuard.algorithms.split(separator: " ").map(String.init)),
             "token_endpoint_auth_methods_supported": strings(apps.contains { $0.attestation != .off } ? ["none", "attest_jwt_client_auth"] : ["none"]),
@@ -63,6 +63,8 @@ struct MetadataRoutes: RelayRoutes {
             document["client_attestation_signing_alg_values_supported"] = algorithms
             document["client_attestation_pop_signing_alg_values_supported"] = algorithms
         }
+        // RFC 8628 §4.
+        if apps.contains(where: { $0.deviceGrant != nil }) { document["device_authorization_endpoint"] = .string(issuer + "/device_authorization") }
         return .object(document)
     }
 }

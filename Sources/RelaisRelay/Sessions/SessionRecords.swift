@@ -80,6 +80,9 @@ struct LoginTransaction: Codable, Sendable {
     var app: AppRequest
     var providerNonce: String
     var providerCodeVerifier: String?
+    /// A sign-in at `/device` that approves this device request (the session id it will open),
+    /// instead of one that returns a code to the app.
+    var deviceSID: String?
 }
 
 /// Relais' authorization code: everything /token needs to open the session.

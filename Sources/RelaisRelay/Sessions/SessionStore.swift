@@ -36,6 +36,15 @@ struct SessionStore: Sendable {
         /// A session code and the web sessions opened with one carry their session's tag.
         static func sessionCode(_ code: String) -> String { "sc:\(tag(of: code)):\(SHA256.hexHash(code))" }
         static func webSession(_ cookie: String) -> String { "web:\(tag(of: cookie)):\(SHA256.hexHash(cookie))" }
+        /// A device request (RFC 8628) lives under the session it will open: the device code
+        /// names it, and its decision, poll marker and wrong-confirmation count share its tag.
+        static func deviceCode(sid: String, hash: String) -> String { "dc:{\(sid)}:\(hash)" }
+        static func usedDeviceCode(sid: String, hash: String) -> String { "dc-used:{\(sid)}:\(hash)" }
+        static func deviceDecision(_ sid: String) -> String { "dc-decision:{\(sid)}" }
+        static func devicePoll(_ sid: String) -> String { "dc-poll:{\(sid)}" }
+        static func deviceMisses(_ sid: String) -> String { "dc-miss:{\(sid)}" }
+        /// The user code's first half finds the request; its second half is checked against it.
+        static func userCode(handle: String) -> String { "uc:\(SHA256.hexHash(handle))" }
         static func rateLimit(_ bucket: String, _ id: String, window index: Int) -> String { "rl:\(bucket):\(id):\(index)" }
         static let signingKey = "relay:signing-key"
         static let sessionKey = "relay:session-key"
@@ -115,17 +124,26 @@ struct SessionStore: Sendable {
     /// (readers skip ended sessions), a session missing from its index could not be found by a
     /// back-channel logout. All of the atomic step's keys carry the session's hash tag.
     func redeem(code: String, opening session: SessionRecord, sid: String, providerSessionID: String?, refresh: IssuedRefresh) async throws -> Bool {
+        try await open(
+            session, sid: sid, providerSessionID: providerSessionID, refresh: refresh, consuming: Key.code(code),
+            also: [.set(Key.usedCode(code), Array(sid.utf8), ttl: settings.codeLifetime * 2)]
+        )
+    }
+
+    /// Opens session `sid` by consuming `key` (a code, a device code), writing `writes` with it.
+    func open(
+        _ session: SessionRecord, sid: String, providerSessionID: String?, refresh: IssuedRefresh, consuming key: String, also writes: [StoreWrite]
+    ) async throws -> Bool {
         try await store.setAdd(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime)
         if let providerSessionID {
             try await store.setAdd(Key.providerSessions(provider: session.providerID, sid: providerSessionID), member: sid, ttl: settings.sessionLifetime)
         }
         let lifetime = ttl(for: session) ?? .seconds(1)
-        let writes: [StoreWrite] = [
+        let opening: [StoreWrite] = [
             .set(Key.session(sid), StoredJSON.encode(session), ttl: lifetime),
-            .set(Key.usedCode(code), Array(sid.utf8), ttl: settings.codeLifetime * 2),
             .set(Key.refreshToken(refresh.token), StoredJSON.encode(refresh.record), ttl: lifetime),
         ]
-        if try await store.take(Key.code(code), applying: writes) != nil { return true }
+        if try await store.take(key, applying: opening + writes) != nil { return true }
         _ = try? await store.setRemove(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid)
         return false
     }

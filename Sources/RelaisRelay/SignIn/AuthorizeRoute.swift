@@ -10,8 +10,7 @@ import RelaisConfig
 /// browser goes to the provider with Relais' own `state`, `nonce` (and PKCE when the provider takes it).
 struct AuthorizeRoute: RelayRoutes {
     let validator: AppAuthorizationValidator
-    let providers: [String: UpstreamProvider]
-    let sessions: SessionStore
+    let starter: SignInStarter
     let limiter: RateLimiter
     let issuer: String
 
@@ -37,26 +36,10 @@ struct AuthorizeRoute: RelayRoutes {
         }
         func refuse(_ error: RelayError) -> Response { error.redirect(to: app.redirectURI, state: app.state, issuer: issuer) }
         if let limited = await limiter.check(clientID: app.clientID, logger: context.logger) { throw limited }
-        guard let provider = providers[app.providerID] else { return refuse(RelayError(.serverError, "the provider is not configured")) }
-        let state = SecureRandom.token(bits: 256)
-        let nonce = SecureRandom.token(bits: 256)
-        let verifier = provider.settings.pkce ? PKCE.makeVerifier() : nil
-        let location: String
         do {
-            location = try await provider.authorizationURL(
-                redirectURI: issuer + "/callback", state: state, nonce: nonce, acr: app.acr, prompt: app.forceLogin ? "login" : nil,
-                codeChallenge: verifier.map(PKCE.challenge(for:))
-            )
+            return try await starter.start(app, logger: context.logger)
         } catch {
-            context.logger.warning("provider unavailable at authorize", metadata: ["provider": "\(app.providerID)", "error": "\(error.code)"])
-            return refuse(RelayError(upstream: error))
+            return refuse(error)
         }
-        do {
-            try await sessions.saveTransaction(LoginTransaction(app: app, providerNonce: nonce, providerCodeVerifier: verifier), state: state)
-        } catch {
-            context.logger.error("store unavailable at authorize", metadata: ["error": "\(error)"])
-            return refuse(RelayError(.temporarilyUnavailable, "Relais cannot store the sign-in right now; try again shortly"))
-        }
-        return RelayResponse.redirect(location)
     }
 }

@@ -49,7 +49,8 @@ struct CallbackRoute: RelayRoutes {
         }
         func fail(_ error: RelayError, outcome: String) -> Response {
             RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: outcome)
-            return error.redirect(to: app.redirectURI, state: app.state, issuer: issuer)
+            // A sign-in at /device has no app to go back to: the person reads the page.
+            return transaction.deviceSID == nil ? error.redirect(to: app.redirectURI, state: app.state, issuer: issuer) : error.page()
         }
         func fail(_ error: UpstreamError) -> Response {
             context.logger.warning("sign-in failed", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)", "error": "\(error.description)"])
@@ -86,6 +87,9 @@ struct CallbackRoute: RelayRoutes {
         // benchmark can tell Relais' own latency from the provider's (Server-Timing, W3C).
         let (seconds, attoseconds) = (ContinuousClock.now - providerStart).components
         let providerMilliseconds = Double(seconds) * 1000 + Double(attoseconds) / 1e15
+        if let deviceSID = transaction.deviceSID {
+            return await approveDevice(deviceSID, identity: identity, app: app, context: context, fail: fail)
+        }
         // The code names the session it will open, so both live under one store hash tag.
         let relayCode = SessionStore.newToken(for: SessionStore.newSessionID())
         do {
@@ -102,5 +106,32 @@ struct CallbackRoute: RelayRoutes {
         var response = back([("code", relayCode)])
         response.headers[HTTPField.Name("Server-Timing")!] = "provider;dur=\((providerMilliseconds * 100).rounded() / 100)"
         return response
+    }
+
+    /// A sign-in at `/device` approves the device's request with this identity (RFC 8628); the
+    /// device's next poll opens its session.
+    private func approveDevice(
+        _ sid: String, identity: UpstreamIdentity, app: AppRequest, context: RelaisRequestContext, fail: (RelayError, String) -> Response
+    ) async -> Response {
+        do {
+            await vault.keys.synchronize()
+            let sealed = try vault.seal(SessionIdentity(claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken))
+            let decision = SessionStore.DeviceDecision(
+                approved: true, subject: identity.subject, providerID: app.providerID, acr: identity.acr, sealedIdentity: sealed,
+                providerSessionID: identity.sessionID, via: "browser"
+            )
+            guard try await sessions.decideDevice(sid, decision) else {
+                return fail(RelayError(.invalidUserCode, "This device's request was already approved or refused."), "device_decided")
+            }
+        } catch {
+            context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])
+            return fail(RelayError(.temporarilyUnavailable, "Relais cannot store the sign-in right now; try again shortly"), "store_unavailable")
+        }
+        context.logger.info("device request approved by a sign-in", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)"])
+        RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: "ok")
+        return RelayResponse.html(.ok, title: "appareil connecté", body: """
+            <h1 id="device-approved">Appareil connecté</h1>
+            <p>Vous pouvez revenir à l'appareil : il est connecté avec votre identité. / You can go back to the device.</p>
+            """)
     }
 }

@@ -44,6 +44,27 @@ struct RateLimiter: Sendable {
         }
     }
 
+    /// User-code attempts: per client address, and for everyone together (a user code has 36 bits;
+    /// these bound how many guesses the whole service takes).
+    func checkUserCode(_ request: Request, _ context: RelaisRequestContext) async -> RelayError? {
+        guard settings.enabled else { return nil }
+        let ip = ClientAddress.resolve(request, context: context, trustedProxies: trustedProxies) ?? "unknown"
+        let window = max(1, Int(settings.window.components.seconds))
+        let now = sessions.clock.seconds
+        let index = now / window
+        do {
+            let fromHere = try await sessions.countRequest(bucket: "uc-ip", id: ip, window: index, length: .seconds(window))
+            let fromAll = try await sessions.countRequest(bucket: "uc", id: "all", window: index, length: .seconds(window))
+            if fromHere > settings.userCodesPerIP || fromAll > settings.userCodes {
+                context.logger.warning("user-code attempts over the limit")
+                return .tooManyRequests(retryAfter: (index + 1) * window - now)
+            }
+        } catch {
+            return .storeUnavailable
+        }
+        return nil
+    }
+
     /// The limit for the request's client address (through trusted proxies).
     func check(_ request: Request, _ context: RelaisRequestContext) async -> RelayError? {
         await check(ip: ClientAddress.resolve(request, context: context, trustedProxies: trustedProxies), logger: context.logger)

@@ -1,6 +1,7 @@
 import Hummingbird
 import RelaisConfig
 import RelaisHTTPClient
+import RelaisJOSE
 import RelaisServer
 
 /// `POST /token` for public clients: the form is read and the app identified here; each grant
@@ -10,6 +11,7 @@ struct TokenRoute: RelayRoutes {
     let limiter: RateLimiter
     let authorizationCode: AuthorizationCodeGrant
     let refresh: RefreshGrant
+    let device: DeviceCodeGrant
     let dpop: DPoPGuard
     let attestation: ClientAttestationGuard
     let issuer: String
@@ -29,14 +31,17 @@ struct TokenRoute: RelayRoutes {
         guard let clientID = form["client_id"], !clientID.isEmpty else { throw RelayError.invalidRequest("client_id is missing (apps are public clients)") }
         guard let app = apps[clientID] else { throw RelayError(.invalidClient, "no app is registered with this client_id") }
         if let limited = await limiter.check(clientID: clientID, logger: context.logger) { throw limited }
-        guard grantType == "authorization_code" || grantType == "refresh_token" else {
-            throw RelayError(.unsupportedGrantType, "grant_type must be authorization_code or refresh_token")
+        guard grantType == "authorization_code" || grantType == "refresh_token" || grantType == DeviceCodeGrant.grantType else {
+            throw RelayError(.unsupportedGrantType, "grant_type must be authorization_code, refresh_token or \(DeviceCodeGrant.grantType)")
         }
         let attested = try await attestation.check(request, app: app)
         let proof = try await dpop.tokenRequestProof(request, app: app, url: issuer + "/token")
-        let response = grantType == "authorization_code"
-            ? try await authorizationCode.redeem(form, app: app, proof: proof, attested: attested, logger: context.logger)
-            : try await refresh.rotate(form, app: app, proof: proof, attested: attested, logger: context.logger)
+        let response: JSONValue
+        switch grantType {
+        case "authorization_code": response = try await authorizationCode.redeem(form, app: app, proof: proof, attested: attested, logger: context.logger)
+        case "refresh_token": response = try await refresh.rotate(form, app: app, proof: proof, attested: attested, logger: context.logger)
+        default: response = try await device.poll(form, app: app, proof: proof, attested: attested, logger: context.logger)
+        }
         var answer = RelayResponse.json(.ok, response)
         // RFC 9449 §8: the next nonce comes with every answer, so the app rarely has to retry.
         if app.dpopNonce, app.dpop != .off { answer.headers[DPoPGuard.nonceHeader] = dpop.nonces.current }

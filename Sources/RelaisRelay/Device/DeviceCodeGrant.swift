@@ -1,0 +1,45 @@
+import Logging
+import RelaisClock
+import RelaisConfig
+import RelaisHTTPClient
+import RelaisJOSE
+
+/// `grant_type=urn:ietf:params:oauth:grant-type:device_code` (RFC 8628 §3.4): the device polls
+/// until its request is decided, then gets its tokens exactly once.
+struct DeviceCodeGrant: Sendable {
+    static let grantType = "urn:ietf:params:oauth:grant-type:device_code"
+
+    let sessions: SessionStore
+    let vault: SessionVault
+    let issuer: TokenIssuer
+
+    func poll(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
+        guard app.deviceGrant != nil else { throw RelayError(.unauthorizedClient, "this app is not registered for the device grant (apps.\(app.clientID).device_grant)") }
+        guard let deviceCode = form["device_code"], !deviceCode.isEmpty, deviceCode.utf8.count <= 256 else { throw RelayError.invalidRequest("device_code is missing") }
+        switch try await sessions.pollDevice(deviceCode, clientID: app.clientID, interval: sessions.settings.devicePollInterval) {
+        case .unknown: throw RelayError(.expiredToken, "the device code is unknown or has expired")
+        case .foreign: throw RelayError.invalidGrant("the device code was issued to another client")
+        case .used: throw RelayError.invalidGrant("the device code was already used")
+        case .tooSoon: throw RelayError(.slowDown, "poll at most every \(sessions.settings.devicePollInterval.components.seconds) s")
+        case .pending: throw RelayError(.authorizationPending, "the request is waiting for approval")
+        case .decided(let sid, let request, let decision):
+            guard decision.approved, let subject = decision.subject, let providerID = decision.providerID, let sealed = decision.sealedIdentity else {
+                throw RelayError(.accessDenied, "the request was denied")
+            }
+            let identity = try await vault.openForGrant(sealed, what: "the approving sign-in", logger: logger)
+            let now = sessions.clock.now
+            var session = SessionRecord(
+                clientID: app.clientID, subject: subject, providerID: providerID, scopes: request.scopes, acr: decision.acr, createdAt: now,
+                expiresAt: now + Double(sessions.settings.sessionLifetime.components.seconds), sealedIdentity: sealed
+            )
+            session.attested = attested
+            let issued = try issuer.issue(sid: sid, session: session, identity: identity, app: app, nonce: nil, jkt: proof?.thumbprint)
+            guard try await sessions.redeemDevice(deviceCode, opening: session, sid: sid, providerSessionID: decision.providerSessionID, refresh: issued.refresh) else {
+                throw RelayError.invalidGrant("the device code was already used")
+            }
+            RelayMetrics.sessionOpened(client: app.clientID)
+            logger.info("session opened on another device", metadata: ["client_id": "\(app.clientID)", "provider": "\(providerID)", "via": "\(decision.via ?? "")"])
+            return issued.response
+        }
+    }
+}

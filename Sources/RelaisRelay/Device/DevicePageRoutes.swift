@@ -1,0 +1,114 @@
+import HTTPTypes
+import Hummingbird
+import RelaisClock
+import RelaisConfig
+import RelaisHTTPClient
+import RelaisOIDC
+import RelaisQRCode
+import RelaisServer
+
+/// The person's side of a device request, in a browser (`verification_uri` and
+/// `verification_uri_complete`):
+/// - `GET /device[?user_code=…]`: enter (or confirm) the code shown on the device.
+/// - `POST /device`: which app and which device asked, and for what; sign in to approve, or deny.
+/// - `POST /device/sign-in`: the usual sign-in at the device app's provider; /callback then
+///   approves the request instead of returning a code.
+/// - `POST /device/deny`.
+/// - `GET /device/qr.svg?user_code=…`: the QR code of `verification_uri_complete` (libqrencode),
+///   for the device to show; the phone's app opens it as a universal link.
+///
+/// Every user-code lookup counts against the per-address and global limits; a wrong second half
+/// counts against the request it names, which dies at the fifth.
+struct DevicePageRoutes: RelayRoutes {
+    let issuer: String
+    let apps: [String: AppSettings]
+    let sessions: SessionStore
+    let limiter: RateLimiter
+    let starter: SignInStarter
+
+    func register(on router: Router<RelaisRequestContext>) {
+        router.get("/device") { request, context in
+            try await limiter.guarding(.page, request, context) {
+                let typed = FormParameters.query(of: request)?["user_code"]
+                return Self.entryPage(typed.flatMap(UserCode.init(typed:))?.display ?? "")
+            }
+        }
+        router.post("/device") { request, context in
+            try await limiter.guarding(.page, request, context) {
+                let (userCode, _, found) = try await lookUp(request, context: context)
+                return confirmationPage(userCode, found)
+            }
+        }
+        router.post("/device/sign-in") { request, context in
+            try await limiter.guarding(.page, request, context) {
+                let (_, sid, found) = try await lookUp(request, context: context)
+                guard let app = apps[found.clientID], let provider = app.providers.first else { throw RelayError(.unknownClient, "The device's app is no longer registered.") }
+                let signIn = AppRequest(
+                    clientID: found.clientID, redirectURI: "", codeChallenge: "", state: nil, scopes: found.scopes, nonce: nil, providerID: provider,
+                    acr: starter.providers[provider]?.settings.acrValues, forceLogin: false
+                )
+                return try await starter.start(signIn, deviceSID: sid, logger: context.logger)
+            }
+        }
+        router.post("/device/deny") { request, context in
+            try await limiter.guarding(.page, request, context) {
+                let (_, sid, _) = try await lookUp(request, context: context)
+                _ = try await sessions.decideDevice(sid, .denied)
+                return RelayResponse.html(.ok, title: "refusé", body: #"<h1 id="device-denied">Demande refusée</h1><p>L'appareil ne sera pas connecté.</p>"#)
+            }
+        }
+        router.get("/device/qr.svg") { request, context in
+            try await RelayError.rendering(.page, context) {
+                guard let typed = FormParameters.query(of: request)?["user_code"], let userCode = UserCode(typed: typed),
+                    let code = QRCode(FormParameters.url(issuer + "/device", adding: [("user_code", userCode.display)]))
+                else { throw RelayError(.invalidUserCode, "user_code is not a user code (XXXX-XXXX).") }
+                // No lookup: the image says nothing about whether the code is live.
+                return Response(
+                    status: .ok, headers: [.contentType: "image/svg+xml", .cacheControl: "no-store", HTTPField.Name("X-Content-Type-Options")!: "nosniff"],
+                    body: .init(byteBuffer: .init(string: code.svg(title: "Code \(userCode.display)")))
+                )
+            }
+        }
+    }
+
+    private func lookUp(_ request: Request, context: RelaisRequestContext) async throws -> (UserCode, String, SessionStore.DeviceRequest) {
+        guard let form = try await FormParameters.body(of: request, limit: 4096), form.firstRepeatedName == nil else {
+            throw RelayError.invalidRequest("The form cannot be read.")
+        }
+        if let limited = await limiter.checkUserCode(request, context) { throw limited }
+        guard let typed = form["user_code"], let userCode = UserCode(typed: typed) else {
+            throw RelayError(.invalidUserCode, "This is not a code shown by a device: 8 letters, such as BCDF-GHJK.")
+        }
+        switch try await sessions.deviceRequest(userCode: userCode) {
+        case .unknown: throw RelayError(.invalidUserCode, "No device is waiting with this code; it may have expired.")
+        case .wrong(let dead):
+            throw RelayError(.invalidUserCode, dead ? "Wrong code, too many times: the device's request is refused." : "Wrong code: check the code shown on the device.")
+        case .found(let sid, let found): return (userCode, sid, found)
+        }
+    }
+
+    private func confirmationPage(_ userCode: UserCode, _ found: SessionStore.DeviceRequest) -> Response {
+        let field = #"<input type="hidden" name="user_code" value="\#(userCode.display)">"#
+        let device = found.device.map { " (<span id=\"device-name\">\(HTMLText.escape($0))</span>)" } ?? ""
+        let minutes = max(1, Int((found.expiresAt - sessions.clock.now) / 60))
+        return RelayResponse.html(.ok, title: "appareil", body: """
+            <h1>Connecter un appareil</h1>
+            <p>L'application <code id="device-app">\(HTMLText.escape(found.clientID))</code>\(device) demande à se connecter avec votre identité,
+            pour : <code id="device-scope">\(HTMLText.escape(found.scopes.joined(separator: " ")))</code>.</p>
+            <p>Vérifiez que l'appareil affiche bien le code <strong>\(userCode.display)</strong>. La demande expire dans \(minutes) min.</p>
+            <form method="post" action="/device/sign-in">\(field)<button id="device-sign-in">Se connecter pour autoriser</button></form>
+            <form method="post" action="/device/deny">\(field)<button id="device-deny">Refuser</button></form>
+            """)
+    }
+
+    static func entryPage(_ code: String) -> Response {
+        RelayResponse.html(.ok, title: "appareil", body: """
+            <h1>Connecter un appareil</h1>
+            <p>Saisissez le code affiché par l'appareil. / Enter the code the device shows.</p>
+            <form method="post" action="/device">
+            <input id="user-code" name="user_code" value="\(HTMLText.escape(code))" autocomplete="off" autocapitalize="characters" maxlength="9" placeholder="BCDF-GHJK">
+            <button id="device-continue">Continuer</button>
+            </form>
+            """)
+    }
+}

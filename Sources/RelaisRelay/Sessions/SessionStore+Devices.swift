@@ -1,0 +1,145 @@
+import RelaisConfig
+import RelaisCrypto
+import RelaisStore
+
+/// Device authorization requests (RFC 8628): a device (a desktop, a kiosk) asks, a person or their
+/// signed-in app decides, the device polls `/token`. The request is created under the id of the
+/// session it will open, so its decision and the session are written under one hash tag.
+extension SessionStore {
+    /// What a device asked for.
+    struct DeviceRequest: Codable, Sendable, Equatable {
+        var clientID: String
+        var scopes: [String]
+        /// A label the device sent (`device_name`), shown to the person who decides.
+        var device: String?
+        var expiresAt: Double
+    }
+
+    /// The decision on a request, written once (the first decision wins).
+    struct DeviceDecision: Codable, Sendable, Equatable {
+        var approved: Bool
+        /// Who approved, and the sign-in the device's session will carry.
+        var subject: String?
+        var providerID: String?
+        var acr: String?
+        var sealedIdentity: String?
+        var providerSessionID: String?
+        /// `app` (a signed-in app approved) or `browser` (a sign-in at /device).
+        var via: String?
+
+        static let denied = DeviceDecision(approved: false)
+    }
+
+    /// Where a user code's first half leads.
+    private struct UserCodeEntry: Codable {
+        var sid: String
+        var deviceCodeHash: String
+        var checkHash: String
+    }
+
+    /// What a user code finds.
+    enum UserCodeLookup: Equatable {
+        /// No live request starts with it.
+        case unknown
+        /// A live request starts with it but the rest is wrong; it dies at the fifth.
+        case wrong(dead: Bool)
+        case found(sid: String, DeviceRequest)
+    }
+
+    /// How a request stands when its device polls.
+    enum DevicePoll: Equatable {
+        case unknown, foreign, used, tooSoon, pending
+        case decided(sid: String, DeviceRequest, DeviceDecision)
+    }
+
+    static let deviceMissesAllowed = 5
+
+    /// Stores a new request; false when a live request already has this user code's first half
+    /// (the caller draws another).
+    func saveDeviceRequest(_ request: DeviceRequest, deviceCode: String, userCode: UserCode) async throws -> Bool {
+        guard let sid = Self.sessionID(in: deviceCode) else { return false }
+        let hash = SHA256.hexHash(deviceCode)
+        let entry = UserCodeEntry(sid: sid, deviceCodeHash: hash, checkHash: SHA256.hexHash(userCode.check))
+        guard try await store.setIfAbsent(Key.userCode(handle: userCode.handle), StoredJSON.encode(entry), ttl: settings.deviceCodeLifetime) else { return false }
+        try await store.set(Key.deviceCode(sid: sid, hash: hash), StoredJSON.encode(request), ttl: settings.deviceCodeLifetime)
+        return true
+    }
+
+    /// The live request a person's user code names. A wrong second half counts against that
+    /// request, and the fifth denies it for good.
+    func deviceRequest(userCode: UserCode) async throws -> UserCodeLookup {
+        guard let entry = StoredJSON.decode(UserCodeEntry.self, try await store.get(Key.userCode(handle: userCode.handle))),
+            let request = StoredJSON.decode(DeviceRequest.self, try await store.get(Key.deviceCode(sid: entry.sid, hash: entry.deviceCodeHash)))
+        else { return .unknown }
+        guard ConstantTime.equals(Array(SHA256.hexHash(userCode.check).utf8), Array(entry.checkHash.utf8)) else {
+            let misses = try await store.increment(Key.deviceMisses(entry.sid), window: settings.deviceCodeLifetime)
+            guard misses >= Self.deviceMissesAllowed else { return .wrong(dead: false) }
+            _ = try await decideDevice(entry.sid, .denied)
+            return .wrong(dead: true)
+        }
+        return .found(sid: entry.sid, request)
+    }
+
+    /// Records the decision; false when the request was already decided.
+    func decideDevice(_ sid: String, _ decision: DeviceDecision) async throws -> Bool {
+        try await store.setIfAbsent(Key.deviceDecision(sid), StoredJSON.encode(decision), ttl: settings.deviceCodeLifetime)
+    }
+
+    /// A device's poll: at most one per `interval` (the marker lives that long), then the decision.
+    func pollDevice(_ deviceCode: String, clientID: String, interval: Duration) async throws -> DevicePoll {
+        guard let sid = Self.sessionID(in: deviceCode) else { return .unknown }
+        let hash = SHA256.hexHash(deviceCode)
+        guard let request = StoredJSON.decode(DeviceRequest.self, try await store.get(Key.deviceCode(sid: sid, hash: hash))) else {
+            return try await store.get(Key.usedDeviceCode(sid: sid, hash: hash)) == nil ? .unknown : .used
+        }
+        guard request.clientID == clientID else { return .foreign }
+        guard try await store.setIfAbsent(Key.devicePoll(sid), [1], ttl: interval) else { return .tooSoon }
+        guard let decision = StoredJSON.decode(DeviceDecision.self, try await store.get(Key.deviceDecision(sid))) else { return .pending }
+        return .decided(sid: sid, request, decision)
+    }
+
+    /// Opens the device's session and consumes its device code in one step; false when another
+    /// poll did first.
+    func redeemDevice(_ deviceCode: String, opening session: SessionRecord, sid: String, providerSessionID: String?, refresh: IssuedRefresh) async throws -> Bool {
+        let hash = SHA256.hexHash(deviceCode)
+        return try await open(
+            session, sid: sid, providerSessionID: providerSessionID, refresh: refresh, consuming: Key.deviceCode(sid: sid, hash: hash),
+            also: [.set(Key.usedDeviceCode(sid: sid, hash: hash), [1], ttl: settings.deviceCodeLifetime), .delete(Key.deviceDecision(sid))]
+        )
+    }
+}
+
+/// An RFC 8628 user code: 8 characters of §6.1's consonant alphabet, shown `XXXX-XXXX`. Its first
+/// half finds the request, its second half proves the person saw it.
+struct UserCode: Sendable, Equatable {
+    static let alphabet = Array("BCDFGHJKLMNPQRSTVWXZ")
+
+    let handle: String
+    let check: String
+
+    var display: String { handle + "-" + check }
+
+    static func random() -> UserCode {
+        // Rejection sampling keeps the 20 letters equally likely (256 is not a multiple of 20).
+        var letters: [Character] = []
+        while letters.count < 8 {
+            for byte in SecureRandom.bytes(16) where byte < 240 && letters.count < 8 { letters.append(alphabet[Int(byte) % 20]) }
+        }
+        return UserCode(handle: String(letters[0..<4]), check: String(letters[4..<8]))
+    }
+
+    /// What a person typed: case, spaces and dashes do not matter; anything else outside the
+    /// alphabet is not a user code.
+    init?(typed: String) {
+        guard typed.utf8.count <= 64 else { return nil }
+        let letters = typed.uppercased().filter { $0 != "-" && $0 != " " }
+        guard letters.count == 8, letters.allSatisfy(Self.alphabet.contains) else { return nil }
+        handle = String(letters.prefix(4))
+        check = String(letters.suffix(4))
+    }
+
+    private init(handle: String, check: String) {
+        self.handle = handle
+        self.check = check
+    }
+}
