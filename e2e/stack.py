@@ -126,6 +126,11 @@ apps:
   short-lived:
     redirect_uris: ["http://127.0.0.1/cb"]
     access_token_lifetime: 1s
+  desktop:
+    redirect_uris: ["http://127.0.0.1/cb"]
+    scopes: [openid, profile, email]
+    device_grant: true
+    device_approvers: [demo-app, standard-client]
 {self.apps_extra}
 {self.relay_extra}
 """)

@@ -2,11 +2,15 @@
 logout, and a Relais restart in the middle of a sign-in."""
 import base64
 import hashlib
+import io
 import secrets
 import unittest
 from urllib.parse import urlencode
 
 import requests
+import zxingcpp
+from PIL import Image
+from selenium.webdriver.support.ui import WebDriverWait
 
 from browser import Browser, query
 from stack import Stack
@@ -106,6 +110,57 @@ class BrowserJourneys(unittest.TestCase):
         text = welcome.text
         browser.driver.refresh()
         self.assertEqual(browser.wait_for("web-welcome").text, text)
+
+    def desktop_qr(self, desktop):
+        """The desktop's QR code, read back from its pixels with zxing-cpp."""
+        desktop.open(self.stack.relay + "/demo/desktop")
+        user_code = WebDriverWait(desktop.driver, 15).until(lambda d: d.find_element("id", "user-code").text if "-" in d.find_element("id", "user-code").text else None)
+        WebDriverWait(desktop.driver, 15).until(lambda d: d.execute_script("return document.getElementById('qr').complete && document.getElementById('qr').naturalWidth > 0"))
+        desktop.screenshot("desktop-qr")
+        image = Image.open(io.BytesIO(desktop.driver.find_element("id", "qr").screenshot_as_png))
+        decoded = [result.text for result in zxingcpp.read_barcodes(image)]
+        self.assertEqual(decoded, [self.stack.relay + "/device?user_code=" + user_code])
+        return user_code, decoded[0]
+
+    def test_a_desktop_signs_in_with_the_phone_that_scans_its_qr_code(self):
+        desktop = Browser("desktop-qr")
+        try:
+            _, url = self.desktop_qr(desktop)
+            # The phone opens the QR's link: the person checks the request and signs in there.
+            phone = self.browser
+            phone.open(url)
+            phone.click("device-continue")
+            self.assertEqual(phone.wait_for("device-app").text, "desktop")
+            self.assertEqual(phone.driver.find_element("id", "device-name").text, "Ordinateur de démonstration")
+            phone.screenshot("phone-confirms-device")
+            phone.click("device-sign-in")
+            phone.click("identity-pierre")
+            phone.wait_for("device-approved")
+            phone.screenshot("phone-approved-device")
+            welcome = WebDriverWait(desktop.driver, 30).until(lambda d: d.find_element("id", "desktop-welcome"))
+            desktop.screenshot("desktop-signed-in")
+            self.assertEqual(welcome.text, "Bonjour Pierre")
+        finally:
+            desktop.close()
+
+    def test_the_signed_in_phone_app_approves_a_desktop(self):
+        desktop = Browser("desktop-code")
+        try:
+            user_code, _ = self.desktop_qr(desktop)
+            phone = self.browser
+            phone.open(self.stack.relay + "/demo/")
+            phone.click("sign-in")
+            phone.click("identity-angela")
+            phone.wait_for("welcome")
+            phone.driver.find_element("id", "approve-code").send_keys(user_code)
+            phone.click("approve-device")
+            WebDriverWait(phone.driver, 15).until(lambda d: d.find_element("id", "approve-result").text)
+            self.assertEqual(phone.driver.find_element("id", "approve-result").text, "desktop autorisé")
+            phone.screenshot("phone-app-approved-device")
+            welcome = WebDriverWait(desktop.driver, 30).until(lambda d: d.find_element("id", "desktop-welcome"))
+            self.assertEqual(welcome.text, "Bonjour Angela Claire Louise")
+        finally:
+            desktop.close()
 
     def test_a_private_scheme_app_receives_its_code(self):
         app = MobileApp(self.stack)

@@ -72,6 +72,7 @@ public struct Relay: Sendable {
         ]
         if development {
             routes.append(DemoAppRoutes(issuer: issuer, apps: configuration.apps, devAttester: configuration.relay.devAttester, webSessions: webSessions, vault: vault))
+            routes.append(DemoDesktopRoutes(apps: configuration.apps))
         }
         self.routes = routes
     }

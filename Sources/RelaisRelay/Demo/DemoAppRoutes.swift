@@ -159,6 +159,8 @@ struct DemoAppRoutes: RelayRoutes {
                 · token_type: <code id="token-type">${escape(tokens.token_type)}</code> · attested: <code id="attested-by">${escape(access.attested || "no")}</code>
                 ${access.cnf ? `· bound to key <code id="jkt">${escape(access.cnf.jkt)}</code>` : ""}</p>
                 <p><button id="open-web">Ouvrir une page web connectée</button></p>
+                <p><label>Autoriser un appareil : <input id="approve-code" placeholder="BCDF-GHJK" size="10"></label>
+                <button id="approve-device">Autoriser</button> <span id="approve-result"></span></p>
                 <details><summary>Token response</summary><pre>${escape(JSON.stringify(tokens, null, 2))}</pre></details>
                 <p><a href="/demo/">Recommencer</a></p>`);
               // A session code turns the app's tokens into a web session in the webview (here, this tab).
@@ -171,6 +173,16 @@ struct DemoAppRoutes: RelayRoutes {
                 if (!issued.session_uri) { show(`<p class="error" id="error">${escape(issued.error)}: ${escape(issued.error_description)}</p>`); return; }
                 location.assign(issued.session_uri);
               };
+              // Sign-in on another device: the code (or QR) shown on a desktop, approved with this app's tokens.
+              document.getElementById("approve-device").onclick = async () => {
+                const init = {headers: {Authorization: `${tokens.token_type === "DPoP" ? "DPoP" : "Bearer"} ${tokens.access_token}`},
+                  body: new URLSearchParams({user_code: document.getElementById("approve-code").value})};
+                const response = tokens.token_type === "DPoP"
+                  ? await dpopFetch(saved, "POST", "/device/approve", init, tokens.access_token)
+                  : await fetch("/device/approve", {...init, method: "POST"});
+                const answer = await response.json();
+                document.getElementById("approve-result").textContent = answer.approved ? `${answer.client_id} autorisé` : `${answer.error}: ${answer.error_description}`;
+              };
             })();
             </script>
             </body></html>
@@ -179,7 +191,7 @@ struct DemoAppRoutes: RelayRoutes {
 
     /// A JSON string is a JavaScript string literal; `<`, `>` and `&` are escaped on top so no
     /// value can close the script element.
-    private static func jsString(_ text: String) -> String {
+    static func jsString(_ text: String) -> String {
         String(decoding: JSONValue.string(text).serialized(), as: UTF8.self)
             .replacingAll("<", "\\u003c").replacingAll(">", "\\u003e").replacingAll("&", "\\u0026")
     }
