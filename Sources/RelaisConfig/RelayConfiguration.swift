@@ -44,6 +44,12 @@ public struct ProviderSettings: Sendable {
     public var acrValues: String?
     /// Levels from lowest to highest; the id_token's `acr` must reach the requested one.
     public var acrOrder: [String]
+    /// The levels the provider gives (its `acr_values_supported`): FranceConnect eidas1,
+    /// FranceConnect+ eidas2 and eidas3. An app asking for none of them is stepped up or refused.
+    public var acrValuesSupported: [String]
+    /// The provider to use when an app asks for a level this one cannot give (RFC 9470 step-up):
+    /// FranceConnect names FranceConnect+.
+    public var stepUpProvider: String?
     /// Algorithms accepted for the id_token.
     public var idTokenAlgorithms: [JWSAlgorithm]
     /// How the access token reaches the userinfo endpoint: the `Authorization` header, or a POSTed
@@ -97,6 +103,11 @@ public struct ProviderSettings: Sendable {
         case .oidc: acrValues = nil
         }
         acrOrder = franceConnect ? ["eidas1", "eidas2", "eidas3"] : []
+        switch preset {
+        case .franceconnectV2, .franceconnectV1: acrValuesSupported = ["eidas1"]
+        case .franceconnectPlus: acrValuesSupported = ["eidas2", "eidas3"]
+        case .oidc: acrValuesSupported = []
+        }
         switch preset {
         case .franceconnectV2: idTokenAlgorithms = [.es256, .rs256]
         case .franceconnectPlus: idTokenAlgorithms = [.es256]

@@ -9,6 +9,12 @@ extension ValueReader {
         let environment = result.server.environment
         result.providers = ids("providers").map { readProvider(id: $0, environment: environment, publicBaseURL: result.server.publicBaseURL) }
         let providerIDs = result.providers.map(\.id)
+        for provider in result.providers {
+            guard let stepUp = provider.stepUpProvider else { continue }
+            if stepUp == provider.id || !providerIDs.contains(stepUp) {
+                problem("providers.\(provider.id).step_up_provider", "'\(stepUp)' is not another configured provider")
+            }
+        }
         relayDevAttester(into: &result)
         let devAttester = result.relay.devAttester
         result.apps = ids("apps").map { readApp(id: $0, providerIDs: providerIDs, devAttester: devAttester, environment: environment) }
@@ -98,6 +104,8 @@ extension ValueReader {
         if !provider.scopes.contains("openid") { problem("\(base).scopes", "must include openid") }
         if let acr = text("\(base).acr_values") { provider.acrValues = acr }
         provider.acrOrder = list("\(base).acr_order") ?? provider.acrOrder
+        provider.acrValuesSupported = list("\(base).acr_values_supported") ?? (provider.preset == .oidc ? provider.acrOrder : provider.acrValuesSupported)
+        provider.stepUpProvider = text("\(base).step_up_provider")
         provider.idTokenAlgorithms = algorithms("\(base).id_token_algs") ?? provider.idTokenAlgorithms
         provider.userinfoAlgorithms = algorithms("\(base).userinfo_signing_algs")
         provider.requireEncryptedIDToken = boolean("\(base).require_encrypted_id_token") ?? provider.requireEncryptedIDToken

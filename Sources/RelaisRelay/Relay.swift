@@ -40,7 +40,9 @@ public struct Relay: Sendable {
         let platforms = try apps.filter { $0.value.attestation != .off }.mapValues { try PlatformAttesters($0, http: httpClient, now: now) }
 
         var routes: [any RelayRoutes] = [
-            AuthorizeRoute(validator: AppAuthorizationValidator(apps: apps, providers: providerSettings), starter: starter, limiter: limiter, issuer: issuer),
+            AuthorizeRoute(
+                validator: AppAuthorizationValidator(apps: apps, providers: providerSettings), starter: starter, tokens: tokenSessions, limiter: limiter, issuer: issuer
+            ),
             CallbackRoute(providers: providers, sessions: sessions, vault: vault, limiter: limiter, issuer: issuer),
             TokenRoute(
                 apps: apps, limiter: limiter,
@@ -53,7 +55,7 @@ public struct Relay: Sendable {
                 apps: apps, platforms: platforms, limiter: limiter, sessions: sessions,
                 attestations: ClientAttestationIssuer(issuer: issuer, keys: keys, clock: clock), devAttester: configuration.relay.devAttester
             ),
-            UserinfoRoute(bearer: bearer, sessions: sessions, vault: vault),
+            UserinfoRoute(bearer: bearer, sessions: sessions, vault: vault, acrOrders: providerSettings.mapValues(\.acrOrder)),
             IntrospectRoute(bearer: bearer, sessions: sessions, resourceServers: configuration.resourceServers),
             ForwardAuthRoute(
                 bearer: bearer, webSessions: webSessions, apps: apps, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder),

@@ -11,7 +11,7 @@ import Testing
         #expect(Set(schema.keyedSections.keys) == ["providers", "apps", "resource_servers", "signing.keys", "sessions.keys"])
         let providers = try #require(schema.keyedSections["providers"] ?? nil)
         #expect(providers.leafKeys.isSuperset(of: ["issuer", "client_id", "client_secret", "client_secret_file", "backchannel_logout"]))
-        #expect(providers.listKeys == ["scopes", "acr_order", "id_token_algs", "userinfo_signing_algs", "decryption_key_files"])
+        #expect(providers.listKeys == ["scopes", "acr_order", "acr_values_supported", "id_token_algs", "userinfo_signing_algs", "decryption_key_files"])
         // Keyed entries' keys never leak into the top level.
         #expect(!schema.leafKeys.contains { $0.hasPrefix("providers.") || $0.hasPrefix("apps.") })
         // The development provider's own section is not the relay's.

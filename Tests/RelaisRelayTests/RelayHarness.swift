@@ -12,6 +12,8 @@ import Testing
 /// callback, /token. Redirects are followed by hand so every hop can be checked.
 final class RelayHarness: @unchecked Sendable {
     let provider: any TestServer
+    /// With `stepUpKey`: a FranceConnect+ provider (`fcplus`) that `fc` names as its step-up.
+    var stepUpProvider: (any TestServer)?
     var relays: [any TestServer]
     let http = HTTPClient(configuration: .init(maxConcurrentRequests: 8))
     /// The in-process provider's and relays' clock (and their embedded stores'): tests move it
@@ -37,6 +39,7 @@ final class RelayHarness: @unchecked Sendable {
 
     deinit {
         provider.stop()
+        stepUpProvider?.stop()
         relays.forEach { $0.stop() }
     }
 
@@ -54,6 +57,7 @@ final class RelayHarness: @unchecked Sendable {
         relayExtra: String = "",
         relayEnvironment: [String: String] = [:],
         fcplusKey: JWK? = nil,
+        stepUpKey: JWK? = nil,
         providerSettings: String = ""
     ) async throws -> RelayHarness {
         let relayPorts = try (0..<instances).map { _ in try FreePort.find() }
@@ -97,6 +101,27 @@ final class RelayHarness: @unchecked Sendable {
             try fcplusKey.privateKeyPEM()!.write(toFile: path, atomically: true, encoding: .utf8)
             decryption = "    decryption_key_files: [\(path)]\n"
         }
+        // Step-up: a second provider, FranceConnect+ (its own pairwise subs), decrypting with stepUpKey.
+        var stepUpProvider: (any TestServer)?
+        var stepUpSection = ""
+        if let stepUpKey {
+            let fcplusClient = client + "\n    jwks_uri: \(publicURL)/jwks/provider.json"
+            let second = try await InProcessServer.launch(.devProvider, clock: clock) { port in
+                RelaisProcess.devProviderConfiguration(port: port, mode: "fcplus", clients: fcplusClient, provider: providerSettings)
+            }
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("relais-stepup-\(UUID().uuidString).pem").path
+            try stepUpKey.privateKeyPEM()!.write(toFile: path, atomically: true, encoding: .utf8)
+            stepUpSection = """
+                    step_up_provider: fcplus
+                  fcplus:
+                    preset: franceconnect-plus
+                    issuer: \(second.baseURL)/api/v2
+                    client_id: relais
+                    client_secret: \(providerSecret)
+                    decryption_key_files: [\(path)]
+                """
+            stepUpProvider = second
+        }
         var relays: [any TestServer] = []
         for port in relayPorts {
             let config: (Int) -> String = { port in
@@ -119,6 +144,7 @@ final class RelayHarness: @unchecked Sendable {
                         client_secret: \(providerSecret)
                     \(endpoints)
                     \(decryption)\(providerExtra)
+                    \(stepUpSection)
                     apps:
                       app:
                         redirect_uris: ["http://127.0.0.1/cb", "com.example.app:/oauth2redirect"]
@@ -133,7 +159,9 @@ final class RelayHarness: @unchecked Sendable {
                 relays.append(try await RelaisProcess.launch("serve", environment: relayEnvironment, port: port, config: config))
             }
         }
-        return RelayHarness(provider: provider, relays: relays, mode: mode, clock: clock)
+        let harness = RelayHarness(provider: provider, relays: relays, mode: mode, clock: clock)
+        harness.stepUpProvider = stepUpProvider
+        return harness
     }
 
     // MARK: - HTTP

@@ -238,8 +238,8 @@ import Testing
         let fixture = Fixture()
         try await fixture.test { client in
             let bearer: HTTPFields = [.authorization: "Bearer \(try await Self.accessToken(fixture, client))"]
-            #expect(try await client.execute(uri: "/auth?acr=eidas3", method: .get, headers: bearer).status == .forbidden)
-            for query in ["acr=eidas3&x=%FF", "acr=eidas3&x=%ZZ", "acr=eidas1&acr=eidas3"] {
+            #expect(try await client.execute(uri: "/auth?acr=eidas3", method: .get, headers: bearer).status == .unauthorized)
+            for query in ["acr=eidas3&x=%FF", "acr=eidas3&x=%ZZ", "acr=eidas1&acr=eidas3", "max_age=ten", "max_age=-1", "max_age=99999999999"] {
                 let response = try await client.execute(uri: "/auth?" + query, method: .get, headers: bearer)
                 #expect(response.status == .badRequest && Self.json(response)["error"] == .string("invalid_request"), "\(query)")
             }
@@ -274,8 +274,8 @@ import Testing
             let bearer: HTTPFields = [.authorization: "Bearer \(try await Self.accessToken(fixture, client, provider: "op", acr: "silver"))"]
             #expect(try await client.execute(uri: "/auth?acr=bronze", method: .get, headers: bearer).status == .ok)
             #expect(try await client.execute(uri: "/auth?acr=silver", method: .get, headers: bearer).status == .ok)
-            #expect(try await client.execute(uri: "/auth?acr=gold", method: .get, headers: bearer).status == .forbidden)
-            #expect(try await client.execute(uri: "/auth?acr=eidas1", method: .get, headers: bearer).status == .forbidden)  // not on op's scale
+            #expect(try await client.execute(uri: "/auth?acr=gold", method: .get, headers: bearer).status == .unauthorized)
+            #expect(try await client.execute(uri: "/auth?acr=eidas1", method: .get, headers: bearer).status == .unauthorized)  // not on op's scale
         }
     }
 

@@ -75,7 +75,11 @@ extension RelaySessionsAndProvidersChain {
             #expect(try await auth("?scope=openid+email", token: accessToken).status == 200)
             let missingScope = try await auth("?scope=orders:write", token: accessToken)
             #expect(missingScope.status == 403 && missingScope.header("www-authenticate")?.contains("insufficient_scope") == true)
-            #expect(try await auth("?acr=eidas2", token: accessToken).status == 403)
+            // RFC 9470: the challenge says what the next sign-in needs.
+            let weak = try await auth("?acr=eidas2", token: accessToken)
+            #expect(weak.status == 401)
+            #expect(weak.header("www-authenticate")?.contains(#"error="insufficient_user_authentication""#) == true)
+            #expect(weak.header("www-authenticate")?.hasSuffix(#", acr_values="eidas2""#) == true)
             let none = try await auth()
             #expect(none.status == 401 && none.header("www-authenticate") == #"Bearer realm="relais""#)
             #expect(try await auth(token: accessToken + "x").status == 401)

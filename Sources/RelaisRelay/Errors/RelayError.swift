@@ -21,6 +21,24 @@ struct RelayError: Error, Sendable, Equatable {
     /// At a resource endpoint, challenge with the `DPoP` scheme (RFC 9449 §7.1): the token was
     /// DPoP-bound, or its proof failed.
     var challengesDPoP = false
+    /// RFC 9470 §3: what the challenge asks of the next sign-in (`acr_values`, `max_age`).
+    var stepUp: StepUp?
+
+    struct StepUp: Sendable, Equatable {
+        var acrValues: String?
+        var maxAge: Int?
+
+        var parameters: String {
+            (acrValues.map { #", acr_values="\#($0)""# } ?? "") + (maxAge.map { ", max_age=\($0)" } ?? "")
+        }
+    }
+
+    /// RFC 9470: the sign-in is too weak or too old for this resource.
+    static func insufficientUserAuthentication(_ description: String, _ stepUp: StepUp) -> RelayError {
+        var error = RelayError(.insufficientUserAuthentication, description)
+        error.stepUp = stepUp
+        return error
+    }
 
     init(_ code: Code, _ description: String, headers: HTTPFields = [:]) {
         self.code = code
@@ -108,14 +126,14 @@ struct RelayError: Error, Sendable, Equatable {
     /// RFC 9449 §7.1: `WWW-Authenticate: DPoP algs="…", error=…, error_description=…`.
     var dpopChallenge: String {
         let quoted = String(description.map { $0 == "\"" ? "'" : $0 })
-        return #"DPoP algs="\#(DPoPGuard.algorithms)", error="\#(code.wireCode)", error_description="\#(quoted)""#
+        return #"DPoP algs="\#(DPoPGuard.algorithms)", error="\#(code.wireCode)", error_description="\#(quoted)""# + (stepUp?.parameters ?? "")
     }
 
     /// RFC 6750 §3: `WWW-Authenticate: Bearer realm="relais", error=…, error_description=…`.
     var challenge: String {
         guard code != .missingToken, code != .temporarilyUnavailable else { return #"Bearer realm="relais""# }
         let quoted = String(description.map { $0 == "\"" ? "'" : $0 })
-        return #"Bearer realm="relais", error="\#(code.wireCode)", error_description="\#(quoted)""#
+        return #"Bearer realm="relais", error="\#(code.wireCode)", error_description="\#(quoted)""# + (stepUp?.parameters ?? "")
     }
 
     /// An HTML page for the person in the browser; never a redirect (the redirect URI may not be

@@ -33,6 +33,8 @@ extension RelayError {
         case slowDown = "slow_down"
         case expiredToken = "expired_token"
         case invalidUserCode = "invalid_user_code"
+        case insufficientUserAuthentication = "insufficient_user_authentication"
+        case stepUpIdentityMismatch = "step_up_identity_mismatch"
         case tooManyRequests = "too_many_requests"
         case temporarilyUnavailable = "temporarily_unavailable"
         case serverError = "server_error"
@@ -43,7 +45,7 @@ extension RelayError {
 
         var status: HTTPResponse.Status {
             switch self {
-            case .invalidClient, .missingToken, .invalidToken: .unauthorized
+            case .invalidClient, .missingToken, .invalidToken, .insufficientUserAuthentication: .unauthorized
             case .insufficientScope, .attestationRequired: .forbidden
             case .tooManyRequests: .tooManyRequests
             case .temporarilyUnavailable: .serviceUnavailable
@@ -54,7 +56,8 @@ extension RelayError {
 
         /// Whether a bearer endpoint answers it with a `WWW-Authenticate: Bearer` challenge.
         var challengesBearer: Bool {
-            [.missingToken, .invalidToken, .insufficientScope, .attestationRequired, .invalidRequest, .temporarilyUnavailable].contains(self)
+            [.missingToken, .invalidToken, .insufficientScope, .insufficientUserAuthentication, .attestationRequired, .invalidRequest, .temporarilyUnavailable]
+                .contains(self)
         }
 
         /// Errors a provider may send back that the app can act on as they are; any other provider
@@ -83,6 +86,8 @@ extension RelayError {
             case .unauthorizedClient: "`/device_authorization`, `/token`"
             case .authorizationPending, .slowDown, .expiredToken: "`/token` (device_code grant)"
             case .invalidUserCode: "`POST /device/inspect`, `POST /device/approve`, `/device` (page)"
+            case .insufficientUserAuthentication: "`/auth`, `/userinfo` (401 with a Bearer or DPoP challenge)"
+            case .stepUpIdentityMismatch: "`/callback` (redirect)"
             case .missingToken, .invalidToken, .insufficientScope: "`/userinfo`, `/auth`, `POST /logout` (bearer)"
             case .tooManyRequests: "`/authorize`, `/callback` (page), `/token`"
             case .temporarilyUnavailable: "every endpoint"
@@ -124,11 +129,15 @@ extension RelayError {
             case .authorizationPending: "Nobody has approved or denied the device's request yet (RFC 8628 §3.5)."
             case .slowDown: "The device polled sooner than `relay.device_poll_interval` after its previous poll."
             case .expiredToken: "The device code has expired (`relay.device_code_lifetime`) without being used."
+            case .insufficientUserAuthentication:
+                "RFC 9470: the sign-in is below the `acr` the gateway (`/auth?acr=`) or the app (`/userinfo?acr=`) requires, or older than `max_age`; the challenge names `acr_values` and `max_age`."
+            case .stepUpIdentityMismatch:
+                "A step-up sign-in (`/authorize` with the app's `id_token_hint`) was made by another person than the session's: the identity pivot (given_name, family_name, birthdate, gender, birthplace, birthcountry) differs. The app's session is kept."
             case .invalidUserCode:
                 "The user code is not 8 letters of RFC 8628's alphabet, no live request has it, or its second half is wrong (the fifth wrong one denies the device's request)."
             case .missingToken: "No `Authorization` header: the challenge is `Bearer realm=\"relais\"` with no error."
             case .invalidToken: "Bad signature, not a Relais access token (`typ` must be `at+jwt`), expired, minted for another audience (`aud`: `/userinfo` needs Relais' issuer, `/auth` the `?aud=` or `forward_auth.audiences` of the guarded API), or its session has ended (revoked, logged out, idle or past its lifetime)."
-            case .insufficientScope: "`/userinfo` without `openid`; `/auth?scope=…` not granted, or `/auth?acr=…` above the sign-in's level or not on its provider's `acr_order`."
+            case .insufficientScope: "`/userinfo` without `openid`; `/auth?scope=…` not granted."
             case .tooManyRequests: "A rate limit (`rate_limit.*`) is reached; `Retry-After` says when to retry."
             case .temporarilyUnavailable:
                 "Relais' store is unreachable or its circuit is open (nothing is left half-made), another instance is still rotating the same refresh token after 3 s, generated development keys are still converging after a store data loss, or the provider is down, slow or answered 5xx/429 (`error_description` starts with `provider_unavailable`)."
@@ -161,8 +170,10 @@ extension RelayError {
             case .slowDown: "Add 5 seconds to the polling interval (RFC 8628 §3.5)."
             case .expiredToken: "Start again with `POST /device_authorization`."
             case .invalidUserCode: "Check the code shown on the device, or scan its QR code."
+            case .insufficientUserAuthentication: "Sign in again with `/authorize?acr_values=…` (and `max_age`) and the current `id_token_hint`; Relais picks the provider that gives the level."
+            case .stepUpIdentityMismatch: "Tell the person the step-up must be done by the same person; keep using the current tokens."
             case .missingToken, .invalidToken: "Refresh the access token, or sign in again when the refresh fails."
-            case .insufficientScope: "Sign in again with the scope or level the API needs."
+            case .insufficientScope: "Sign in again with the scope the API needs."
             case .tooManyRequests: "Wait for `Retry-After` seconds."
             case .temporarilyUnavailable: "Retry shortly; offer a retry button."
             case .serverError: "Show a generic error; the operator finds the details in the log with the request id."

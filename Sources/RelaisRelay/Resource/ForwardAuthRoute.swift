@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import RelaisClock
 import RelaisConfig
 import RelaisHTTPClient
 import RelaisJOSE
@@ -105,12 +106,12 @@ struct ForwardAuthRoute: RelayRoutes {
             if options?["attested"] == "1", access.attested == nil {
                 throw RelayError(.attestationRequired, "the token was issued to an app instance that did not attest")
             }
-            if let minimum = options?["acr"] {
-                // The scale of the provider that signed the person in; none means no level can be proven.
-                let order = access.providerID.flatMap { acrOrders[$0] } ?? []
-                guard let need = order.firstIndex(of: minimum), let have = access.acr.flatMap(order.firstIndex(of:)), have >= need else {
-                    throw RelayError.insufficientScope("the sign-in level is below \(minimum)")
-                }
+            // RFC 9470: too low or too old a sign-in is a 401 that says what the next one needs.
+            if let requirement = try StepUpRequirement(options) {
+                try requirement.check(
+                    acr: access.acr, acrOrder: access.providerID.flatMap { acrOrders[$0] } ?? [], authTime: access.authTime, now: bearer.clock.now,
+                    dpop: access.dpopBound
+                )
             }
             // Every identity header on every 200, empty when there is no value: a gateway that
             // copies Relais' headers then overwrites any the client forged.
@@ -137,10 +138,14 @@ private struct Principal {
     var attested: String?
     var providerID: String?
     var audiences: [String]
+    /// When the person signed in; nil for a web session (not kept in its record), which fails any max_age.
+    var authTime: Double?
+    var dpopBound = false
 
     init(_ access: BearerAuthenticator.AccessToken) {
         (subject, clientID, sid, scopes, acr) = (access.subject, access.clientID, access.sid, access.scopes, access.acr)
         (attested, providerID, audiences) = (access.attested, access.claims.string("idp"), access.claims.audience)
+        (authTime, dpopBound) = (access.claims["auth_time"]?.numberValue, access.jkt != nil)
     }
 
     init(sid: String, session: SessionRecord, audiences: [String]) {

@@ -1,4 +1,5 @@
 import Hummingbird
+import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer
 import RelaisClock
@@ -9,6 +10,8 @@ struct UserinfoRoute: RelayRoutes {
     let bearer: BearerAuthenticator
     let sessions: SessionStore
     let vault: SessionVault
+    /// Each provider's acr levels, lowest first, for `?acr=`.
+    let acrOrders: [String: [String]]
     /// Rendered bodies by session, app, subject and scopes. A session record never changes once
     /// written, so its body is current for as long as the session is live, which is still checked
     /// on every call (one TTL lookup instead of reading, parsing and rendering the record).
@@ -28,6 +31,17 @@ struct UserinfoRoute: RelayRoutes {
             request, session: .alive, target: .init(method: request.method.rawValue, url: bearer.issuer + request.uri.path)
         )
         guard access.scopes.contains("openid") else { throw RelayError.insufficientScope("the token lacks the openid scope") }
+        // `?acr=` and `?max_age=`: an app may ask that the identity comes from a strong enough, recent enough sign-in.
+        // Fail closed: a query that cannot be read must not drop its requirements.
+        guard let query = FormParameters.query(of: request), query.firstRepeatedName == nil else {
+            throw RelayError.invalidRequest("the /userinfo query (acr, max_age) cannot be read or repeats a parameter")
+        }
+        if let requirement = try StepUpRequirement(query) {
+            try requirement.check(
+                acr: access.acr, acrOrder: access.claims.string("idp").flatMap { acrOrders[$0] } ?? [], authTime: access.claims["auth_time"]?.numberValue,
+                now: sessions.clock.now, dpop: access.jkt != nil
+            )
+        }
         guard access.claims.audience.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais' /userinfo (aud)") }
         let key = [access.sid, access.clientID, access.subject, access.scopes.joined(separator: " ")].joined(separator: "\u{0}")
         let now = sessions.clock.now

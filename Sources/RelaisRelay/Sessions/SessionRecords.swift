@@ -25,6 +25,9 @@ struct AppRequest: Codable, Sendable, Equatable {
         var providerID: String
         var acr: String?
         var forceLogin: Bool
+        /// A step-up (RFC 9470) of this session (named by the app's `id_token_hint`): the new
+        /// sign-in replaces it only when the person is the same (the identity pivot matches).
+        var stepUpOf: String?
     }
 
     var providerID: String { upstream.providerID }
@@ -93,6 +96,8 @@ struct RelayCode: Codable, Sendable {
     var sealedIdentity: String
     /// The provider's `sid`, indexed when the session opens (back-channel logout may name it).
     var providerSessionID: String?
+    /// The session this sign-in steps up: it ends when the new one opens.
+    var replaces: String?
 }
 
 /// A signed-in person, for one app: what the refresh token, the access token's `sid`, /userinfo,

@@ -60,20 +60,32 @@ struct AppAuthorizationValidator: Sendable {
                 return reject(.invalidScope, "scope '\(refused)' is not allowed for this app")
             }
         }
-        let providerID = parameters["provider"] ?? app.providers[0]
-        guard app.providers.contains(providerID), let provider = providers[providerID] else {
+        var providerID = parameters["provider"] ?? app.providers[0]
+        guard app.providers.contains(providerID), var provider = providers[providerID] else {
             return reject(.invalidRequest, "provider '\(providerID)' is not available to this app")
         }
         var acr = provider.acrValues
         if let requested = parameters["acr_values"] {
-            // The lowest level the app accepts: Relais checks the provider reaches it.
+            // The lowest level the app accepts: Relais checks the provider reaches it, or steps up
+            // to the provider that does (RFC 9470: FranceConnect to FranceConnect+).
             let levels = requested.split(separator: " ").map(String.init)
-            guard let lowest = provider.acrOrder.first(where: levels.contains) else {
-                return reject(.invalidRequest, "acr_values must be among \(provider.acrOrder.joined(separator: ", "))")
+            if !provider.acrValuesSupported.contains(where: levels.contains), let next = provider.stepUpProvider, app.providers.contains(next),
+                let stepUp = providers[next], stepUp.acrValuesSupported.contains(where: levels.contains)
+            {
+                (providerID, provider) = (next, stepUp)
+            }
+            guard let lowest = provider.acrValuesSupported.first(where: levels.contains) else {
+                return reject(.invalidRequest, "acr_values must be among \(provider.acrValuesSupported.joined(separator: ", "))")
             }
             acr = lowest
         }
         var forceLogin = false
+        // OIDC max_age: the provider cannot say how old its session is, so any max_age asks for a
+        // fresh login; Relais' tokens then carry the new auth_time.
+        if let maxAge = parameters["max_age"] {
+            guard let seconds = Int(maxAge), seconds >= 0, maxAge.utf8.count <= 10 else { return reject(.invalidRequest, "max_age must be a number of seconds") }
+            forceLogin = true
+        }
         if let prompt = parameters["prompt"] {
             let values = prompt.split(separator: " ").map(String.init)
             if values.contains("none") {
@@ -82,7 +94,7 @@ struct AppAuthorizationValidator: Sendable {
             guard values.allSatisfy({ $0 == "login" || $0 == "consent" || $0 == "select_account" }) else {
                 return reject(.invalidRequest, "prompt must be login, consent or select_account")
             }
-            forceLogin = values.contains("login")
+            forceLogin = forceLogin || values.contains("login")
         }
         if let nonce = parameters["nonce"], nonce.utf8.count > 512 {
             return reject(.invalidRequest, "nonce is longer than 512 bytes")

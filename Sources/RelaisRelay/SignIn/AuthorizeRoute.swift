@@ -11,6 +11,8 @@ import RelaisConfig
 struct AuthorizeRoute: RelayRoutes {
     let validator: AppAuthorizationValidator
     let starter: SignInStarter
+    /// Reads `id_token_hint`: the session a step-up would replace.
+    let tokens: TokenSessions
     let limiter: RateLimiter
     let issuer: String
 
@@ -27,7 +29,7 @@ struct AuthorizeRoute: RelayRoutes {
 
     private func authorize(_ parameters: FormParameters?, context: RelaisRequestContext) async throws -> Response {
         guard let parameters else { throw RelayError.invalidRequest("The request parameters cannot be read.") }
-        let app: AppRequest
+        var app: AppRequest
         switch validator.validate(parameters) {
         case .refused(let error): throw error
         case .redirectError(let error, let redirectURI, let state):
@@ -35,6 +37,13 @@ struct AuthorizeRoute: RelayRoutes {
         case .valid(let request): app = request
         }
         func refuse(_ error: RelayError) -> Response { error.redirect(to: app.redirectURI, state: app.state, issuer: issuer) }
+        if let hint = parameters["id_token_hint"] {
+            // Fail closed: a hint that cannot be read must not turn a step-up into a second session.
+            guard let sid = tokens.session(ofIDToken: hint, clientID: app.clientID) else {
+                return refuse(.invalidRequest("id_token_hint is not an id_token Relais issued to this app"))
+            }
+            app.upstream.stepUpOf = sid
+        }
         if let limited = await limiter.check(clientID: app.clientID, logger: context.logger) { throw limited }
         do {
             return try await starter.start(app, logger: context.logger)

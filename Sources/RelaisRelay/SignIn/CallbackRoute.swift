@@ -90,12 +90,34 @@ struct CallbackRoute: RelayRoutes {
         if let deviceSID = transaction.deviceSID {
             return await approveDevice(deviceSID, identity: identity, app: app, context: context, fail: fail)
         }
+        // A step-up (RFC 9470) replaces the app's session only for the same person: FranceConnect
+        // and FranceConnect+ give one person different subs, so the identity pivot decides.
+        var replaces: String?
+        if let previous = app.upstream.stepUpOf {
+            do {
+                if let session = try await sessions.session(previous), session.clientID == app.clientID {
+                    guard let old = await vault.openIdentityAfterSync(session.sealedIdentity), IdentityPivot.matches(old.claims, identity.claims) else {
+                        context.logger.warning("step-up by another person refused", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)"])
+                        return fail(
+                            RelayError(.stepUpIdentityMismatch, "the person who signed in is not the person of the app's session, which stays as it was"),
+                            outcome: "step_up_identity_mismatch"
+                        )
+                    }
+                    replaces = previous
+                }
+            } catch {
+                context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])
+                return fail(RelayError(.temporarilyUnavailable, "Relais cannot read the app's session right now; try again shortly"), outcome: "store_unavailable")
+            }
+        }
         // The code names the session it will open, so both live under one store hash tag.
         let relayCode = SessionStore.newToken(for: SessionStore.newSessionID())
         do {
             await vault.keys.synchronize()
             let sealed = try vault.seal(SessionIdentity(claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken))
-            let record = RelayCode(app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: sealed, providerSessionID: identity.sessionID)
+            let record = RelayCode(
+                app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: sealed, providerSessionID: identity.sessionID, replaces: replaces
+            )
             try await sessions.saveCode(record, code: relayCode)
         } catch {
             context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])

@@ -7,6 +7,8 @@ enum RelayMetrics {
     /// Why a session ended.
     enum EndReason: String {
         case logout, revoked, backchannelLogout = "backchannel_logout", codeReplay = "code_replay", refreshReuse = "refresh_reuse"
+        /// Replaced by a step-up sign-in of the same person.
+        case steppedUp = "stepped_up"
         /// The token response could not be completed: the session was never handed out.
         case aborted
     }

@@ -43,6 +43,8 @@ struct AuthorizationCodeGrant: Sendable {
             throw try await replayed(winner, app: app, logger: logger)
         }
         RelayMetrics.sessionOpened(client: app.clientID)
+        // A step-up's new session takes the place of the old one (same person, higher level).
+        if let replaced = record.replaces { try await sessions.revoke(replaced, reason: .steppedUp) }
         logger.info("session opened", metadata: ["client_id": "\(app.clientID)", "provider": "\(session.providerID)"])
         return issued.response
     }

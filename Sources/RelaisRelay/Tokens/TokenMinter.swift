@@ -29,6 +29,8 @@ struct TokenMinter: Sendable {
             "iat": .number(now), "exp": .number(now + lifetime), "idp": .string(session.providerID),
         ]
         if let acr = session.acr { access["acr"] = .string(acr) }
+        // RFC 9470 / 9068: resources compare it with their max_age.
+        if let authTime = identity.authTime { access["auth_time"] = .number(authTime) }
         if let jkt { access["cnf"] = .object(["jkt": .string(jkt)]) }
         // APIs and `/auth?attested=1` tell tokens of attested app instances by this claim.
         if let attested = session.attested { access["attested"] = .string(attested.platform) }
