@@ -5,23 +5,30 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 binary=.build/release/relais
 
+# FranceConnect (8081) and FranceConnect+ (8082, the step-up provider).
 "$binary" dev-provider --config config/dev-provider.yaml &
 provider=$!
-trap 'kill -TERM "$provider" 2>/dev/null || true; wait "$provider" 2>/dev/null || true' EXIT INT TERM
+"$binary" dev-provider --config config/dev-provider-fcplus.yaml &
+fcplus=$!
+trap 'kill -TERM "$provider" "$fcplus" 2>/dev/null || true; wait "$provider" "$fcplus" 2>/dev/null || true' EXIT INT TERM
 
-for _ in $(seq 1 100); do
-    if curl -fsS http://127.0.0.1:8081/healthz >/dev/null 2>&1; then break; fi
-    if ! kill -0 "$provider" 2>/dev/null; then echo "the development provider did not start" >&2; exit 1; fi
-    sleep 0.1
+for port in 8081 8082; do
+    for _ in $(seq 1 100); do
+        if curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then break; fi
+        if ! kill -0 "$provider" 2>/dev/null || ! kill -0 "$fcplus" 2>/dev/null; then echo "a development provider did not start" >&2; exit 1; fi
+        sleep 0.1
+    done
 done
 
 cat <<'TEXT'
 
-  Development provider (FranceConnect v2 look-alike) on http://127.0.0.1:8081/api/v2
+  Development providers: FranceConnect v2 look-alike on http://127.0.0.1:8081/api/v2,
+  FranceConnect+ look-alike (step-up, eidas2/eidas3) on http://127.0.0.1:8082/api/v2
     discovery: http://127.0.0.1:8081/api/v2/.well-known/openid-configuration
     try a sign-in in a browser (client relais-local, test identities from config/dev-identities.yaml):
     http://127.0.0.1:8081/api/v2/authorize?response_type=code&client_id=relais-local&redirect_uri=http%3A%2F%2F127.0.0.1%3A8080%2Fcallback&scope=openid+profile+birth+email&state=demo-state&nonce=demo-nonce-0123456789abcdef&acr_values=eidas1
   Relais on http://127.0.0.1:8080 (health: /healthz, /readyz, /metrics)
+    the demo app: http://127.0.0.1:8080/demo/   a desktop signing in with the phone: http://127.0.0.1:8080/demo/desktop
 
 TEXT
 RELAIS_STORE_KIND=embedded "$binary" serve --config config/relais.example.yaml

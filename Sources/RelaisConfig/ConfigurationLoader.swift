@@ -24,7 +24,7 @@ public enum ConfigurationLoader {
     ) async throws(ConfigurationError) -> RelaisConfiguration {
         try await load(filePath: filePath, environment: environment, schema: .relay) { reader, source in
             var configuration = reader.readRelay(ids: source.ids(in:))
-            configuration.warnings = source.warnings
+            configuration.warnings = source.warnings + configuration.warnings
             return configuration
         }
     }

@@ -8,6 +8,21 @@ extension ValueReader {
     mutating func readRelaySections(into result: inout RelaisConfiguration, ids: (String) -> [String]) {
         let environment = result.server.environment
         result.providers = ids("providers").map { readProvider(id: $0, environment: environment, publicBaseURL: result.server.publicBaseURL) }
+        // Development only: a provider that encrypts to Relais (FranceConnect+) and has no
+        // decryption_key_files gets a key made for this process, published at /jwks/provider.json,
+        // so `make demo` needs no key file. Production refuses such a provider (readProvider).
+        for index in result.providers.indices where environment == .development && result.providers[index].decryptionKeys.isEmpty {
+            let provider = result.providers[index]
+            guard provider.userinfoFormat == .jwe || provider.requireEncryptedIDToken else { continue }
+            do {
+                result.providers[index].decryptionKeys = [try JWK.generate(for: .rs256, use: "enc", pinAlgorithm: false)]
+                result.warnings.append(
+                    "providers.\(provider.id): no decryption_key_files, so a development key was generated; it changes at each start (production refuses this)"
+                )
+            } catch {
+                problem("providers.\(provider.id).decryption_key_files", "none set, and no development key could be generated: \(error)")
+            }
+        }
         let providerIDs = result.providers.map(\.id)
         for provider in result.providers {
             guard let stepUp = provider.stepUpProvider else { continue }
@@ -145,10 +160,13 @@ extension ValueReader {
                 problem("\(base).jwks_uri", "required when discovery is off and id_tokens are signed with a public key")
             }
         }
-        if provider.userinfoFormat == .jwe && provider.decryptionKeys.isEmpty {
-            problem("\(base).decryption_key_files", "userinfo_format jwe (FranceConnect+) needs Relais' private decryption keys")
-        } else if provider.requireEncryptedIDToken && provider.decryptionKeys.isEmpty {
-            problem("\(base).decryption_key_files", "require_encrypted_id_token needs Relais' private decryption keys")
+        // In development a key is generated instead (readRelaySections), with a warning.
+        if environment != .development && provider.decryptionKeys.isEmpty {
+            if provider.userinfoFormat == .jwe {
+                problem("\(base).decryption_key_files", "userinfo_format jwe (FranceConnect+) needs Relais' private decryption keys")
+            } else if provider.requireEncryptedIDToken {
+                problem("\(base).decryption_key_files", "require_encrypted_id_token needs Relais' private decryption keys")
+            }
         }
         return provider
     }

@@ -99,9 +99,27 @@ import Testing
         #expect(found.contains("providers.plus.client_key_file: private_key_jwt needs a private key file (EC P-256 or RSA)"))
         #expect(found.contains("providers.plus.scopes: must include openid"))
         #expect(found.contains("providers.plus.id_token_algs: unknown algorithm 'XS999' (RS256, ES256, PS256, EdDSA, HS256, ...)"))
-        #expect(found.contains("providers.plus.decryption_key_files: userinfo_format jwe (FranceConnect+) needs Relais' private decryption keys"))
+        // In development a FranceConnect+ provider without keys gets a generated one (next test).
+        #expect(!found.contains { $0.hasPrefix("providers.plus.decryption_key_files") })
         let production = try await problems("providers:\n  fc:\n    issuer: http://idp.example.fr\n    client_id: a\n    client_secret: b\n", development: false)
         #expect(production == ["providers.fc.issuer: must use https in production (plain http is allowed for loopback hosts)"])
+        let plus = "providers:\n  plus:\n    preset: franceconnect-plus\n    issuer: https://auth.franceconnect.gouv.fr/api/v2\n    client_id: a\n    client_secret: b\n"
+        #expect(try await problems(plus, development: false) == ["providers.plus.decryption_key_files: userinfo_format jwe (FranceConnect+) needs Relais' private decryption keys"])
+        let signedOnly = plus + "    userinfo_format: jws\n"
+        #expect(try await problems(signedOnly, development: false) == ["providers.plus.decryption_key_files: require_encrypted_id_token needs Relais' private decryption keys"])
+    }
+
+    /// `make demo` runs a FranceConnect+ look-alike without a key file: development makes a key for
+    /// the process and says so; it is Relais' published encryption key.
+    @Test func developmentGeneratesAMissingDecryptionKeyAndSaysSo() async throws {
+        let yaml = "providers:\n  plus:\n    preset: franceconnect-plus\n    issuer: http://127.0.0.1:8082/api/v2\n    client_id: a\n    client_secret: b\n"
+        guard case .success(let configuration) = try await load(yaml, development: true) else {
+            Issue.record("refused")
+            return
+        }
+        let plus = try #require(configuration.providers.first)
+        #expect(plus.decryptionKeys.count == 1 && plus.decryptionKeys[0].isPrivate)
+        #expect(configuration.warnings.contains("providers.plus: no decryption_key_files, so a development key was generated; it changes at each start (production refuses this)"))
     }
 
     @Test func appRedirectURIsFollowRFC8252() async throws {

@@ -75,6 +75,13 @@ import Testing
             #expect(tokens["token_type"] == .string("DPoP"))
             let access = try #require(tokens["access_token"]?.stringValue)
             #expect(try Self.claims(access)["cnf"] == .object(["jkt": .string(key.key.thumbprint())]))
+            // Introspection hands APIs the key, so they can check proofs themselves.
+            var basic = Route.formHeaders
+            basic[.authorization] = "Basic " + Base64.encode(Array("api:api-secret-0123456789-0123456789".utf8))
+            let introspected = Route.json(try await client.execute(uri: "/introspect", method: .post, headers: basic, body: Route.form([("token", access)])))
+            #expect(introspected["active"] == .bool(true))
+            #expect(introspected["cnf"] == .object(["jkt": .string(key.key.thumbprint())]))
+            #expect(introspected["token_type"] == .string("DPoP"))
             let refreshToken = try #require(tokens["refresh_token"]?.stringValue)
 
             // The refresh token is bound too: no proof, or another key's, is refused.
