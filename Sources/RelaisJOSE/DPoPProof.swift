@@ -88,8 +88,9 @@ public enum DPoPProofError: Error, Equatable, Sendable, CustomStringConvertible 
 ///
 /// ```swift
 /// let verifier = DPoPProofVerifier()
+/// guard let header = dpopHeader else { return .unauthorized }  // exactly one DPoP header
 /// let proof = try verifier.verify(
-///     request.headers["DPoP"], method: "GET", url: "https://api.example.fr/orders",
+///     header, method: "GET", url: "https://api.example.fr/orders",
 ///     accessToken: token  // the token from `Authorization: DPoP <token>`
 /// )
 /// // The token's cnf.jkt must equal proof.thumbprint, and proof.tokenID must not have been
@@ -97,7 +98,8 @@ public enum DPoPProofError: Error, Equatable, Sendable, CustomStringConvertible 
 /// ```
 ///
 /// Replay protection needs memory shared by every instance, so it is the caller's: remember
-/// ``DPoPProof/tokenID`` for ``window`` plus ``leeway``.
+/// ``DPoPProof/tokenID`` for ``window`` plus ``leeway``. The article "Verify Relais access tokens
+/// in your API" has a complete, tested example.
 public struct DPoPProofVerifier: Sendable {
     /// The algorithms accepted (asymmetric only: a shared secret proves nothing about an app instance).
     public var algorithms: Set<JWSAlgorithm> = [.es256, .es384, .edDSA, .rs256, .ps256]

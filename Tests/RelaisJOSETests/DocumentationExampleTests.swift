@@ -1,4 +1,5 @@
 import Hummingbird
+import RelaisCrypto
 import RelaisTestSupport
 import Synchronization
 import Testing
@@ -110,6 +111,25 @@ func authorize(
         }
     }
     return .allowed(caller)
+}
+// end-snippet
+
+// snippet: dpop
+/// Whether a DPoP-bound token (its claims carry `cnf.jkt`) comes with a proof by its key
+/// (RFC 9449 §7): signed by that key, for this request, and never used before.
+func hasValidProof(
+    dpop: String?, method: String, url: String, accessToken: String, boundTo jkt: String,
+    alreadyUsed: (String) async -> Bool  // records the jti; true if it was seen (a shared cache)
+) async -> Bool {
+    guard let dpop else { return false }  // a bound token without a proof is refused
+    let proof: DPoPProof
+    do {
+        proof = try DPoPProofVerifier().verify(dpop, method: method, url: url, accessToken: accessToken)
+    } catch {
+        return false  // log error.code: dpop_htu, dpop_ath, dpop_iat, ...
+    }
+    guard proof.thumbprint == jkt else { return false }  // another key's proof
+    return await !alreadyUsed(proof.tokenID)
 }
 // end-snippet
 
@@ -240,13 +260,40 @@ func authorize(
         }
     }
 
+    @Test func aBoundTokenIsGoodOnlyWithAFreshProofByItsKey() async throws {
+        let appKey = try JWK.generate(for: .es256), otherKey = try JWK.generate(for: .es256)
+        let token = try Self.accessToken { $0["cnf"] = .object(["jkt": .string(appKey.thumbprint())]) }
+        let url = "https://api.example.fr/orders"
+        func proof(_ key: JWK, htu: String = url, jti: String = UUID().uuidString, ath: String? = nil) throws -> String {
+            let hash = ath ?? Base64URL.encode(SHA256.hash(Array(token.utf8)))
+            let claims: [String: JSONValue] = [
+                "jti": .string(jti), "htm": .string("GET"), "htu": .string(htu), "iat": .number(Date().timeIntervalSince1970.rounded(.down)), "ath": .string(hash),
+            ]
+            return try JWS.sign(payload: JSONValue.object(claims).serialized(), with: key, algorithm: .es256,
+                extraHeader: ["typ": .string("dpop+jwt"), "jwk": .object(key.publicJSON() ?? [:])])
+        }
+        let seen = Mutex<Set<String>>([])
+        let alreadyUsed: (String) async -> Bool = { jti in seen.withLock { !$0.insert(jti).inserted } }
+        func check(_ dpop: String?, url checked: String = url) async throws -> Bool {
+            await hasValidProof(dpop: dpop, method: "GET", url: checked, accessToken: token, boundTo: appKey.thumbprint(), alreadyUsed: alreadyUsed)
+        }
+        let good = try proof(appKey, htu: url + "?page=2")  // query and fragment are not compared
+        #expect(try await check(good))
+        #expect(try await check(good) == false)  // replayed
+        #expect(try await check(nil) == false)
+        #expect(try await check(try proof(otherKey)) == false)
+        #expect(try await check(try proof(appKey, htu: "https://api.example.fr/admin")) == false)
+        #expect(try await check(try proof(appKey, ath: "not-this-token")) == false)
+        #expect(try await check(try proof(appKey)))
+    }
+
     @Test func theArticleShowsTheCompiledCode() throws {
         let tests = URL(fileURLWithPath: #filePath)
         let root = tests.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let article = root.appendingPathComponent("Sources/RelaisJOSE/RelaisJOSE.docc/VerifyingRelaisAccessTokens.md")
         let blocks = DocumentationSnippets.swiftBlocks(in: try String(contentsOf: article, encoding: .utf8))
         let snippets = DocumentationSnippets.snippets(in: try String(contentsOf: tests, encoding: .utf8))
-        #expect(snippets.count == 3)
+        #expect(snippets.count == 4)
         #expect(blocks.count == snippets.count, "the article has \(blocks.count) swift blocks, this file \(snippets.count) snippets")
         for (index, (block, snippet)) in zip(blocks, snippets).enumerated() {
             #expect(block == snippet.text, "swift block \(index + 1) of the article differs from snippet '\(snippet.name)'")
