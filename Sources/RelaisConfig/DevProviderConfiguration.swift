@@ -12,6 +12,10 @@ public struct DevProviderConfiguration: Sendable {
     /// Test identities shown on the login page, in file order.
     public var identities: [TestIdentity] = []
 
+    /// The levels ProConnect gives, lowest first (`-mfa`: the same level with a second factor), and
+    /// its level for company officers, outside that scale.
+    public static let proConnectLevels = ["eidas0", "eidas0-mfa", "eidas1", "eidas1-mfa", "eidas2", "eidas3", "https://proconnect.gouv.fr/assurance/certification-dirigeant"]
+
     /// Which FranceConnect the provider imitates.
     public enum Mode: String, Sendable, CaseIterable {
         /// FranceConnect v2 (eidas1): discovery, ES256/RS256 id_token, userinfo as a signed JWT.
@@ -20,10 +24,26 @@ public struct DevProviderConfiguration: Sendable {
         case v1
         /// FranceConnect+ (eidas2/eidas3): id_token and userinfo signed ES256, then encrypted to the client.
         case fcplus
+        /// ProConnect (civil servants and professionals): its scopes and claims (usual_name, uid,
+        /// siret…), a public `sub`, levels asked through `claims` (essential) or `acr_values` (a
+        /// hint), `idp_hint`, unknown parameters ignored; identities from
+        /// config/dev-identities-proconnect.yaml by default.
+        case proconnect
+
+        /// The test identities file used when `provider.identities_file` is not set.
+        public var defaultIdentitiesFile: String {
+            self == .proconnect ? "config/dev-identities-proconnect.yaml" : "config/dev-identities.yaml"
+        }
+
+        /// The scopes this provider knows and the claims each releases.
+        public var scopeCatalogue: [String: [String]] {
+            self == .proconnect ? ScopeCatalogue.proConnect : ScopeCatalogue.franceConnect
+        }
     }
 
     public struct Provider: Sendable, Equatable {
         public var mode: Mode = .v2
+        /// Default: the mode's (`Mode.defaultIdentitiesFile`).
         public var identitiesFile = "config/dev-identities.yaml"
         /// A private JWK or PEM to sign with; without one, a key is generated once and kept in the store.
         public var signingKeyFile: String?
@@ -79,11 +99,14 @@ public struct DevProviderConfiguration: Sendable {
     }
 }
 
-/// A person on the development provider's login page, with FranceConnect's identity-pivot claims.
+/// A person on the development provider's login page: FranceConnect's identity-pivot claims, or a
+/// ProConnect agent's.
 public struct TestIdentity: Sendable, Equatable {
     public var id: String
     /// Claim name → value (`given_name`, `family_name`, `birthdate`, `gender`, `birthplace`,
-    /// `birthcountry`, `email`, `preferred_username`).
+    /// `birthcountry`, `email`, `preferred_username`; ProConnect: `usual_name`, `uid`, `siret`,
+    /// `siren`, `organizational_unit`, `belonging_population`, `phone_number`, `idp_id`, and `acr`,
+    /// the level its identity provider asserts, eidas1 when absent).
     public var claims: [String: String]
 
     public init(id: String, claims: [String: String]) {
@@ -91,8 +114,13 @@ public struct TestIdentity: Sendable, Equatable {
         self.claims = claims
     }
 
-    public static let requiredClaims = ["given_name", "family_name", "birthdate", "gender", "birthcountry"]
-    public static let knownClaims: Set<String> = [
-        "given_name", "family_name", "birthdate", "gender", "birthplace", "birthcountry", "email", "preferred_username",
-    ]
+    public static func requiredClaims(for mode: DevProviderConfiguration.Mode) -> [String] {
+        mode == .proconnect ? ["given_name", "usual_name", "email", "uid", "siret", "idp_id"] : ["given_name", "family_name", "birthdate", "gender", "birthcountry"]
+    }
+
+    public static func knownClaims(for mode: DevProviderConfiguration.Mode) -> Set<String> {
+        mode == .proconnect
+            ? ["given_name", "usual_name", "email", "uid", "siret", "siren", "organizational_unit", "belonging_population", "phone_number", "idp_id", "acr"]
+            : ["given_name", "family_name", "birthdate", "gender", "birthplace", "birthcountry", "email", "preferred_username"]
+    }
 }

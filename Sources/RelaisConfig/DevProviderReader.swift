@@ -11,7 +11,7 @@ extension ValueReader {
 
         var provider = result.provider
         provider.mode = choice("provider.mode", default: provider.mode)
-        provider.identitiesFile = text("provider.identities_file") ?? provider.identitiesFile
+        provider.identitiesFile = text("provider.identities_file") ?? provider.mode.defaultIdentitiesFile
         provider.signingKeyFile = readableFile("provider.signing_key_file")
         provider.pairwiseSalt = secret("provider.pairwise_salt")
         provider.codeLifetime = duration("provider.code_lifetime") ?? provider.codeLifetime
@@ -21,7 +21,7 @@ extension ValueReader {
         provider.testAPI = boolean("provider.test_api") ?? provider.testAPI
         result.provider = provider
 
-        result.identities = readIdentities(path: provider.identitiesFile)
+        result.identities = readIdentities(path: provider.identitiesFile, mode: provider.mode)
         result.clients = clientIDs.map { readClient(id: $0, mode: provider.mode) }
         if result.clients.isEmpty {
             problem("clients", "register at least one client (clients.<client_id>.redirect_uris)")
@@ -115,7 +115,7 @@ extension ValueReader {
             && uri.count > scheme.count + 1
     }
 
-    private mutating func readIdentities(path: String) -> [TestIdentity] {
+    private mutating func readIdentities(path: String, mode: DevProviderConfiguration.Mode) -> [TestIdentity] {
         let key = "provider.identities_file"
         let text: String
         switch ConfigurationLoader.readFile(path) {
@@ -144,13 +144,13 @@ extension ValueReader {
             }
             var claims: [String: String] = [:]
             for (nameNode, valueNode) in claimNodes {
-                guard let name = nameNode.string, TestIdentity.knownClaims.contains(name), case .scalar(let scalar) = valueNode else {
+                guard let name = nameNode.string, TestIdentity.knownClaims(for: mode).contains(name), case .scalar(let scalar) = valueNode else {
                     problem(key, "\(path): identity '\(id)' has an unknown or non-text claim '\(nameNode.string ?? "?")'")
                     continue
                 }
                 claims[name] = scalar.string
             }
-            for name in TestIdentity.requiredClaims where claims[name] == nil {
+            for name in TestIdentity.requiredClaims(for: mode) where claims[name] == nil {
                 problem(key, "\(path): identity '\(id)' lacks '\(name)'")
             }
             if let birthdate = claims["birthdate"], !Self.isISODate(birthdate) {
@@ -158,6 +158,12 @@ extension ValueReader {
             }
             if let gender = claims["gender"], !["male", "female"].contains(gender) {
                 problem(key, "\(path): identity '\(id)' gender must be male or female")
+            }
+            if let siret = claims["siret"], siret.utf8.count != 14 || !siret.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+                problem(key, "\(path): identity '\(id)' siret must be 14 digits")
+            }
+            if let acr = claims["acr"], !DevProviderConfiguration.proConnectLevels.contains(acr) {
+                problem(key, "\(path): identity '\(id)' acr must be one of \(DevProviderConfiguration.proConnectLevels.joined(separator: ", "))")
             }
             identities.append(TestIdentity(id: id, claims: claims))
         }

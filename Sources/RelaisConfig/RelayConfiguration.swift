@@ -8,7 +8,18 @@ public struct ProviderSettings: Sendable {
         case franceconnectV2 = "franceconnect-v2"
         case franceconnectPlus = "franceconnect-plus"
         case franceconnectV1 = "franceconnect-v1"
+        /// ProConnect (ex-AgentConnect), FranceConnect's sibling for civil servants and professionals.
+        case proconnect
         case oidc
+    }
+
+    /// How a level (`acr`) is asked of the provider.
+    public enum ACRRequest: String, Sendable, CaseIterable {
+        /// `acr_values`: FranceConnect's way; OpenID Connect makes it a voluntary hint.
+        case acrValues = "acr_values"
+        /// `claims={"id_token":{"acr":{"essential":true,"values":[…]}}}` with the requested level and
+        /// those above it: ProConnect's way, binding on the provider (OIDC Core §5.5.1.1).
+        case claims
     }
 
     public enum ClientAuthentication: String, Sendable, CaseIterable {
@@ -47,6 +58,10 @@ public struct ProviderSettings: Sendable {
     /// The levels the provider gives (its `acr_values_supported`): FranceConnect eidas1,
     /// FranceConnect+ eidas2 and eidas3. An app asking for none of them is stepped up or refused.
     public var acrValuesSupported: [String]
+    public var acrRequest: ACRRequest
+    /// Pass an app's `idp_hint` (which identity provider to go to) on to the provider. FranceConnect
+    /// and ProConnect take it; an app sending one to a provider that does not is refused.
+    public var forwardsIDPHint: Bool
     /// The provider to use when an app asks for a level this one cannot give (RFC 9470 step-up):
     /// FranceConnect names FranceConnect+.
     public var stepUpProvider: String?
@@ -93,23 +108,36 @@ public struct ProviderSettings: Sendable {
         self.preset = preset
         self.issuer = issuer
         self.clientID = clientID
-        let franceConnect = preset != .oidc
+        let franceConnect = preset == .franceconnectV2 || preset == .franceconnectPlus || preset == .franceconnectV1
         discovery = preset != .franceconnectV1
         clientAuthentication = .clientSecretPost
-        scopes = franceConnect ? ["openid", "identite_pivot", "email"] : ["openid", "profile", "email"]
+        switch preset {
+        case .franceconnectV2, .franceconnectPlus, .franceconnectV1: scopes = ["openid", "identite_pivot", "email"]
+        // The claims ProConnect always has (its "identité pivot" of an agent).
+        case .proconnect: scopes = ["openid", "given_name", "usual_name", "email", "uid", "siret"]
+        case .oidc: scopes = ["openid", "profile", "email"]
+        }
         switch preset {
         case .franceconnectV2, .franceconnectV1: acrValues = "eidas1"
         case .franceconnectPlus: acrValues = "eidas2"
-        case .oidc: acrValues = nil
+        case .proconnect, .oidc: acrValues = nil
         }
-        acrOrder = franceConnect ? ["eidas1", "eidas2", "eidas3"] : []
+        switch preset {
+        case .franceconnectV2, .franceconnectPlus, .franceconnectV1: acrOrder = ["eidas1", "eidas2", "eidas3"]
+        // `-mfa`: the same level with a second factor.
+        case .proconnect: acrOrder = ["eidas0", "eidas0-mfa", "eidas1", "eidas1-mfa", "eidas2", "eidas3"]
+        case .oidc: acrOrder = []
+        }
         switch preset {
         case .franceconnectV2, .franceconnectV1: acrValuesSupported = ["eidas1"]
         case .franceconnectPlus: acrValuesSupported = ["eidas2", "eidas3"]
+        case .proconnect: acrValuesSupported = acrOrder
         case .oidc: acrValuesSupported = []
         }
+        acrRequest = preset == .proconnect ? .claims : .acrValues
+        forwardsIDPHint = preset == .franceconnectV2 || preset == .franceconnectPlus || preset == .proconnect
         switch preset {
-        case .franceconnectV2: idTokenAlgorithms = [.es256, .rs256]
+        case .franceconnectV2, .proconnect: idTokenAlgorithms = [.es256, .rs256]
         case .franceconnectPlus: idTokenAlgorithms = [.es256]
         case .franceconnectV1: idTokenAlgorithms = [.hs256]
         case .oidc: idTokenAlgorithms = [.rs256, .es256, .ps256, .edDSA]
@@ -118,11 +146,12 @@ public struct ProviderSettings: Sendable {
         case .franceconnectV2: userinfoFormat = .jws
         case .franceconnectPlus: userinfoFormat = .jwe
         case .franceconnectV1: userinfoFormat = .json
-        case .oidc: userinfoFormat = .auto
+        // A signed JWT when the service registered a signing algorithm, JSON otherwise.
+        case .proconnect, .oidc: userinfoFormat = .auto
         }
         decryptionKeys = []
         pkce = !franceConnect
-        requireCallbackIssuer = preset == .franceconnectV2 || preset == .franceconnectPlus ? .always : .auto
+        requireCallbackIssuer = preset == .franceconnectV2 || preset == .franceconnectPlus || preset == .proconnect ? .always : .auto
         requireEncryptedIDToken = preset == .franceconnectPlus
     }
 }

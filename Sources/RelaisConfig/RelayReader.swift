@@ -101,7 +101,7 @@ extension ValueReader {
         let base = "providers.\(id)"
         let preset = choice("\(base).preset", default: ProviderSettings.Preset.oidc)
         let issuer = text("\(base).issuer") ?? ""
-        if issuer.isEmpty { problem("\(base).issuer", "set the provider's issuer (FranceConnect v2: https://oidc.franceconnect.gouv.fr/api/v2)") }
+        if issuer.isEmpty { problem("\(base).issuer", "set the provider's issuer (FranceConnect v2: https://oidc.franceconnect.gouv.fr/api/v2, ProConnect: https://auth.agentconnect.gouv.fr/api/v2)") }
         else { checkURL("\(base).issuer", issuer, environment: environment) }
         let clientID = text("\(base).client_id") ?? ""
         if clientID.isEmpty { problem("\(base).client_id", "set the client_id the provider registered for Relais") }
@@ -119,7 +119,9 @@ extension ValueReader {
         if !provider.scopes.contains("openid") { problem("\(base).scopes", "must include openid") }
         if let acr = text("\(base).acr_values") { provider.acrValues = acr }
         provider.acrOrder = list("\(base).acr_order") ?? provider.acrOrder
-        provider.acrValuesSupported = list("\(base).acr_values_supported") ?? (provider.preset == .oidc ? provider.acrOrder : provider.acrValuesSupported)
+        provider.acrValuesSupported = list("\(base).acr_values_supported") ?? (provider.preset == .oidc || provider.preset == .proconnect ? provider.acrOrder : provider.acrValuesSupported)
+        provider.acrRequest = choice("\(base).acr_request", default: provider.acrRequest)
+        provider.forwardsIDPHint = boolean("\(base).forward_idp_hint") ?? provider.forwardsIDPHint
         provider.stepUpProvider = text("\(base).step_up_provider")
         provider.idTokenAlgorithms = algorithms("\(base).id_token_algs") ?? provider.idTokenAlgorithms
         provider.userinfoAlgorithms = algorithms("\(base).userinfo_signing_algs")

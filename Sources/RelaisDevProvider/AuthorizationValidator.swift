@@ -29,9 +29,17 @@ struct AuthorizationValidator {
 
     let mode: DevProviderConfiguration.Mode
     let clients: [String: DevProviderConfiguration.Client]
+    /// The identity providers the test identities sign in with (their `idp_id`): what `idp_hint` may name.
+    var identityProviders: Set<String> = []
 
     /// Levels the mode accepts, lowest first.
-    var acceptedLevels: [String] { mode == .fcplus ? ["eidas2", "eidas3"] : ["eidas1"] }
+    var acceptedLevels: [String] {
+        switch mode {
+        case .fcplus: ["eidas2", "eidas3"]
+        case .proconnect: DevProviderConfiguration.proConnectLevels
+        case .v1, .v2: ["eidas1"]
+        }
+    }
 
     func validate(_ parameters: FormParameters) -> Outcome {
         if let repeated = parameters.repeatedNames.first, repeated == "client_id" || repeated == "redirect_uri" {
@@ -55,6 +63,7 @@ struct AuthorizationValidator {
         func reject(_ error: String, _ description: String) -> Outcome {
             .redirectError(redirectURI: redirectURI, state: state, error: error, description: description)
         }
+        if mode == .proconnect { return validateProConnect(parameters, clientID: clientID, redirectURI: redirectURI, reject: reject) }
         if let repeated = parameters.firstRepeatedName {
             return reject("invalid_request", "the parameter '\(repeated)' is given more than once")
         }

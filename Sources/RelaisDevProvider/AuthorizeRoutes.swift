@@ -60,7 +60,8 @@ struct AuthorizeRoutes {
             Pages.login(
                 actionURL: "\(provider.prefix)/interaction/\(uid)/login",
                 client: interaction.request.clientID,
-                identities: provider.configuration.identities,
+                // ProConnect's idp_hint: only that identity provider's agents.
+                identities: provider.configuration.identities.filter { interaction.request.idpHint == nil || $0.claims["idp_id"] == interaction.request.idpHint },
                 signedInAs: signedIn,
                 mode: provider.configuration.provider.mode
             )
@@ -80,11 +81,27 @@ struct AuthorizeRoutes {
         guard let interaction = StoredJSON.decode(Interaction.self, try await provider.store.getAndDelete(StoreKeys.interaction(uid))) else {
             return Self.expiredPage()
         }
-        let authorization = interaction.request
         guard let identity, !cancelled else {
+            let authorization = interaction.request
             return DevProvider.redirect(
                 to: errorRedirect(authorization.redirectURI, state: authorization.state, error: "access_denied", description: "User auth aborted")
             )
+        }
+        var authorization = interaction.request
+        if provider.configuration.provider.mode == .proconnect {
+            // The level is the one the agent's identity provider asserts; a service that requires
+            // another is refused.
+            let claims = provider.identities[identity]?.claims ?? [:]
+            if let hint = authorization.idpHint, claims["idp_id"] != hint {
+                return DevProvider.html(.badRequest, Pages.error(code: "Y000400", message: "This agent does not sign in with the identity provider the service named."))
+            }
+            let level = claims["acr"] ?? "eidas1"
+            if let required = authorization.essentialACR, !required.contains(level) {
+                return DevProvider.redirect(
+                    to: errorRedirect(authorization.redirectURI, state: authorization.state, error: "access_denied", description: "requested ACRs could not be satisfied")
+                )
+            }
+            authorization.acr = level
         }
         let now = provider.now()
         // The same person continuing keeps their session and its auth_time; anyone else starts a new one.

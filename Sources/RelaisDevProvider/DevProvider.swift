@@ -70,7 +70,7 @@ public struct DevProvider: Sendable {
             keys: keys,
             tokens: TokenFactory(issuer: issuer, mode: mode, keys: keys, idTokenLifetime: configuration.provider.idTokenLifetime),
             faults: FaultBook(store: store, configured: configuredFaults),
-            validator: AuthorizationValidator(mode: mode, clients: clients),
+            validator: AuthorizationValidator(mode: mode, clients: clients, identityProviders: Set(configuration.identities.compactMap { $0.claims["idp_id"] })),
             clients: clients,
             identities: Dictionary(configuration.identities.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }),
             pairwiseSalt: salt,
@@ -92,9 +92,14 @@ public struct DevProvider: Sendable {
         if configuration.provider.testAPI { TestAPIRoutes(provider: self).register(on: router) }
     }
 
-    /// FranceConnect's `sub` is pairwise: stable for one person and one sector, unrelated across sectors.
+    /// FranceConnect's `sub` is pairwise: stable for one person and one sector, unrelated across
+    /// sectors. ProConnect's is public: one UUID per agent, the same for every service.
     func subject(identityID: String, client: DevProviderConfiguration.Client) -> String {
-        SHA256.hexHash("\(pairwiseSalt)\u{0}\(client.sectorIdentifier)\u{0}\(identityID)") + "v1"
+        guard configuration.provider.mode == .proconnect else {
+            return SHA256.hexHash("\(pairwiseSalt)\u{0}\(client.sectorIdentifier)\u{0}\(identityID)") + "v1"
+        }
+        let hex = Array(SHA256.hexHash("\(pairwiseSalt)\u{0}agent\u{0}\(identityID)").prefix(32))
+        return [hex[0..<8], hex[8..<12], hex[12..<16], hex[16..<20], hex[20..<32]].map { String($0) }.joined(separator: "-")
     }
 
     func now() -> Int { clock.seconds }

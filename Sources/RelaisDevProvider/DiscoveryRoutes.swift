@@ -23,7 +23,9 @@ struct DiscoveryRoutes {
 
     func document() -> JSONValue {
         let issuer = provider.issuer
-        let fcplus = provider.configuration.provider.mode == .fcplus
+        let mode = provider.configuration.provider.mode
+        let fcplus = mode == .fcplus
+        let catalogue = mode.scopeCatalogue
         func strings(_ values: [String]) -> JSONValue { .array(values.map { .string($0) }) }
         var document: [String: JSONValue] = [
             "issuer": .string(issuer),
@@ -35,9 +37,9 @@ struct DiscoveryRoutes {
             "response_types_supported": strings(["code"]),
             "response_modes_supported": strings(["query"]),
             "grant_types_supported": strings(["authorization_code"]),
-            "subject_types_supported": strings(["pairwise"]),
-            "scopes_supported": strings(ScopeCatalogue.supported),
-            "claims_supported": strings(["sub", "amr", "acr", "auth_time"] + Array(Set(ScopeCatalogue.claimsByScope.values.joined())).filter { $0 != "sub" }.sorted()),
+            "subject_types_supported": strings([mode == .proconnect ? "public" : "pairwise"]),
+            "scopes_supported": strings(catalogue.keys.sorted()),
+            "claims_supported": strings(["sub", "amr", "acr", "auth_time"] + Set(catalogue.values.joined()).subtracting(["sub"]).sorted()),
             "claims_parameter_supported": .bool(true),
             "request_parameter_supported": .bool(false),
             "acr_values_supported": strings(provider.validator.acceptedLevels),
@@ -47,7 +49,7 @@ struct DiscoveryRoutes {
             "token_endpoint_auth_signing_alg_values_supported": strings(["ES256", "RS256"]),
             "authorization_response_iss_parameter_supported": .bool(true),
             "frontchannel_logout_supported": .bool(false),
-            "prompt_values_supported": strings(["login", "consent"]),
+            "prompt_values_supported": strings(mode == .proconnect ? ["login", "consent", "none"] : ["login", "consent"]),
         ]
         if fcplus {
             for prefix in ["id_token", "userinfo"] {

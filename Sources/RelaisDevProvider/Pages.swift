@@ -23,7 +23,8 @@ enum Pages {
         body += "<ul id=\"identities\">\n"
         for identity in identities {
             let id = HTMLText.escape(identity.id)
-            let details = [identity.claims["birthdate"], identity.claims["email"]].compactMap { $0 }.map(HTMLText.escape).joined(separator: " · ")
+            let details = [identity.claims["birthdate"], identity.claims["email"], identity.claims["organizational_unit"]].compactMap { $0 }.map(HTMLText.escape)
+                .joined(separator: " · ")
             body += "<li><button type=\"submit\" name=\"identity\" value=\"\(id)\" id=\"identity-\(id)\">\(HTMLText.escape(displayName(identity)))</button> <small>\(details)</small></li>\n"
         }
         body += "</ul>\n"
@@ -45,7 +46,7 @@ enum Pages {
     }
 
     static func displayName(_ identity: TestIdentity) -> String {
-        "\(identity.claims["given_name"] ?? "") \(identity.claims["family_name"] ?? "")"
+        "\(identity.claims["given_name"] ?? "") \(identity.claims["family_name"] ?? identity.claims["usual_name"] ?? "")"
     }
 
     private static func page(title: String, body: String) -> String {

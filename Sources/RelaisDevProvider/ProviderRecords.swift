@@ -13,6 +13,11 @@ struct AuthorizationRequest: Codable, Sendable, Equatable {
     var prompt: [String]
     /// `amr` asked for through the `claims` parameter.
     var wantsAMR: Bool
+    /// ProConnect: the levels the service requires (`claims` with `essential`); the agent's identity
+    /// provider must give one of them, or the service gets access_denied.
+    var essentialACR: [String]?
+    /// ProConnect: the identity provider the service named (`idp_hint`); only its agents are offered.
+    var idpHint: String?
 }
 
 /// A login in progress: the validated request, waiting for the person to pick an identity.

@@ -42,7 +42,7 @@ struct TokenFactory: Sendable {
     /// `iss`, `aud`, `iat`, `exp`.
     func userinfoClaims(grant: AccessGrant, identity: TestIdentity, now: Int, faults: [Fault]) -> [String: JSONValue] {
         var claims: [String: JSONValue] = ["sub": .string(grant.subject)]
-        for name in ScopeCatalogue.claims(for: grant.scopes) {
+        for name in ScopeCatalogue.claims(for: grant.scopes, in: mode.scopeCatalogue) {
             if name == "given_name_array" {
                 if let given = identity.claims["given_name"] { claims[name] = .array(given.split(separator: " ").map { .string(String($0)) }) }
             } else if let value = identity.claims[name] {

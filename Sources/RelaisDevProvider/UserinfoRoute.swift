@@ -43,7 +43,7 @@ struct UserinfoRoute {
         case .v1:
             body = JSONValue.object(claims).serialized()
             contentType = "application/json"
-        case .v2, .fcplus:
+        case .v2, .fcplus, .proconnect:
             let recipient: JWK?
             do {
                 recipient = try await provider.encryptionKey(for: client)

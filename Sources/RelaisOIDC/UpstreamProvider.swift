@@ -79,19 +79,35 @@ public actor UpstreamProvider {
 
     /// Where to send the browser. Only parameters the provider knows are sent: FranceConnect refuses
     /// any other.
-    public func authorizationURL(redirectURI: String, state: String, nonce: String, acr: String?, prompt: String?, codeChallenge: String?) async throws(UpstreamError) -> String {
+    public func authorizationURL(
+        redirectURI: String, state: String, nonce: String, acr: String?, prompt: String?, codeChallenge: String?, idpHint: String? = nil
+    ) async throws(UpstreamError) -> String {
         let metadata = try await metadata()
         var parameters = [
             ("response_type", "code"), ("client_id", settings.clientID), ("redirect_uri", redirectURI),
             ("scope", settings.scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
         ]
-        if let acr { parameters.append(("acr_values", acr)) }
+        if let acr {
+            switch settings.acrRequest {
+            case .acrValues: parameters.append(("acr_values", acr))
+            case .claims: parameters.append(("claims", Self.essentialACRClaims(acr, order: settings.acrOrder)))
+            }
+        }
         if let prompt { parameters.append(("prompt", prompt)) }
+        if let idpHint, settings.forwardsIDPHint { parameters.append(("idp_hint", idpHint)) }
         if let codeChallenge {
             parameters.append(("code_challenge", codeChallenge))
             parameters.append(("code_challenge_method", "S256"))
         }
         return FormParameters.url(metadata.authorizationEndpoint, adding: parameters)
+    }
+
+    /// The `claims` parameter that requires `acr` or a level above it in `order` (OIDC Core §5.5.1.1):
+    /// the provider must meet it or refuse, where `acr_values` is only a wish.
+    static func essentialACRClaims(_ acr: String, order: [String]) -> String {
+        let levels = order.firstIndex(of: acr).map { Array(order[$0...]) } ?? [acr]
+        let requirement: JSONValue = .object(["essential": .bool(true), "values": .array(levels.map { .string($0) })])
+        return String(decoding: JSONValue.object(["id_token": .object(["acr": requirement])]).serialized(), as: UTF8.self)
     }
 
     /// The provider's logout redirect, when it has one.

@@ -60,7 +60,7 @@ import Testing
             environment: ["DEV_PROVIDER_SERVER_PROT": "1"]
         )
         #expect(found.contains("DEV_PROVIDER_SERVER_PROT: unknown environment variable (no configuration key maps to it)"))
-        #expect(found.contains("provider.mode: expected one of v2, v1, fcplus; got 'v3'"))
+        #expect(found.contains("provider.mode: expected one of v2, v1, fcplus, proconnect; got 'v3'"))
         #expect(found.contains("provider.code_lifetime: expected a positive duration with a unit (250ms, 3s, 5m, 1h, 30d), got 'soon'"))
         #expect(found.contains("clients.app.redirect_uri: unknown key (did you mean 'redirect_uris'?) (line 8)"))
         #expect(found.contains("clients.app.token_endpoint_auth_method: expected one of client_secret_post, private_key_jwt; got 'client_secret_basic'"))
@@ -110,5 +110,39 @@ import Testing
         #expect(found.contains("provider.identities_file: \(people): identity 'ana' lacks 'family_name'"))
         let missing = try await problems("provider:\n  identities_file: /nonexistent/people.yaml\nclients:\n  app:\n    secret: s\n    redirect_uris: [http://127.0.0.1/cb]\n")
         #expect(missing == ["provider.identities_file: cannot open /nonexistent/people.yaml: No such file or directory"])
+    }
+
+    @Test func proConnectAgentsAreCheckedByTheirOwnRules() async throws {
+        let client = "clients:\n  app:\n    secret: s\n    redirect_uris: [http://127.0.0.1/cb]\n"
+        // The shipped agents, the mode's default file.
+        let shipped = Self.root.appendingPathComponent("config/dev-identities-proconnect.yaml").path
+        #expect(try await problems("provider:\n  mode: proconnect\n  identities_file: \(shipped)\n" + client).isEmpty)
+        let agents = try file(
+            """
+            lea:
+              given_name: Léa
+              usual_name: ROUX
+              email: lea@example.fr
+              uid: "1"
+              siret: "123"
+              idp_id: idp-1
+              acr: gold
+              birthdate: "1990-01-01"
+            tom:
+              given_name: Tom
+            """
+        )
+        let found = try await problems("provider:\n  mode: proconnect\n  identities_file: \(agents)\n" + client)
+        #expect(found.contains("provider.identities_file: \(agents): identity 'lea' siret must be 14 digits"))
+        #expect(found.contains { $0.hasPrefix("provider.identities_file: \(agents): identity 'lea' acr must be one of eidas0, eidas0-mfa,") })
+        #expect(found.contains("provider.identities_file: \(agents): identity 'lea' has an unknown or non-text claim 'birthdate'"))
+        for claim in ["usual_name", "email", "uid", "siret", "idp_id"] {
+            #expect(found.contains("provider.identities_file: \(agents): identity 'tom' lacks '\(claim)'"))
+        }
+        #expect(!found.contains { $0.contains("lacks 'family_name'") })
+        // FranceConnect's people are not agents.
+        #expect(try await problems("provider:\n  mode: proconnect\n  identities_file: \(Self.identities)\n" + client).contains {
+            $0.hasSuffix("identity 'angela' lacks 'usual_name'")
+        })
     }
 }

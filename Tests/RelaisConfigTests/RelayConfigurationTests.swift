@@ -69,6 +69,34 @@ import Testing
         #expect(configuration.relay.refreshGrace == .seconds(10) && configuration.relay.sessionIdleTimeout == .seconds(7 * 86400))
     }
 
+    @Test func theProConnectPresetFollowsProConnect() async throws {
+        let result = try await load(
+            "providers:\n  pc:\n    preset: proconnect\n    issuer: https://auth.agentconnect.gouv.fr/api/v2\n    client_id: abc\n    client_secret: a-secret-of-32-characters-at-least\n",
+            development: false
+        )
+        guard case .success(let configuration) = result else {
+            Issue.record("refused: \(result)")
+            return
+        }
+        let pc = try #require(configuration.providers.first)
+        #expect(pc.scopes == ["openid", "given_name", "usual_name", "email", "uid", "siret"])
+        #expect(pc.acrRequest == .claims && pc.acrValues == nil && pc.forwardsIDPHint && pc.pkce && pc.discovery)
+        #expect(pc.acrValuesSupported == ["eidas0", "eidas0-mfa", "eidas1", "eidas1-mfa", "eidas2", "eidas3"] && pc.acrValuesSupported == pc.acrOrder)
+        #expect(pc.idTokenAlgorithms == [.es256, .rs256] && pc.userinfoFormat == .auto && pc.requireCallbackIssuer == .always)
+        #expect(pc.clientAuthentication == .clientSecretPost && !pc.requireEncryptedIDToken)
+        let overridden = try await load(
+            "providers:\n  pc:\n    preset: proconnect\n    issuer: https://auth.agentconnect.gouv.fr/api/v2\n    client_id: abc\n    client_secret: s\n    acr_request: acr_values\n    forward_idp_hint: false\n    acr_order: [eidas1, eidas2]\n",
+            development: false
+        )
+        guard case .success(let other) = overridden, let changed = other.providers.first else {
+            Issue.record("refused: \(overridden)")
+            return
+        }
+        #expect(changed.acrRequest == .acrValues && !changed.forwardsIDPHint && changed.acrValuesSupported == ["eidas1", "eidas2"])
+        #expect(try await problems("providers:\n  pc:\n    preset: proconnect\n    issuer: https://x.fr\n    client_id: a\n    client_secret: b\n    acr_request: both\n").contains(
+            "providers.pc.acr_request: expected one of acr_values, claims; got 'both'"))
+    }
+
     @Test func providerProblemsNameTheirKey() async throws {
         let found = try await problems(
             """
@@ -89,8 +117,8 @@ import Testing
                 id_token_algs: [ES256, XS999]
             """
         )
-        #expect(found.contains("providers.nothing.preset: expected one of franceconnect-v2, franceconnect-plus, franceconnect-v1, oidc; got 'franceconnect-v9'"))
-        #expect(found.contains("providers.nothing.issuer: set the provider's issuer (FranceConnect v2: https://oidc.franceconnect.gouv.fr/api/v2)"))
+        #expect(found.contains("providers.nothing.preset: expected one of franceconnect-v2, franceconnect-plus, franceconnect-v1, proconnect, oidc; got 'franceconnect-v9'"))
+        #expect(found.contains("providers.nothing.issuer: set the provider's issuer (FranceConnect v2: https://oidc.franceconnect.gouv.fr/api/v2, ProConnect: https://auth.agentconnect.gouv.fr/api/v2)"))
         #expect(found.contains("providers.nothing.client_id: set the client_id the provider registered for Relais"))
         #expect(found.contains("providers.legacy.client_secret: HS256 id_tokens are checked with the client secret: it needs at least 32 bytes"))
         #expect(found.contains("providers.legacy.authorization_endpoint: required when discovery is off"))

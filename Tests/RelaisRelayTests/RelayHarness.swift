@@ -58,7 +58,8 @@ final class RelayHarness: @unchecked Sendable {
         relayEnvironment: [String: String] = [:],
         fcplusKey: JWK? = nil,
         stepUpKey: JWK? = nil,
-        providerSettings: String = ""
+        providerSettings: String = "",
+        appScopes: String = "[openid, profile, birth, email]"
     ) async throws -> RelayHarness {
         let relayPorts = try (0..<instances).map { _ in try FreePort.find() }
         // One clock for the provider and the relays, as if they shared an NTP-synchronised host.
@@ -84,7 +85,7 @@ final class RelayHarness: @unchecked Sendable {
         } else {
             provider = try await RelaisProcess.devProvider(mode: mode, clients: client, provider: providerSettings)
         }
-        let preset = ["v2": "franceconnect-v2", "v1": "franceconnect-v1", "fcplus": "franceconnect-plus"][mode]!
+        let preset = ["v2": "franceconnect-v2", "v1": "franceconnect-v1", "fcplus": "franceconnect-plus", "proconnect": "proconnect"][mode]!
         let prefix = mode == "v1" ? "/api/v1" : "/api/v2"
         var endpoints = ""
         if mode == "v1" {
@@ -149,7 +150,7 @@ final class RelayHarness: @unchecked Sendable {
                       app:
                         redirect_uris: ["http://127.0.0.1/cb", "com.example.app:/oauth2redirect"]
                         post_logout_redirect_uris: ["com.example.app:/logged-out"]
-                        scopes: [openid, profile, birth, email]
+                        scopes: \(appScopes)
                     \(relayExtra)
                     """
             }

@@ -212,6 +212,18 @@ import Testing
         }
     }
 
+    @Test func anIdpHintForAProviderThatTakesNoneIsRefusedNotDropped() async throws {
+        let fixture = Fixture { $0.providers[0].forwardsIDPHint = false }
+        try await fixture.test { client in
+            let challenge = PKCE.challenge(for: SecureRandom.token(bits: 256))
+            let query = "client_id=app&redirect_uri=\(Self.redirect)&response_type=code&state=s1&code_challenge=\(challenge)&code_challenge_method=S256&idp_hint=idp-1"
+            let response = try await client.execute(uri: "/authorize?" + query, method: .get)
+            let location = try #require(response.headers[.location])
+            let answer = try #require(FormParameters(encoded: location.split(separator: "?", maxSplits: 1)[1]))
+            #expect(answer["error"] == "invalid_request" && answer["error_description"] == "provider 'fc' takes no idp_hint")
+        }
+    }
+
     // MARK: - Forward-auth
 
     /// A session opened through a stored code (as /callback leaves it) and its access token.

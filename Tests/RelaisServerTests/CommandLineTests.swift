@@ -148,7 +148,7 @@ import Glibc
         let bad = try write("provider:\n  mode: v9\nclients: {}\n")
         let checked = try run(["dev-provider", "--config", bad, "--check"])
         #expect(checked.status == 1)
-        #expect(checked.stderr.contains("provider.mode: expected one of v2, v1, fcplus; got 'v9'"))
+        #expect(checked.stderr.contains("provider.mode: expected one of v2, v1, fcplus, proconnect; got 'v9'"))
         let served = try run(["dev-provider", "--config", bad])
         #expect(served.status == 2)
     }

@@ -29,6 +29,7 @@ public final class RelaisProcess: Sendable {
     public static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     public static let binary = packageRoot.appendingPathComponent(".build/debug/relais").path
     public static let identitiesFile = packageRoot.appendingPathComponent("config/dev-identities.yaml").path
+    public static let proConnectIdentitiesFile = packageRoot.appendingPathComponent("config/dev-identities-proconnect.yaml").path
 
     private init(subcommand: String, port: Int, configPath: String, logPath: String, environment: [String: String]) {
         self.subcommand = subcommand
@@ -81,7 +82,7 @@ public final class RelaisProcess: Sendable {
         \(store)
         provider:
           mode: \(mode)
-          identities_file: \(identitiesFile)
+          identities_file: \(mode == "proconnect" ? proConnectIdentitiesFile : identitiesFile)
         \(provider)
         clients:
         \(clients)

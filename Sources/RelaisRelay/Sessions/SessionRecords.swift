@@ -28,6 +28,8 @@ struct AppRequest: Codable, Sendable, Equatable {
         /// A step-up (RFC 9470) of this session (named by the app's `id_token_hint`): the new
         /// sign-in replaces it only when the person is the same (the identity pivot matches).
         var stepUpOf: String?
+        /// The app's `idp_hint`, passed on to providers that take it (FranceConnect, ProConnect).
+        var idpHint: String?
     }
 
     var providerID: String { upstream.providerID }

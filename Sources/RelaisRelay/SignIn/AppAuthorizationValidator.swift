@@ -79,6 +79,15 @@ struct AppAuthorizationValidator: Sendable {
             }
             acr = lowest
         }
+        // Which identity provider the person should use (FranceConnect's and ProConnect's idp_hint):
+        // an opaque identifier, passed on as is, to a provider that takes it.
+        let idpHint = parameters["idp_hint"]
+        if let idpHint {
+            guard provider.forwardsIDPHint else { return reject(.invalidRequest, "provider '\(providerID)' takes no idp_hint") }
+            guard (1...256).contains(idpHint.utf8.count), idpHint.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                return reject(.invalidRequest, "idp_hint must be 1 to 256 visible ASCII characters")
+            }
+        }
         var forceLogin = false
         // OIDC max_age: the provider cannot say how old its session is, so any max_age asks for a
         // fresh login; Relais' tokens then carry the new auth_time.
@@ -113,6 +122,7 @@ struct AppAuthorizationValidator: Sendable {
             nonce: parameters["nonce"], providerID: providerID, acr: acr, forceLogin: forceLogin
         )
         request.dpopJKT = dpopJKT
+        request.upstream.idpHint = idpHint
         return .valid(request)
     }
 }

@@ -21,7 +21,7 @@ struct SignInStarter: Sendable {
         do {
             location = try await provider.authorizationURL(
                 redirectURI: issuer + "/callback", state: state, nonce: nonce, acr: app.acr, prompt: app.forceLogin ? "login" : nil,
-                codeChallenge: verifier.map(PKCE.challenge(for:))
+                codeChallenge: verifier.map(PKCE.challenge(for:)), idpHint: app.upstream.idpHint
             )
         } catch {
             logger.warning("provider unavailable at authorize", metadata: ["provider": "\(app.providerID)", "error": "\(error.code)"])
