@@ -67,9 +67,11 @@ def wait_for(url, process, timeout=20):
 class Stack:
     """Redis, the development provider and one Relais, wired together."""
 
-    def __init__(self, relay_extra="", providers_extra="", trusted_proxies=(), apps_extra=""):
+    def __init__(self, relay_extra="", providers_extra="", trusted_proxies=(), apps_extra="", fcplus=False, proconnect=False):
         self.directory = tempfile.mkdtemp(prefix="relais-e2e-")
         self.redis_port, self.provider_port, self.relay_port = free_port(), free_port(), free_port()
+        # More development providers: FranceConnect+ (the step-up provider) and ProConnect.
+        self.extra_providers = {mode: free_port() for mode, wanted in (("fcplus", fcplus), ("proconnect", proconnect)) if wanted}
         self.relay_extra = relay_extra
         self.trusted_proxies = list(trusted_proxies)
         self.providers_extra = providers_extra
@@ -99,6 +101,30 @@ clients:
     redirect_uris: [{self.relay}/callback]
     post_logout_redirect_uris: [{self.relay}/logout/callback]
 """)
+        extra_providers = ""
+        for mode, port in self.extra_providers.items():
+            identities = "dev-identities-proconnect.yaml" if mode == "proconnect" else "dev-identities.yaml"
+            # FranceConnect+ encrypts to the key Relais publishes (generated in development).
+            keys = f"\n    jwks_uri: {self.relay}/jwks/provider.json" if mode == "fcplus" else ""
+            self._write(f"provider-{mode}.yaml", f"""
+server: {{environment: development, port: {port}}}
+log: {{level: warning}}
+provider: {{mode: {mode}, identities_file: {ROOT}/config/{identities}}}
+clients:
+  relais:
+    secret: {PROVIDER_SECRET}
+    redirect_uris: [{self.relay}/callback]
+    post_logout_redirect_uris: [{self.relay}/logout/callback]{keys}
+""")
+            preset = "franceconnect-plus" if mode == "fcplus" else "proconnect"
+            extra_providers += f"""
+  {preset}:
+    preset: {preset}
+    issuer: http://127.0.0.1:{port}/api/v2
+    client_id: relais
+    client_secret: {PROVIDER_SECRET}
+"""
+        step_up = "\n    step_up_provider: franceconnect-plus" if "fcplus" in self.extra_providers else ""
         self._write("relais.yaml", f"""
 server: {{environment: development, port: {self.relay_port}, public_base_url: "{self.relay}", trusted_proxies: [{", ".join(self.trusted_proxies)}]}}
 log: {{level: warning}}
@@ -108,12 +134,14 @@ providers:
     preset: franceconnect-v2
     issuer: {self.provider_issuer}
     client_id: relais
-    client_secret: {PROVIDER_SECRET}
+    client_secret: {PROVIDER_SECRET}{step_up}
+{extra_providers}
 {self.providers_extra}
 apps:
   demo-app:
     redirect_uris: [{self.relay}/demo/callback]
-    scopes: [openid, profile, birth, email]
+    post_logout_redirect_uris: [{self.relay}/demo/]
+    scopes: [openid, profile, birth, email, usual_name, uid, siret]
     attestation: allowed
   mobile-app:
     redirect_uris: ["com.example.app:/oauth2redirect"]
@@ -135,6 +163,8 @@ apps:
 {self.relay_extra}
 """)
         self._launch("provider", ["dev-provider", "--config", os.path.join(self.directory, "provider.yaml")], self.provider_port)
+        for mode, port in self.extra_providers.items():
+            self._launch(f"provider-{mode}", ["dev-provider", "--config", os.path.join(self.directory, f"provider-{mode}.yaml")], port)
         self._launch("relay", ["serve", "--config", os.path.join(self.directory, "relais.yaml")], self.relay_port)
         return self
 

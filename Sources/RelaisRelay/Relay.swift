@@ -73,7 +73,7 @@ public struct Relay: Sendable {
             MetadataRoutes(issuer: issuer, apps: configuration.apps, providers: configuration.providers, keys: keys),
         ]
         if development {
-            routes.append(DemoAppRoutes(issuer: issuer, apps: configuration.apps, devAttester: configuration.relay.devAttester, webSessions: webSessions, vault: vault))
+            routes.append(DemoAppRoutes(issuer: issuer, apps: configuration.apps, providers: configuration.providers, devAttester: configuration.relay.devAttester, webSessions: webSessions, vault: vault))
             routes.append(DemoDesktopRoutes(apps: configuration.apps))
         }
         self.routes = routes
