@@ -170,6 +170,37 @@ import Testing
         }
     }
 
+    /// A decode service that accepts the connection and then never answers in time: the call is
+    /// cut at the decoder's timeout, as a hung Google endpoint must not hold a sign-in.
+    @Test func aServiceThatHangsIsCutAtTheTimeout() async throws {
+        let serviceKey = try TestKeys.generate(.rs256, keyID: "k1")
+        let calls = Counter()
+        let router = Self.standIn(serviceKey: serviceKey, payload: Self.payload(), calls: calls)
+        router.post("/slow/v1/:call") { _, _ -> Response in
+            calls.increment("slow")
+            try await Task.sleep(for: .seconds(4))  // the stand-in hanging, not a wait for the test
+            return Response(status: .ok)
+        }
+        let http = HTTPClient()
+        try await LoopbackHTTPServer.with(router: router) { server in
+            let google = try PlayIntegrityGoogleDecoder(
+                serviceAccount: try Self.serviceAccount(serviceKey, tokenURI: server.baseURL + "/token"), http: http, apiBaseURL: server.baseURL + "/slow",
+                timeout: .seconds(1), now: { Self.now }
+            )
+            let started = ContinuousClock.now
+            do {
+                _ = try await google.decode("standard-token", packageName: Self.package)
+                Issue.record("a hung decode call returned a verdict")
+            } catch let error as AttestationError {
+                #expect(error.code == .playDecodeService)
+            }
+            // Cut at about 1 s, far below the 4 s the stand-in holds the call.
+            #expect(ContinuousClock.now - started < .milliseconds(3500))
+            #expect(calls.count("token") == 1 && calls.count("slow") == 1)
+        }
+        try await http.shutdown()
+    }
+
     @Test func anUnreachableServiceOrAForeignKeyIsADecodeServiceError() async throws {
         let serviceKey = try TestKeys.generate(.rs256, keyID: "k1")
         let http = HTTPClient()
@@ -183,7 +214,9 @@ import Testing
             _ = try PlayIntegrityGoogleDecoder(serviceAccount: Array(#"{"client_email":"a"}"#.utf8), http: http, now: { Self.now })
         }
         let calls = Counter()
-        let stranger = try TestKeys.generate(.rs256, keyID: "k2")
+        // A key of its own: the test pool's keys come round every three calls, and concurrent tests
+        // could hand this one the service's key.
+        let stranger = try JWK.generate(for: .rs256, keyID: "k2")
         try await LoopbackHTTPServer.with(router: Self.standIn(serviceKey: serviceKey, payload: Self.payload(), calls: calls)) { server in
             let google = try PlayIntegrityGoogleDecoder(
                 serviceAccount: try Self.serviceAccount(stranger, tokenURI: server.baseURL + "/token"), http: http, apiBaseURL: server.baseURL,
