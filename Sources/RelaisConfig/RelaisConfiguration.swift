@@ -17,6 +17,8 @@ public struct RelaisConfiguration: Sendable {
     public var forwardAuth = ForwardAuthSettings()
     public var rateLimit = RateLimitSettings()
     public var wellKnown = WellKnownSettings()
+    /// The credential of `POST /admin/sessions/revoke` (`admin.token_file`); nil: the endpoint is off.
+    public var adminToken: String?
     /// Start-up warnings from loading (settings set aside, not refused).
     public var warnings: [String] = []
 

@@ -40,6 +40,8 @@ extension ValueReader {
             }
         }
         result.resourceServers = ids("resource_servers").map { readResourceServer(id: $0) }
+        result.adminToken = secret("admin.token")
+        if let token = result.adminToken, token.utf8.count < 32 { problem("admin.token", "use at least 32 random bytes: it can end anyone's sessions") }
         // Keys matter once apps get tokens; production never generates its own.
         let needsKeys = environment == .production && !result.apps.isEmpty
         result.keys = readKeys(signingIDs: ids("signing.keys"), sessionIDs: ids("sessions.keys"), required: needsKeys)

@@ -9,7 +9,7 @@ import RelaisOIDC
 /// The relay: an OAuth 2.0 authorization server for apps (RFC 6749, PKCE, RFC 8252) and a
 /// confidential OpenID Connect client of the providers. This is where its services are built
 /// from the configuration and each route gets the ones it uses; the flows live in their folders
-/// (`SignIn/`, `Tokens/`, `Sessions/`, `Resource/`, `Logout/`, `Discovery/`, `Demo/`).
+/// (`SignIn/`, `Tokens/`, `Sessions/`, `Resource/`, `Logout/`, `UserSessions/`, `Discovery/`, `Demo/`).
 public struct Relay: Sendable {
     private let routes: [any RelayRoutes]
 
@@ -57,6 +57,8 @@ public struct Relay: Sendable {
             ),
             UserinfoRoute(bearer: bearer, sessions: sessions, vault: vault, acrOrders: providerSettings.mapValues(\.acrOrder)),
             IntrospectRoute(bearer: bearer, sessions: sessions, resourceServers: configuration.resourceServers),
+            UserSessionRoutes(bearer: bearer, sessions: sessions),
+            AdminSessionRoutes(token: configuration.adminToken, providers: configuration.providers.map(\.id), sessions: sessions, limiter: limiter),
             ForwardAuthRoute(
                 bearer: bearer, webSessions: webSessions, apps: apps, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder),
                 trustedProxies: configuration.server.trustedProxies.compactMap(IPNetwork.init)

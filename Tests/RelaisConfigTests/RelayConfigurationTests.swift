@@ -97,6 +97,18 @@ import Testing
             "providers.pc.acr_request: expected one of acr_values, claims; got 'both'"))
     }
 
+    @Test func theAdminTokenIsLongOrRefused() async throws {
+        #expect(try await problems("admin:\n  token: short\n") == ["admin.token: use at least 32 random bytes: it can end anyone's sessions"])
+        let path = try file("admin-token-0123456789-0123456789-abcdef\n")
+        guard case .success(let configuration) = try await load("admin:\n  token_file: \(path)\n") else {
+            Issue.record("refused")
+            return
+        }
+        #expect(configuration.adminToken == "admin-token-0123456789-0123456789-abcdef")
+        guard case .success(let off) = try await load("server:\n  port: 8080\n") else { return }
+        #expect(off.adminToken == nil)
+    }
+
     @Test func providerProblemsNameTheirKey() async throws {
         let found = try await problems(
             """

@@ -38,17 +38,20 @@ import Testing
     static let tokenURL = Route.issuer + "/token"
 
     /// A sign-in's code, redeemed at `/token` with `headers` (a DPoP proof or none).
-    static func redeem(_ fixture: Route.Fixture, _ client: any TestClientProtocol, dpopJKT: String? = nil, headers: HTTPFields) async throws -> TestResponse {
+    static func redeem(
+        _ fixture: Route.Fixture, _ client: any TestClientProtocol, dpopJKT: String? = nil, subject: String = "sub-1", deviceName: String? = nil, headers: HTTPFields
+    ) async throws -> TestResponse {
         let verifier = SecureRandom.token(bits: 256)
         var app = AppRequest(
             clientID: "app", redirectURI: Route.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
             providerID: "fc", acr: "eidas1", forceLogin: false
         )
         app.dpopJKT = dpopJKT
+        app.deviceName = deviceName
         let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions))
             .seal(SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x"))
         let code = SessionStore.newToken(for: SessionStore.newSessionID())
-        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: code)
+        try await fixture.sessions.saveCode(RelayCode(app: app, subject: subject, acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: code)
         var all = Route.formHeaders
         all.append(contentsOf: headers)
         let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", Route.redirect), ("code_verifier", verifier)]

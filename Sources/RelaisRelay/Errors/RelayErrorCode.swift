@@ -35,6 +35,7 @@ extension RelayError {
         case invalidUserCode = "invalid_user_code"
         case insufficientUserAuthentication = "insufficient_user_authentication"
         case stepUpIdentityMismatch = "step_up_identity_mismatch"
+        case sessionNotFound = "session_not_found"
         case tooManyRequests = "too_many_requests"
         case temporarilyUnavailable = "temporarily_unavailable"
         case serverError = "server_error"
@@ -47,6 +48,7 @@ extension RelayError {
             switch self {
             case .invalidClient, .missingToken, .invalidToken, .insufficientUserAuthentication: .unauthorized
             case .insufficientScope, .attestationRequired: .forbidden
+            case .sessionNotFound: .notFound
             case .tooManyRequests: .tooManyRequests
             case .temporarilyUnavailable: .serviceUnavailable
             case .serverError: .internalServerError
@@ -88,6 +90,7 @@ extension RelayError {
             case .invalidUserCode: "`POST /device/inspect`, `POST /device/approve`, `/device` (page)"
             case .insufficientUserAuthentication: "`/auth`, `/userinfo` (401 with a Bearer or DPoP challenge)"
             case .stepUpIdentityMismatch: "`/callback` (redirect)"
+            case .sessionNotFound: "`DELETE /sessions/{id}`"
             case .missingToken, .invalidToken, .insufficientScope: "`/userinfo`, `/auth`, `POST /logout` (bearer)"
             case .tooManyRequests: "`/authorize`, `/callback` (page), `/token`"
             case .temporarilyUnavailable: "every endpoint"
@@ -133,6 +136,7 @@ extension RelayError {
                 "RFC 9470: the sign-in is below the `acr` the gateway (`/auth?acr=`) or the app (`/userinfo?acr=`) requires, or older than `max_age`; the challenge names `acr_values` and `max_age`."
             case .stepUpIdentityMismatch:
                 "A step-up sign-in (`/authorize` with the app's `id_token_hint`) was made by another person than the session's: the identity pivot (given_name, family_name, birthdate, gender, birthplace, birthcountry) differs. The app's session is kept."
+            case .sessionNotFound: "No live session of the token's person has this id: it has ended, or it is someone else's (which is not said)."
             case .invalidUserCode:
                 "The user code is not 8 letters of RFC 8628's alphabet, no live request has it, or its second half is wrong (the fifth wrong one denies the device's request)."
             case .missingToken: "No `Authorization` header: the challenge is `Bearer realm=\"relais\"` with no error."
@@ -172,6 +176,7 @@ extension RelayError {
             case .invalidUserCode: "Check the code shown on the device, or scan its QR code."
             case .insufficientUserAuthentication: "Sign in again with `/authorize?acr_values=…` (and `max_age`) and the current `id_token_hint`; Relais picks the provider that gives the level."
             case .stepUpIdentityMismatch: "Tell the person the step-up must be done by the same person; keep using the current tokens."
+            case .sessionNotFound: "Refresh the list (`GET /sessions`): the session is already gone."
             case .missingToken, .invalidToken: "Refresh the access token, or sign in again when the refresh fails."
             case .insufficientScope: "Sign in again with the scope the API needs."
             case .tooManyRequests: "Wait for `Retry-After` seconds."

@@ -20,6 +20,8 @@ struct AppRequest: Codable, Sendable, Equatable {
     var upstream: Upstream
     /// RFC 9449 §10: the thumbprint of the DPoP key the code may only be redeemed with.
     var dpopJKT: String?
+    /// The label the app gave its device (`device_name`), shown in the person's session list.
+    var deviceName: String?
 
     struct Upstream: Codable, Sendable, Equatable {
         var providerID: String
@@ -52,7 +54,7 @@ struct AppRequest: Codable, Sendable, Equatable {
     // One flat JSON object, as stored before `upstream` was grouped: sign-ins in flight during an
     // upgrade still read.
     private enum CodingKeys: String, CodingKey {
-        case clientID, redirectURI, codeChallenge, state, scopes, nonce, dpopJKT
+        case clientID, redirectURI, codeChallenge, state, scopes, nonce, dpopJKT, deviceName
     }
 
     init(from decoder: any Decoder) throws {
@@ -64,6 +66,7 @@ struct AppRequest: Codable, Sendable, Equatable {
         scopes = try container.decode([String].self, forKey: .scopes)
         nonce = try container.decodeIfPresent(String.self, forKey: .nonce)
         dpopJKT = try container.decodeIfPresent(String.self, forKey: .dpopJKT)
+        deviceName = try container.decodeIfPresent(String.self, forKey: .deviceName)
         upstream = try Upstream(from: decoder)
     }
 
@@ -76,6 +79,7 @@ struct AppRequest: Codable, Sendable, Equatable {
         try container.encode(scopes, forKey: .scopes)
         try container.encodeIfPresent(nonce, forKey: .nonce)
         try container.encodeIfPresent(dpopJKT, forKey: .dpopJKT)
+        try container.encodeIfPresent(deviceName, forKey: .deviceName)
         try upstream.encode(to: encoder)
     }
 }
@@ -112,9 +116,21 @@ struct SessionRecord: JSONRecord, Sendable {
     var acr: String?
     var span: Span
     var sealedIdentity: String
-    /// How the app instance that opened the session was attested, and its instance key:
-    /// refreshes must come from it.
-    var attested: ClientAttested?
+    var origin = Origin()
+
+    /// Where the session was opened from.
+    struct Origin: Sendable, Equatable {
+        /// How the app instance that opened the session was attested, and its instance key:
+        /// refreshes must come from it.
+        var attested: ClientAttested?
+        /// The app's label for the device (`device_name` at /authorize), for the person's session list.
+        var device: String?
+    }
+
+    var attested: ClientAttested? {
+        get { origin.attested }
+        set { origin.attested = newValue }
+    }
 
     /// When the session began, and its absolute end: idle renewals never go past it.
     struct Span: Sendable, Equatable {
@@ -147,6 +163,7 @@ struct SessionRecord: JSONRecord, Sendable {
         if let platform = json["attested"]?.stringValue, let key = json["attested_key"]?.stringValue {
             attested = ClientAttested(platform: platform, thumbprint: key)
         }
+        origin.device = json["device"]?.stringValue
     }
 
     var json: JSONValue {
@@ -159,6 +176,7 @@ struct SessionRecord: JSONRecord, Sendable {
             object["attested"] = .string(attested.platform)
             object["attested_key"] = .string(attested.thumbprint)
         }
+        if let device = origin.device { object["device"] = .string(device) }
         return .object(object)
     }
 }

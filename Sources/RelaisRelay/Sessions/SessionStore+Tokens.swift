@@ -1,15 +1,22 @@
+import RelaisClock
 import RelaisStore
 import RelaisConfig
 
 /// Refresh tokens, their rotation locks, logout transactions and replay memory.
 extension SessionStore {
     /// Rotation in one atomic step: the successor refresh token exists exactly when the old one is
-    /// marked rotated (both carry the session's hash tag).
+    /// marked rotated, and the session's last use is now (all carry the session's hash tag).
     func rotate(_ token: String, to rotated: RefreshRecord, successor: IssuedRefresh, ttl: Duration) async throws {
         try await store.apply([
             .set(Key.refreshToken(successor.token), StoredJSON.encode(successor.record), ttl: ttl),
             .set(Key.refreshToken(token), StoredJSON.encode(rotated), ttl: ttl),
+            .set(Key.lastUsed(successor.record.sid), Array(String(Int(clock.now)).utf8), ttl: ttl),
         ])
+    }
+
+    /// When the session's tokens were last refreshed; nil when they never were.
+    func lastUsed(_ sid: String) async throws -> Double? {
+        try await store.get(Key.lastUsed(sid)).flatMap { Double(String(decoding: $0, as: UTF8.self)) }
     }
 
     func refresh(_ token: String) async throws -> RefreshRecord? {

@@ -18,6 +18,8 @@ struct SessionStore: Sendable {
         static func code(_ code: String) -> String { "code:\(tag(of: code)):\(SHA256.hexHash(code))" }
         static func usedCode(_ code: String) -> String { "code-used:\(tag(of: code)):\(SHA256.hexHash(code))" }
         static func session(_ sid: String) -> String { "session:{\(sid)}" }
+        /// When the session's tokens were last refreshed (the session record itself never changes).
+        static func lastUsed(_ sid: String) -> String { "used:{\(sid)}" }
         static func refreshToken(_ token: String) -> String { "rt:\(tag(of: token)):\(SHA256.hexHash(token))" }
         static func refreshLock(_ token: String) -> String { "rt-lock:\(tag(of: token)):\(SHA256.hexHash(token))" }
         static func subjectSessions(provider: String, subject: String) -> String { "sub:\(SHA256.hexHash(provider + "\u{0}" + subject))" }
@@ -111,10 +113,12 @@ struct SessionStore: Sendable {
     /// A new session record starting now, for the sign-in in `code`.
     func newSession(for code: RelayCode) -> SessionRecord {
         let now = clock.now
-        return SessionRecord(
+        var session = SessionRecord(
             clientID: code.app.clientID, subject: code.subject, providerID: code.app.providerID, scopes: code.app.scopes, acr: code.acr,
             createdAt: now, expiresAt: now + Double(settings.sessionLifetime.components.seconds), sealedIdentity: code.sealedIdentity
         )
+        session.origin.device = code.app.deviceName
+        return session
     }
 
     /// Opens session `sid` for `code` in one atomic step: the code is consumed and, with it, the

@@ -88,6 +88,13 @@ struct AppAuthorizationValidator: Sendable {
                 return reject(.invalidRequest, "idp_hint must be 1 to 256 visible ASCII characters")
             }
         }
+        // A label for the person's session list ("Pixel 8 de Marie"): text, never markup or controls.
+        let deviceName = parameters["device_name"]
+        if let deviceName {
+            guard (1...64).contains(deviceName.count), !deviceName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) else {
+                return reject(.invalidRequest, "device_name must be 1 to 64 characters, without control characters")
+            }
+        }
         var forceLogin = false
         // OIDC max_age: the provider cannot say how old its session is, so any max_age asks for a
         // fresh login; Relais' tokens then carry the new auth_time.
@@ -123,6 +130,7 @@ struct AppAuthorizationValidator: Sendable {
         )
         request.dpopJKT = dpopJKT
         request.upstream.idpHint = idpHint
+        request.deviceName = deviceName
         return .valid(request)
     }
 }

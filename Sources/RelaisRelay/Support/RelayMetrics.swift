@@ -9,6 +9,8 @@ enum RelayMetrics {
         case logout, revoked, backchannelLogout = "backchannel_logout", codeReplay = "code_replay", refreshReuse = "refresh_reuse"
         /// Replaced by a step-up sign-in of the same person.
         case steppedUp = "stepped_up"
+        /// Ended by the person from another of their sessions (`DELETE /sessions/{id}`).
+        case endedByUser = "ended_by_user"
         /// The token response could not be completed: the session was never handed out.
         case aborted
     }

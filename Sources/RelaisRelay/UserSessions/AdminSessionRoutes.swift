@@ -1,0 +1,51 @@
+import Hummingbird
+import RelaisConfig
+import RelaisCrypto
+import RelaisHTTPClient
+import RelaisJOSE
+import Logging
+import RelaisServer
+
+/// `POST /admin/sessions/revoke` (`sub`, optional `provider`): ends every session of a person, as
+/// `relais sessions revoke` does, for a support tool or an account-deletion job. Off unless
+/// `admin.token_file` is set; the caller sends that token as `Authorization: Bearer`, compared in
+/// constant time, and attempts count against the client address's rate limit.
+struct AdminSessionRoutes: RelayRoutes {
+    let token: String?
+    let providers: [String]
+    let sessions: SessionStore
+    let limiter: RateLimiter
+
+    func register(on router: Router<RelaisRequestContext>) {
+        guard let token else { return }  // off: 404 like any unknown path
+        router.post("/admin/sessions/revoke") { request, context in
+            try await limiter.guarding(.json, request, context) { try await revoke(request, token: token, context: context) }
+        }
+    }
+
+    private func revoke(_ request: Request, token: String, context: RelaisRequestContext) async throws -> Response {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
+            ConstantTime.equals(String(header.dropFirst("bearer ".count)), token)
+        else {
+            context.logger.warning("admin call refused: wrong or missing credential")
+            throw RelayError.invalidToken("the admin credential is missing or wrong")
+        }
+        guard let form = try await FormParameters.body(of: request, limit: 4096), form.firstRepeatedName == nil else {
+            throw RelayError.invalidRequest("the form cannot be read or repeats a parameter")
+        }
+        guard let subject = form["sub"], !subject.isEmpty else { throw RelayError.invalidRequest("sub is missing") }
+        let chosen = form["provider"].map { [$0] } ?? providers
+        if let unknown = chosen.first(where: { !providers.contains($0) }) {
+            throw RelayError.invalidRequest("provider '\(unknown)' is not configured")
+        }
+        var ended = 0
+        for provider in chosen {
+            for sid in try await sessions.sessions(ofSubject: subject, provider: provider) {
+                if try await sessions.revoke(sid, reason: .revoked) { ended += 1 }
+                try await sessions.unindex(sid, subject: subject, provider: provider)
+            }
+        }
+        context.logger.notice("admin ended a person's sessions", metadata: ["sessions": "\(ended)"])
+        return RelayResponse.json(.ok, serialized: JSONValue.object(["revoked": .number(Double(ended))]).serialized())
+    }
+}

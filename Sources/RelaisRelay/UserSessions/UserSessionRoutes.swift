@@ -1,0 +1,63 @@
+import Hummingbird
+import Logging
+import RelaisJOSE
+import RelaisServer
+
+/// The person's own sessions, for an app's "devices signed in" screen. `GET /sessions` lists the
+/// live sessions of the access token's person (at the token's provider, across apps);
+/// `DELETE /sessions/{id}` ends one of them: its refresh token, its access tokens (at `/userinfo`,
+/// `/auth` and `/introspect`) and the web sessions opened from it. Only a token reaches them, never
+/// the web session cookie, so no other site can make a browser end a session.
+struct UserSessionRoutes: RelayRoutes {
+    let bearer: BearerAuthenticator
+    let sessions: SessionStore
+
+    func register(on router: Router<RelaisRequestContext>) {
+        router.get("/sessions") { request, context in
+            try await RelayError.rendering(.bearer, context) { RelayResponse.json(.ok, serialized: try await list(request)) }
+        }
+        router.delete("/sessions/:id") { request, context in
+            try await RelayError.rendering(.bearer, context) {
+                try await end(request, id: context.parameters.get("id") ?? "", context: context)
+            }
+        }
+    }
+
+    /// The caller: a live session's token, minted for Relais, with its proof when it is DPoP-bound.
+    private func caller(_ request: Request) async throws -> BearerAuthenticator.AccessToken {
+        let access = try await bearer.authenticate(request, session: .alive, target: .init(method: request.method.rawValue, url: bearer.issuer + request.uri.path))
+        guard access.claims.audience.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais (aud)") }
+        return access
+    }
+
+    private func list(_ request: Request) async throws -> [UInt8] {
+        let access = try await caller(request)
+        guard let provider = access.claims.string("idp") else { throw RelayError.invalidToken("the access token names no provider (idp)") }
+        var listed: [(createdAt: Double, entry: JSONValue)] = []
+        for sid in try await sessions.sessions(ofSubject: access.subject, provider: provider) {
+            guard let session = try await sessions.session(sid), session.subject == access.subject else { continue }  // ended since it was indexed
+            let entry: [String: JSONValue] = [
+                "id": .string(sid), "current": .bool(sid == access.sid), "client_id": .string(session.clientID),
+                "device": session.origin.device.map(JSONValue.string) ?? .null, "created_at": .number(session.createdAt.rounded(.down)),
+                "last_used_at": .number((try await sessions.lastUsed(sid) ?? session.createdAt).rounded(.down)),
+                "acr": session.acr.map(JSONValue.string) ?? .null, "attested": session.attested.map { .string($0.platform) } ?? .null,
+                "expires_at": .number(session.expiresAt.rounded(.down)),
+            ]
+            listed.append((session.createdAt, .object(entry)))
+        }
+        // Newest first, as a device list reads.
+        let entries = listed.sorted { $0.createdAt > $1.createdAt }.map(\.entry)
+        return JSONValue.object(["sessions": .array(entries)]).serialized()
+    }
+
+    private func end(_ request: Request, id: String, context: RelaisRequestContext) async throws -> Response {
+        let access = try await caller(request)
+        // Someone else's session, or none: the same answer, so ids cannot be probed.
+        guard let session = try await sessions.session(id), session.subject == access.subject, session.providerID == access.claims.string("idp") else {
+            throw RelayError(.sessionNotFound, "no live session of yours has this id")
+        }
+        try await sessions.revoke(id, reason: .endedByUser)
+        context.logger.info("session ended by its person", metadata: ["client_id": "\(session.clientID)", "current": "\(id == access.sid)"])
+        return Response(status: .noContent, headers: [.cacheControl: "no-store"])
+    }
+}
