@@ -174,31 +174,22 @@ import Testing
     /// the decoder's timeout, as a hung service must not hold a sign-in.
     @Test func aServiceThatHangsIsCutAtTheTimeout() async throws {
         let serviceKey = try TestKeys.generate(.rs256, keyID: "k1")
-        let released = Counter()
-        let router = Router()
-        router.post("/hung-token") { _, _ -> Response in
-            // Held until the test has its answer (at most 15 s): the stand-in hanging, not a wait for the test.
-            for _ in 0..<300 where released.count("released") == 0 { try await Task.sleep(for: .milliseconds(50)) }
-            return Response(status: .ok)
-        }
+        let hung = try SilentListener()
         let http = HTTPClient()
-        try await LoopbackHTTPServer.with(router: router) { server in
-            let google = try PlayIntegrityGoogleDecoder(
-                serviceAccount: try Self.serviceAccount(serviceKey, tokenURI: server.baseURL + "/hung-token"), http: http, apiBaseURL: server.baseURL,
-                timeout: .seconds(2), now: { Self.now }
-            )
-            let started = ContinuousClock.now
-            do {
-                _ = try await google.decode("standard-token", packageName: Self.package)
-                Issue.record("a hung service gave an access token")
-            } catch let error as AttestationError {
-                #expect(error.code == .playDecodeService)
-            }
-            // Cut at about 2 s; without the timeout it would wait the stand-in's 15 s.
-            #expect(ContinuousClock.now - started < .seconds(8))
-            released.increment("released")
-        }
+        let google = try PlayIntegrityGoogleDecoder(
+            serviceAccount: try Self.serviceAccount(serviceKey, tokenURI: hung.baseURL + "/token"), http: http, apiBaseURL: hung.baseURL,
+            timeout: .seconds(2), now: { Self.now }
+        )
+        let started = ContinuousClock.now
+        let outcome: Result<[String: JSONValue], AttestationError> = await Result(catching: { () async throws(AttestationError) in
+            try await google.decode("standard-token", packageName: Self.package)
+        })
+        let elapsed = ContinuousClock.now - started
+        #expect(outcome.failureCode == .playDecodeService)
+        // Cut at about 2 s; without the timeout the call would never end.
+        #expect(elapsed < .seconds(8))
         try await http.shutdown()
+        #expect(hung.port > 0)  // the listener stays open until here
     }
 
     @Test func anUnreachableServiceOrAForeignKeyIsADecodeServiceError() async throws {
@@ -231,5 +222,16 @@ import Testing
             #expect(calls.count("decode") == 0)
         }
         try await http.shutdown()
+    }
+}
+
+extension Result where Failure == AttestationError {
+    init(catching body: () async throws(AttestationError) -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+
+    var failureCode: AttestationError.Code? {
+        if case .failure(let error) = self { return error.code }
+        return nil
     }
 }

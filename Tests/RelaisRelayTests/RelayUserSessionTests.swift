@@ -134,7 +134,8 @@ import Testing
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let challenge = PKCE.challenge(for: SecureRandom.token(bits: 256))
-            for bad in ["", String(repeating: "é", count: 65), "Pixel\u{0}8", "Pixel\u{202E}8"] {
+            // The last one is a single character: an e with 300 combining accents.
+            for bad in ["", String(repeating: "é", count: 65), "Pixel\u{0}8", "Pixel\u{202E}8", "e" + String(repeating: "\u{301}", count: 300)] {
                 let query = FormParameters.encode([
                     ("client_id", "app"), ("redirect_uri", Route.redirect), ("response_type", "code"), ("state", "s1"), ("code_challenge", challenge),
                     ("code_challenge_method", "S256"), ("device_name", bad),
@@ -142,7 +143,7 @@ import Testing
                 let response = try await client.execute(uri: "/authorize?" + query, method: .get)
                 let location = try #require(response.headers[.location])
                 let answer = try #require(FormParameters(encoded: location.split(separator: "?", maxSplits: 1)[1]))
-                #expect(answer["error_description"] == "device_name must be 1 to 64 characters, without control characters", "\(bad.debugDescription)")
+                #expect(answer["error_description"] == "device_name must be 1 to 64 characters (256 bytes), without control characters", "\(bad.debugDescription)")
             }
         }
     }

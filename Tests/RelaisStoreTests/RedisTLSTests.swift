@@ -69,20 +69,14 @@ import Glibc
         server.stop()
 
         // A port that accepts TCP connections but never answers the TLS handshake.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        let port = try FreePort.find()
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        try #require(bound == 0 && listen(listener, 8) == 0)
+        let listener = try SilentListener()
+        let port = listener.port
         var configuration = RedisConfiguration(connectTimeout: .milliseconds(400), commandTimeout: .milliseconds(400))
         try configuration.apply(url: "rediss://127.0.0.1:\(port)")
         let silent = RedisStore(configuration: configuration)
         await #expect { try await silent.ping() } throws: { Self.unavailable($0, because: "handshake timed out") }
         try await silent.shutdown()
+        withExtendedLifetime(listener) {}
     }
 
     @Test func aPlainClientIsRefusedByATLSServerAndTheReverse() async throws {

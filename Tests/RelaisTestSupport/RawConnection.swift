@@ -21,14 +21,7 @@ public final class RawConnection: @unchecked Sendable {
     public init?(port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
+        guard Self.withLoopback(port: port, { connect(fd, $0, $1) }) == 0 else {
             close(fd)
             return nil
         }
@@ -36,6 +29,17 @@ public final class RawConnection: @unchecked Sendable {
     }
 
     deinit { close(descriptor) }
+
+    /// Calls `body` (connect, bind) with the address 127.0.0.1:`port`.
+    static func withLoopback(port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+    }
 
     /// Writes all of `text`; false once the server has closed the connection.
     @discardableResult

@@ -66,6 +66,15 @@ extension RelayError {
         /// error reaches the app as `server_error`.
         static let passedThroughFromProvider: Set<Code> = [.accessDenied, .loginRequired, .consentRequired, .interactionRequired, .temporarilyUnavailable]
 
+        /// What the app gets for a provider's error at the callback: the errors it can act on as they
+        /// are; `invalid_request` for one that blames the app's own request (ProConnect's
+        /// `idp_hint_not_found`: the app's idp_hint names no identity provider it knows); otherwise
+        /// `server_error`.
+        static func fromProvider(_ error: String) -> Code {
+            if error == "idp_hint_not_found" { return .invalidRequest }
+            return Code(rawValue: error).flatMap { passedThroughFromProvider.contains($0) ? $0 : nil } ?? .serverError
+        }
+
         /// Where the error is answered, for the catalogue.
         var surfaces: String {
             switch self {

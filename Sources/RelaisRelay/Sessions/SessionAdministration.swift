@@ -37,12 +37,6 @@ public enum SessionAdministration {
 
     /// Ends every session of `subject` at `provider` (all apps); returns how many ended.
     public static func revokeAll(subject: String, provider: String, store: any KeyValueStore) async throws -> Int {
-        let sessions = sessions(store)
-        var count = 0
-        for sid in try await sessions.sessions(ofSubject: subject, provider: provider) {
-            if try await sessions.deleteSession(sid) { count += 1 }
-            try await sessions.unindex(sid, subject: subject, provider: provider)
-        }
-        return count
+        try await sessions(store).endAll(ofSubject: subject, provider: provider)
     }
 }

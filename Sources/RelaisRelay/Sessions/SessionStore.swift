@@ -207,4 +207,15 @@ struct SessionStore: Sendable {
     func deleteSession(_ sid: String) async throws -> Bool {
         try await store.delete(Key.session(sid))
     }
+
+    /// Ends every session of a person at a provider (all apps) and empties their index; how many
+    /// were live. The operator's way (`relais sessions revoke`, `/admin/sessions/revoke`).
+    func endAll(ofSubject subject: String, provider: String) async throws -> Int {
+        var ended = 0
+        for sid in try await sessions(ofSubject: subject, provider: provider) {
+            if try await deleteSession(sid) { ended += 1 }
+            try await unindex(sid, subject: subject, provider: provider)
+        }
+        return ended
+    }
 }

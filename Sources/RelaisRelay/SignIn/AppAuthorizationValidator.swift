@@ -89,10 +89,13 @@ struct AppAuthorizationValidator: Sendable {
             }
         }
         // A label for the person's session list ("Pixel 8 de Marie"): text, never markup or controls.
+        // Bytes are bounded first: one character may carry any number of combining marks.
         let deviceName = parameters["device_name"]
         if let deviceName {
-            guard (1...64).contains(deviceName.count), !deviceName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) else {
-                return reject(.invalidRequest, "device_name must be 1 to 64 characters, without control characters")
+            guard deviceName.utf8.count <= 256, (1...64).contains(deviceName.count),
+                !deviceName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format })
+            else {
+                return reject(.invalidRequest, "device_name must be 1 to 64 characters (256 bytes), without control characters")
             }
         }
         var forceLogin = false

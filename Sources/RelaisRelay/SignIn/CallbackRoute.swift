@@ -64,9 +64,7 @@ struct CallbackRoute: RelayRoutes {
             return fail(.callbackRejected("the callback carries no iss"))
         }
         if let error = parameters["error"] {
-            var code = RelayError.Code(rawValue: error).flatMap { RelayError.Code.passedThroughFromProvider.contains($0) ? $0 : nil } ?? .serverError
-            // ProConnect: the app's idp_hint names no identity provider it knows. The app's request was wrong.
-            if error == "idp_hint_not_found" { code = .invalidRequest }
+            let code = RelayError.Code.fromProvider(error)
             let detail = String((parameters["error_description"] ?? "").prefix(200))
             // Both strings come from the request: the log handlers escape them (no forged lines).
             context.logger.info("provider returned an error", metadata: ["provider": "\(app.providerID)", "error": "\(error)", "error_description": "\(detail)"])

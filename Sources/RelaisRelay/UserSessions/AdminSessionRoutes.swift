@@ -39,12 +39,8 @@ struct AdminSessionRoutes: RelayRoutes {
             throw RelayError.invalidRequest("provider '\(unknown)' is not configured")
         }
         var ended = 0
-        for provider in chosen {
-            for sid in try await sessions.sessions(ofSubject: subject, provider: provider) {
-                if try await sessions.revoke(sid, reason: .revoked) { ended += 1 }
-                try await sessions.unindex(sid, subject: subject, provider: provider)
-            }
-        }
+        for provider in chosen { ended += try await sessions.endAll(ofSubject: subject, provider: provider) }
+        RelayMetrics.sessionsEnded(ended, reason: .revoked)
         context.logger.notice("admin ended a person's sessions", metadata: ["sessions": "\(ended)"])
         return RelayResponse.json(.ok, serialized: JSONValue.object(["revoked": .number(Double(ended))]).serialized())
     }

@@ -1,0 +1,27 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A loopback port that accepts TCP connections and never answers: the kernel completes the
+/// handshake into the listen backlog, and nothing ever reads or writes. What a hung server looks
+/// like to a client, with no handler to hold and nothing to wait for.
+public final class SilentListener: @unchecked Sendable {
+    public let port: Int
+    private let socketDescriptor: Int32
+
+    public init() throws {
+        socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        port = try FreePort.find()
+        let descriptor = socketDescriptor
+        guard RawConnection.withLoopback(port: port, { bind(descriptor, $0, $1) }) == 0, listen(socketDescriptor, 8) == 0 else {
+            close(socketDescriptor)
+            throw POSIXError(.EADDRINUSE)
+        }
+    }
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    deinit { close(socketDescriptor) }
+}
