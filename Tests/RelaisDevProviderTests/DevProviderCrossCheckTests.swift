@@ -44,7 +44,7 @@ extension DevProviderProcessTests {
                 standardOutput: output,
                 standardError: output
             )
-            let status = process.waitForExit(timeout: .seconds(60))
+            let status = await process.exitStatus(within: .seconds(60))
             let report = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
             #expect(status == 0, "\(report)")
             #expect(!report.contains("FAIL"))

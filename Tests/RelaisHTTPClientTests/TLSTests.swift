@@ -50,7 +50,7 @@ import Glibc
     }
 
     @Test func verificationIsOnByDefaultAndTheCABundleIsHonoured() async throws {
-        let certificates = try TestCertificates.make()
+        let certificates = try await TestCertificates.make()
         try await Self.withTLSServer(certificates) { port in
             await #expect { try await send(port) { _ in } } throws: { Self.isTLSFailure($0) }
             let trusted = try await send(port) { $0.tls.caBundlePath = certificates.serverCertificate }
@@ -61,7 +61,7 @@ import Glibc
     }
 
     @Test func mutualTLSPresentsTheConfiguredClientCertificate() async throws {
-        let certificates = try TestCertificates.make()
+        let certificates = try await TestCertificates.make()
         try await Self.withTLSServer(certificates, requireClientCertificate: true) { port in
             await #expect {
                 try await send(port) { $0.tls.caBundlePath = certificates.serverCertificate }
@@ -76,7 +76,7 @@ import Glibc
     }
 
     @Test func aMissingCABundleFileIsATLSError() async throws {
-        let certificates = try TestCertificates.make()
+        let certificates = try await TestCertificates.make()
         try await Self.withTLSServer(certificates) { port in
             await #expect { try await send(port) { $0.tls.caBundlePath = "/nonexistent/ca.pem" } } throws: { Self.isTLSFailure($0) }
         }

@@ -9,7 +9,7 @@ import Testing
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("scripts/jose-crosscheck.py").path
 
-    @Test func joserfcVerifiesAndDecryptsWhatRelaisProduces() throws {
+    @Test func joserfcVerifiesAndDecryptsWhatRelaisProduces() async throws {
         var jwsItems: [JSONValue] = []
         for vector in Vectors.all {
             let algorithm = try #require(JWSAlgorithm(rawValue: vector.alg))
@@ -39,7 +39,7 @@ import Testing
         try Data(JSONValue.object(["jws": .array(jwsItems), "jwe": .array(jweItems)]).serialized()).write(to: input)
         let output = input.path + ".out"
         let process = try ChildProcess.spawn("/usr/bin/env", ["python3", Self.script, input.path], standardOutput: output, standardError: output)
-        let status = process.waitForExit(timeout: .seconds(120))
+        let status = await process.exitStatus(within: .seconds(120))
         let report = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         #expect(status == 0, "\(report)")
         let lines = report.split(separator: "\n")

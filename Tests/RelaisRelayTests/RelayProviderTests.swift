@@ -175,7 +175,7 @@ extension RelaySessionsAndProvidersChain {
         }
     
         @Test func relaisKeepsItsSessionsInARedisReachedOverTLS() async throws {
-            let certificates = try TestCertificates.make()
+            let certificates = try await TestCertificates.make()
             let redis = try await RedisServerProcess.launch(tls: certificates, requireClientCertificate: true)
             defer { redis.stop() }
             let harness = try await RelayHarness.launch(store: """

@@ -244,14 +244,14 @@ extension RelaySessionsAndProvidersChain {
             let access = try JWS.parse(try #require(first["access_token"]?.stringValue))
             let accessClaims = try ClaimsPolicy().validate(access)
             let subject = try #require(accessClaims.subject)
-            func sessions(_ arguments: [String]) throws -> (status: Int32?, output: String) {
+            func sessions(_ arguments: [String]) async throws -> (status: Int32?, output: String) {
                 let output = FileManager.default.temporaryDirectory.appendingPathComponent("relais-sessions-\(UUID().uuidString)").path
                 let process = try ChildProcess.spawn(RelaisProcess.binary, ["sessions"] + arguments + ["--config", harness.relay.configPath, "--sub", subject], standardOutput: output)
-                let status = process.waitForExit(timeout: .seconds(30))
+                let status = await process.exitStatus(within: .seconds(30))
                 return (status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
             }
             // Listing shows which apps and since when, never identity claims or tokens.
-            let listed = try sessions(["list"])
+            let listed = try await sessions(["list"])
             #expect(listed.status == 0)
             let lines = listed.output.split(separator: "\n").map(String.init)
             #expect(lines.count == 3 && lines.last == "2 live session(s)", "\(listed.output)")
@@ -261,18 +261,18 @@ extension RelaySessionsAndProvidersChain {
             #expect(!listed.output.contains("MERCIER") && !listed.output.contains("eyJ"))
             let output = FileManager.default.temporaryDirectory.appendingPathComponent("relais-sessions-\(UUID().uuidString)").path
             let process = try ChildProcess.spawn(RelaisProcess.binary, ["sessions", "revoke", "--config", harness.relay.configPath, "--sub", subject], standardOutput: output)
-            #expect(process.waitForExit(timeout: .seconds(30)) == 0)
+            #expect(await process.exitStatus(within: .seconds(30)) == 0)
             #expect(try String(contentsOfFile: output, encoding: .utf8) == "revoked 2 session(s)\n")
             for tokens in [first, second] {
                 #expect(try await harness.refresh(try #require(tokens["refresh_token"]?.stringValue)).status == 400)
             }
             #expect(try await harness.refresh(try #require(other["refresh_token"]?.stringValue)).status == 200)
-            #expect(try sessions(["list"]).output == "0 live session(s)\n")
-            #expect(try sessions(["list", "--provider", "nope"]).status == 2)
+            #expect(try await sessions(["list"]).output == "0 live session(s)\n")
+            #expect(try await sessions(["list", "--provider", "nope"]).status == 2)
             let unknown = try ChildProcess.spawn(RelaisProcess.binary, ["sessions", "revoke", "--config", harness.relay.configPath, "--sub", subject, "--provider", "nope"])
-            #expect(unknown.waitForExit(timeout: .seconds(30)) == 2)
+            #expect(await unknown.exitStatus(within: .seconds(30)) == 2)
             redis.stop()
-            #expect(try sessions(["list"]).status == 1)  // the store is unreachable: an error, not "0 sessions"
+            #expect(try await sessions(["list"]).status == 1)  // the store is unreachable: an error, not "0 sessions"
         }
     }
 }

@@ -23,57 +23,57 @@ import Glibc
         FileManager.default.temporaryDirectory.appendingPathComponent("relais-attest-\(UUID().uuidString)-\(name)").path
     }
 
-    private func run(_ arguments: [String]) throws -> (status: Int32?, stdout: String, stderr: String) {
+    private func run(_ arguments: [String]) async throws -> (status: Int32?, stdout: String, stderr: String) {
         let out = path("out"), err = path("err")
         let process = try ChildProcess.spawn(CommandLineTests.binary, arguments, standardOutput: out, standardError: err)
-        let status = process.waitForExit(timeout: .seconds(30))
+        let status = await process.exitStatus(within: .seconds(30))
         if status == nil { process.terminate(with: SIGKILL) }
         return (status, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "", (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 
-    @Test func applesSampleVerifiesAtATimeItsChainWasValid() throws {
-        let result = try run(Self.appleArguments + ["--at", "2024-04-18T00:00:00Z", Self.sample])
+    @Test func applesSampleVerifiesAtATimeItsChainWasValid() async throws {
+        let result = try await run(Self.appleArguments + ["--at", "2024-04-18T00:00:00Z", Self.sample])
         #expect(result.status == 0, "\(result.stderr)")
         let key = try JWK(pem: result.stdout)
         #expect(key.curve == .p256 && !key.isPrivate)
     }
 
-    @Test func eachRefusalNamesTheFailedStep() throws {
-        let expired = try run(Self.appleArguments + [Self.sample])
+    @Test func eachRefusalNamesTheFailedStep() async throws {
+        let expired = try await run(Self.appleArguments + [Self.sample])
         #expect(expired.status == 1)
         #expect(expired.stderr.contains("apple_attestation_chain"))
-        let development = try run(Self.appleArguments + ["--development", "--at", "2024-04-18T00:00:00Z", Self.sample])
+        let development = try await run(Self.appleArguments + ["--development", "--at", "2024-04-18T00:00:00Z", Self.sample])
         #expect(development.status == 1 && development.stderr.contains("apple_attestation_environment"))
-        let otherHash = try run(Array(Self.appleArguments.dropLast()) + ["00", "--at", "2024-04-18T00:00:00Z", Self.sample])
+        let otherHash = try await run(Array(Self.appleArguments.dropLast()) + ["00", "--at", "2024-04-18T00:00:00Z", Self.sample])
         #expect(otherHash.status == 1 && otherHash.stderr.contains("apple_attestation_nonce"))
     }
 
-    @Test func unusableArgumentsExitTwo() throws {
-        #expect(try run(Self.appleArguments + ["--at", "yesterday", Self.sample]).status == 2)
-        #expect(try run(Array(Self.appleArguments.dropLast()) + ["zz", Self.sample]).status == 2)
-        #expect(try run(Self.appleArguments + ["/nonexistent/file"]).status == 2)
+    @Test func unusableArgumentsExitTwo() async throws {
+        #expect(try await run(Self.appleArguments + ["--at", "yesterday", Self.sample]).status == 2)
+        #expect(try await run(Array(Self.appleArguments.dropLast()) + ["zz", Self.sample]).status == 2)
+        #expect(try await run(Self.appleArguments + ["/nonexistent/file"]).status == 2)
     }
 
-    @Test func androidVerdictsWithTheConsoleKeys() throws {
+    @Test func androidVerdictsWithTheConsoleKeys() async throws {
         let play = try PlayIntegrityFactory()
         let now = Date().timeIntervalSince1970
         let hash = PlayIntegrityVerifier.requestHash(challenge: "c1", thumbprint: "t1")
         let keyFile = path("key")
         try play.decryptionKey.write(toFile: keyFile, atomically: true, encoding: .utf8)
-        func verify(_ payload: [String: JSONValue]) throws -> (status: Int32?, stdout: String, stderr: String) {
+        func verify(_ payload: [String: JSONValue]) async throws -> (status: Int32?, stdout: String, stderr: String) {
             let tokenFile = path("token")
             try play.token(payload).write(toFile: tokenFile, atomically: true, encoding: .utf8)
-            return try run([
+            return try await run([
                 "attest", "android", "--package", PlayIntegrityFactory.package, "--certificate-digest", PlayIntegrityFactory.digest,
                 "--decryption-key-file", keyFile, "--verification-key", play.verificationKey, "--challenge", "c1", "--thumbprint", "t1", tokenFile,
             ])
         }
-        let genuine = try verify(PlayIntegrityFactory.payload(hash: hash, now: now))
+        let genuine = try await verify(PlayIntegrityFactory.payload(hash: hash, now: now))
         #expect(genuine.status == 0, "\(genuine.stderr)")
         #expect(genuine.stdout.contains("MEETS_DEVICE_INTEGRITY"))
-        let wrong = try verify(PlayIntegrityFactory.payload(hash: hash, now: now) { $0["appIntegrity"]?.set("packageName", .string("fr.other")) })
+        let wrong = try await verify(PlayIntegrityFactory.payload(hash: hash, now: now) { $0["appIntegrity"]?.set("packageName", .string("fr.other")) })
         #expect(wrong.status == 1 && wrong.stderr.contains("play_integrity_package"))
-        let stale = try verify(PlayIntegrityFactory.payload(hash: hash, now: now - 3600))
+        let stale = try await verify(PlayIntegrityFactory.payload(hash: hash, now: now - 3600))
         #expect(stale.status == 1 && stale.stderr.contains("play_integrity_stale"))
     }
 }

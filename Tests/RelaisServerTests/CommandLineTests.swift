@@ -22,11 +22,11 @@ import Glibc
         return path
     }
 
-    private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32?, stdout: String, stderr: String) {
+    private func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32?, stdout: String, stderr: String) {
         let out = temporaryPath("out")
         let err = temporaryPath("err")
         let process = try ChildProcess.spawn(Self.binary, arguments, environment: environment, standardOutput: out, standardError: err)
-        let status = process.waitForExit(timeout: .seconds(30))
+        let status = await process.exitStatus(within: .seconds(30))
         if status == nil { process.terminate(with: SIGKILL) }
         return (status, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "", (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
@@ -40,8 +40,8 @@ import Glibc
             urll: redis://x
         """
 
-    @Test func checkConfigAcceptsTheExample() throws {
-        let result = try run(["check-config", Self.packageRoot.appendingPathComponent("config/relais.example.yaml").path])
+    @Test func checkConfigAcceptsTheExample() async throws {
+        let result = try await run(["check-config", Self.packageRoot.appendingPathComponent("config/relais.example.yaml").path])
         #expect(result.status == 0)
         #expect(result.stdout.contains("OK"))
     }
@@ -67,23 +67,23 @@ import Glibc
               app:
                 redirect_uris: ["com.example.app:/cb"]
             """)
-        let reachable = try run(["check-config", "--probe", file])
+        let reachable = try await run(["check-config", "--probe", file])
         #expect(reachable.status == 0, "\(reachable.stdout)\(reachable.stderr)")
         #expect(reachable.stdout.contains("store (redis): OK"))
         #expect(reachable.stdout.contains("provider fc (\(provider.baseURL)/api/v2): OK: discovery document read, JWKS read (2 keys)"))  // its ES256 and RS256 keys
 
         redis.stop()
         provider.stop()
-        let unreachable = try run(["check-config", "--probe", file])
+        let unreachable = try await run(["check-config", "--probe", file])
         #expect(unreachable.status == 1)
         #expect(unreachable.stdout.contains("store (redis): FAILED: store_unavailable: cannot connect to 127.0.0.1:\(redis.port)"))
         #expect(unreachable.stdout.contains("provider fc (\(provider.baseURL)/api/v2): FAILED: provider_unavailable:"))
         // Without --probe nothing is reached: the file alone is valid.
-        #expect(try run(["check-config", file]).status == 0)
+        #expect(try await run(["check-config", file]).status == 0)
     }
 
-    @Test func checkConfigPrintsEveryProblemAndFails() throws {
-        let result = try run(["check-config", try write(Self.badConfiguration)])
+    @Test func checkConfigPrintsEveryProblemAndFails() async throws {
+        let result = try await run(["check-config", try write(Self.badConfiguration)])
         #expect(result.status == 1)
         #expect(result.stderr.contains("invalid configuration (3 problems)"))
         #expect(result.stderr.contains("server.port: must be between 0 and 65535, got 99999"))
@@ -91,8 +91,8 @@ import Glibc
         #expect(result.stderr.contains("store.redis.urll: unknown key (did you mean 'store.redis.url'?) (line 6)"))
     }
 
-    @Test func serveRefusesABadConfigurationWithTheSameMessages() throws {
-        let result = try run(["serve", "--config", try write(Self.badConfiguration)])
+    @Test func serveRefusesABadConfigurationWithTheSameMessages() async throws {
+        let result = try await run(["serve", "--config", try write(Self.badConfiguration)])
         #expect(result.status == 2)
         #expect(result.stderr.contains("server.port: must be between 0 and 65535, got 99999"))
         #expect(result.stderr.contains("store.redis.urll: unknown key"))
@@ -125,7 +125,7 @@ import Glibc
         try await client.shutdown()
 
         process.signal(SIGTERM)
-        let status = process.waitForExit(timeout: .seconds(10))
+        let status = await process.exitStatus(within: .seconds(10))
         if status == nil { process.terminate(with: SIGKILL) }
         #expect(status == 0)
 
@@ -141,15 +141,15 @@ import Glibc
         #expect(lines.contains { $0.contains("relais stopped") })
     }
 
-    @Test func devProviderCheckValidatesTheShippedFileAndRefusesABadOne() throws {
-        let shipped = try run(["dev-provider", "--config", Self.packageRoot.appendingPathComponent("config/dev-provider.yaml").path, "--check"])
+    @Test func devProviderCheckValidatesTheShippedFileAndRefusesABadOne() async throws {
+        let shipped = try await run(["dev-provider", "--config", Self.packageRoot.appendingPathComponent("config/dev-provider.yaml").path, "--check"])
         #expect(shipped.status == 0)
         #expect(shipped.stdout.contains("OK (mode v2, 1 client(s), 3 identities, issuer http://127.0.0.1:8081/api/v2)"))
         let bad = try write("provider:\n  mode: v9\nclients: {}\n")
-        let checked = try run(["dev-provider", "--config", bad, "--check"])
+        let checked = try await run(["dev-provider", "--config", bad, "--check"])
         #expect(checked.status == 1)
         #expect(checked.stderr.contains("provider.mode: expected one of v2, v1, fcplus, proconnect; got 'v9'"))
-        let served = try run(["dev-provider", "--config", bad])
+        let served = try await run(["dev-provider", "--config", bad])
         #expect(served.status == 2)
     }
 
@@ -159,7 +159,7 @@ import Glibc
         try "not a key".write(toFile: keyFile, atomically: true, encoding: .utf8)
         let port = try FreePort.find()
         let base = "server:\n  port: \(port)\nprovider:\n  identities_file: \(identities)\nclients:\n  app:\n    secret: s\n    redirect_uris: [http://127.0.0.1:9/cb]\n"
-        let refused = try run(["dev-provider", "--config", try write(base.replacingOccurrences(of: "provider:\n", with: "provider:\n  signing_key_file: \(keyFile)\n"))])
+        let refused = try await run(["dev-provider", "--config", try write(base.replacingOccurrences(of: "provider:\n", with: "provider:\n  signing_key_file: \(keyFile)\n"))])
         #expect(refused.status == 1)
         #expect(refused.stdout.contains("development provider stopped on an error"))
         #expect(refused.stdout.contains("dev_provider_startup: provider.signing_key_file: \(keyFile) holds no usable key (jose_invalid_key)"))
@@ -172,7 +172,7 @@ import Glibc
         }
         #expect(up)
         process.signal(SIGTERM)
-        let status = process.waitForExit(timeout: .seconds(10))
+        let status = await process.exitStatus(within: .seconds(10))
         if status == nil { process.terminate(with: SIGKILL) }
         #expect(status == 0)
     }

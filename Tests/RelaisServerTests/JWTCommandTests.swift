@@ -18,11 +18,11 @@ import Glibc
         FileManager.default.temporaryDirectory.appendingPathComponent("relais-jwt-\(UUID().uuidString)-\(name)").path
     }
 
-    private func run(_ arguments: [String]) throws -> (status: Int32?, stdout: String, stderr: String) {
+    private func run(_ arguments: [String]) async throws -> (status: Int32?, stdout: String, stderr: String) {
         let out = path("out")
         let err = path("err")
         let process = try ChildProcess.spawn(CommandLineTests.binary, arguments, standardOutput: out, standardError: err)
-        let status = process.waitForExit(timeout: .seconds(30))
+        let status = await process.exitStatus(within: .seconds(30))
         if status == nil { process.terminate(with: SIGKILL) }
         return (status, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "", (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
@@ -43,66 +43,66 @@ import Glibc
         return file
     }
 
-    @Test func decodeLabelsItsOutputAsUnverified() throws {
-        let result = try run(["jwt", "decode", try token()])
+    @Test func decodeLabelsItsOutputAsUnverified() async throws {
+        let result = try await run(["jwt", "decode", try token()])
         #expect(result.status == 0)
         #expect(result.stdout.contains("NOT VERIFIED"))
         #expect(result.stdout.contains(#""sub" : "user-1""#))
-        let jwe = try run(["jwt", "decode", Base64URLHeader.jwe + ".a.b.c.d"])
+        let jwe = try await run(["jwt", "decode", Base64URLHeader.jwe + ".a.b.c.d"])
         #expect(jwe.status == 0 && jwe.stdout.contains("payload is encrypted"))
-        let garbage = try run(["jwt", "decode", "garbage"])
+        let garbage = try await run(["jwt", "decode", "garbage"])
         #expect(garbage.status == 1)
     }
 
-    @Test func verifyPrintsTheVerifiedClaims() throws {
-        let result = try run(["jwt", "verify", try token(), "--jwks", try keyFile(), "--iss", "https://idp.example/api/v2", "--aud", "app", "--acr", "eidas1"])
+    @Test func verifyPrintsTheVerifiedClaims() async throws {
+        let result = try await run(["jwt", "verify", try token(), "--jwks", try keyFile(), "--iss", "https://idp.example/api/v2", "--aud", "app", "--acr", "eidas1"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(#""verified" : true"#))
         #expect(result.stdout.contains(#""key" : "cli-key""#))
     }
 
     /// Like the relay: an id_token checked against a nonce must carry `iat`.
-    @Test func verifyWithANonceRequiresIssuedAt() throws {
+    @Test func verifyWithANonceRequiresIssuedAt() async throws {
         let keys = try keyFile()
-        let withIat = try run(["jwt", "verify", try token(["nonce": .string("n-1")]), "--jwks", keys, "--nonce", "n-1"])
+        let withIat = try await run(["jwt", "verify", try token(["nonce": .string("n-1")]), "--jwks", keys, "--nonce", "n-1"])
         #expect(withIat.status == 0, "\(withIat.stderr)")
-        let withoutIat = try run(["jwt", "verify", try token(["nonce": .string("n-1")], removing: ["iat"]), "--jwks", keys, "--nonce", "n-1"])
+        let withoutIat = try await run(["jwt", "verify", try token(["nonce": .string("n-1")], removing: ["iat"]), "--jwks", keys, "--nonce", "n-1"])
         #expect(withoutIat.status == 1 && withoutIat.stderr.contains("rejected: jwt_iat"), "\(withoutIat.stderr)")
     }
 
-    @Test func verifyNamesTheFailedCheck() throws {
+    @Test func verifyNamesTheFailedCheck() async throws {
         let keys = try keyFile()
-        let wrongIssuer = try run(["jwt", "verify", try token(), "--jwks", keys, "--iss", "https://other.example"])
+        let wrongIssuer = try await run(["jwt", "verify", try token(), "--jwks", keys, "--iss", "https://other.example"])
         #expect(wrongIssuer.status == 1)
         #expect(wrongIssuer.stderr.contains("rejected: jwt_iss"))
-        let expired = try run(["jwt", "verify", try token(["exp": .number(Self.now - 3600)]), "--jwks", keys])
+        let expired = try await run(["jwt", "verify", try token(["exp": .number(Self.now - 3600)]), "--jwks", keys])
         #expect(expired.status == 1 && expired.stderr.contains("rejected: jwt_exp"))
-        let lowACR = try run(["jwt", "verify", try token(), "--jwks", keys, "--acr", "eidas2"])
+        let lowACR = try await run(["jwt", "verify", try token(), "--jwks", keys, "--acr", "eidas2"])
         #expect(lowACR.status == 1 && lowACR.stderr.contains("rejected: jwt_acr"))
         var parts = try token().split(separator: ".").map(String.init)
         parts[1] = Base64URLHeader.encode(#"{"sub":"admin"}"#)
-        let tampered = try run(["jwt", "verify", parts.joined(separator: "."), "--jwks", keys])
+        let tampered = try await run(["jwt", "verify", parts.joined(separator: "."), "--jwks", keys])
         #expect(tampered.status == 1 && tampered.stderr.contains("rejected: jose_invalid_signature"))
-        let unreadable = try run(["jwt", "verify", try token(), "--jwks", "/nonexistent/jwks.json"])
+        let unreadable = try await run(["jwt", "verify", try token(), "--jwks", "/nonexistent/jwks.json"])
         #expect(unreadable.status == 2 && unreadable.stderr.contains("cannot open /nonexistent/jwks.json"))
-        let missingKeys = try run(["jwt", "verify", try token()])
+        let missingKeys = try await run(["jwt", "verify", try token()])
         #expect(missingKeys.status != 0 && missingKeys.stderr.contains("--jwks"))
     }
 
-    @Test func verifyDecryptsANestedJWEFirst() throws {
+    @Test func verifyDecryptsANestedJWEFirst() async throws {
         let decryptionKey = try JWK.generate(for: .es256, keyID: "our-enc", use: "enc", pinAlgorithm: false)
         let recipient = try JWK(object: decryptionKey.publicJSON()!)
         let nested = try JWE.encrypt(Array(try token().utf8), to: recipient, keyAlgorithm: .ecdhES, contentAlgorithm: .a256GCM, extraHeader: ["cty": .string("JWT")])
         let keyPath = path("enc.pem")
         try decryptionKey.privateKeyPEM()!.write(toFile: keyPath, atomically: true, encoding: .utf8)
-        let result = try run(["jwt", "verify", nested, "--jwks", try keyFile(), "--decrypt-key", keyPath, "--iss", "https://idp.example/api/v2"])
+        let result = try await run(["jwt", "verify", nested, "--jwks", try keyFile(), "--decrypt-key", keyPath, "--iss", "https://idp.example/api/v2"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(#""sub" : "user-1""#))
-        let withoutKey = try run(["jwt", "verify", nested, "--jwks", try keyFile()])
+        let withoutKey = try await run(["jwt", "verify", nested, "--jwks", try keyFile()])
         #expect(withoutKey.status == 2 && withoutKey.stderr.contains("--decrypt-key"))
         let wrongKeyPath = path("other.pem")
         try JWK.generate(for: .es256, use: "enc", pinAlgorithm: false).privateKeyPEM()!.write(toFile: wrongKeyPath, atomically: true, encoding: .utf8)
-        let wrongKey = try run(["jwt", "verify", nested, "--jwks", try keyFile(), "--decrypt-key", wrongKeyPath])
+        let wrongKey = try await run(["jwt", "verify", nested, "--jwks", try keyFile(), "--decrypt-key", wrongKeyPath])
         #expect(wrongKey.status == 1 && wrongKey.stderr.contains("jose_decryption_failed"))
     }
 
@@ -112,9 +112,9 @@ import Glibc
         router.get("/jwks") { _, _ in Response(status: .ok, body: .init(byteBuffer: ByteBuffer(bytes: document))) }
         let token = try token()
         try await LoopbackHTTPServer.with(router: router) { server in
-            let result = try run(["jwt", "verify", token, "--jwks", server.baseURL + "/jwks"])
+            let result = try await run(["jwt", "verify", token, "--jwks", server.baseURL + "/jwks"])
             #expect(result.status == 0, "\(result.stderr)")
-            let missing = try run(["jwt", "verify", token, "--jwks", server.baseURL + "/nope"])
+            let missing = try await run(["jwt", "verify", token, "--jwks", server.baseURL + "/nope"])
             #expect(missing.status == 2 && missing.stderr.contains("HTTP 404"))
         }
     }

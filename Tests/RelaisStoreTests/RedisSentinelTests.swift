@@ -44,7 +44,7 @@ import Testing
 
     @Test(arguments: [false, true])
     func theStoreFollowsTheMasterThroughAFailover(overTLS: Bool) async throws {
-        let certificates = overTLS ? try TestCertificates.make() : nil
+        let certificates = overTLS ? try await TestCertificates.make() : nil
         let deployment = try await Deployment.launch(tls: certificates)
         defer { deployment.stop() }
         // The URL's host and port are deliberately wrong: with Sentinel only the sentinels count.

@@ -30,7 +30,7 @@ import Glibc
     }
 
     @Test func theServerIsVerifiedAgainstTheConfiguredCA() async throws {
-        let server = try await RedisServerProcess.launch(tls: try TestCertificates.make())
+        let server = try await RedisServerProcess.launch(tls: try await TestCertificates.make())
         // The system's CAs do not know the test certificate.
         let untrusted = try makeStore(server) { $0.tls?.caBundlePath = nil }
         await #expect { try await untrusted.ping() } throws: { Self.unavailable($0, because: "certificate verification failed") }
@@ -51,7 +51,7 @@ import Glibc
     }
 
     @Test func unusableTLSFilesAndASilentServerAreNamed() async throws {
-        let certificates = try TestCertificates.make()
+        let certificates = try await TestCertificates.make()
         let server = try await RedisServerProcess.launch(tls: certificates)
         // A CA file that holds no certificate.
         let notPEM = FileManager.default.temporaryDirectory.appendingPathComponent("relais-not-pem-\(UUID().uuidString)").path
@@ -80,7 +80,7 @@ import Glibc
     }
 
     @Test func aPlainClientIsRefusedByATLSServerAndTheReverse() async throws {
-        let tlsServer = try await RedisServerProcess.launch(tls: try TestCertificates.make())
+        let tlsServer = try await RedisServerProcess.launch(tls: try await TestCertificates.make())
         let plain = try makeStore(tlsServer) { $0.tls = nil }
         await #expect { try await plain.ping() } throws: { ($0 as? StoreError)?.code == "store_unavailable" }
         try await plain.shutdown()
@@ -96,7 +96,7 @@ import Glibc
     }
 
     @Test func mutualTLSPresentsTheClientCertificate() async throws {
-        let certificates = try TestCertificates.make()
+        let certificates = try await TestCertificates.make()
         let server = try await RedisServerProcess.launch(tls: certificates, requireClientCertificate: true)
         let anonymous = try makeStore(server)
         // TLS 1.3: the client's handshake completes; Redis then refuses with an alert and drops the
@@ -115,7 +115,7 @@ import Glibc
     }
 
     @Test func aRestartedTLSRedisIsReachedOnTheNextCall() async throws {
-        let server = try await RedisServerProcess.launch(tls: try TestCertificates.make())
+        let server = try await RedisServerProcess.launch(tls: try await TestCertificates.make())
         let store = try makeStore(server)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<16 { group.addTask { try await store.set("k\(index)", [1], ttl: nil) } }
@@ -129,7 +129,7 @@ import Glibc
     }
 
     @Test func aHungTLSRedisFailsWithinTheCommandTimeoutThenRecovers() async throws {
-        let server = try await RedisServerProcess.launch(tls: try TestCertificates.make())
+        let server = try await RedisServerProcess.launch(tls: try await TestCertificates.make())
         let store = try makeStore(server) { $0.commandTimeout = .milliseconds(300) }
         try await store.ping()
         server.pause()
@@ -143,7 +143,7 @@ import Glibc
     }
 
     @Test func shuttingTheStoreDownClosesItsTLSConnections() async throws {
-        let server = try await RedisServerProcess.launch(tls: try TestCertificates.make())
+        let server = try await RedisServerProcess.launch(tls: try await TestCertificates.make())
         let store = try makeStore(server) { $0.poolSize = 3 }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<24 { group.addTask { try await store.set("k\(index)", [1], ttl: nil) } }

@@ -13,7 +13,7 @@ public struct TestCertificates: Sendable {
     /// replica or sentinel reaches the master over TLS and is reached by clients).
     public var bundle: String { directory + "/bundle.pem" }
 
-    public static func make() throws -> TestCertificates {
+    public static func make() async throws -> TestCertificates {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-tls-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         for (name, subject, extensions) in [
@@ -24,7 +24,7 @@ public struct TestCertificates: Sendable {
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                 "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).pem", "-days", "2", "-subj", subject,
             ] + extensions)
-            guard process.waitForExit(timeout: .seconds(20)) == 0 else { throw ChildProcessError.spawnFailed(executable: "openssl", errno: -1) }
+            guard await process.exitStatus(within: .seconds(20)) == 0 else { throw ChildProcessError.spawnFailed(executable: "openssl", errno: -1) }
         }
         let certificates = TestCertificates(directory: directory)
         let both = try String(contentsOfFile: certificates.serverCertificate, encoding: .utf8) + String(contentsOfFile: certificates.clientCertificate, encoding: .utf8)
