@@ -19,6 +19,7 @@ public struct RelaisConfiguration: Sendable {
     public var wellKnown = WellKnownSettings()
     /// The credential of `POST /admin/sessions/revoke` (`admin.token_file`); nil: the endpoint is off.
     public var adminToken: String?
+    public var securityEvents = SecurityEvents()
     /// Start-up warnings from loading (settings set aside, not refused).
     public var warnings: [String] = []
 
@@ -59,6 +60,21 @@ public struct RelaisConfiguration: Sendable {
     public struct Log: Sendable, Equatable {
         public var level: Logger.Level = .info
         public var format: LogFormat = .text
+        public init() {}
+    }
+
+    /// The security event log (docs/security-events.md): JSON lines for a SIEM, apart from the log.
+    public struct SecurityEvents: Sendable, Equatable {
+        public enum Output: Sendable, Equatable {
+            case standardOutput, standardError
+            /// Appended to; created if missing (mode 0600).
+            case file(String)
+        }
+        public var enabled = true
+        public var output = Output.standardOutput
+        /// The key of the `sid` and `sub` hashes (`security_events.hash_key_file`). Nil: a random
+        /// key kept in the store and shared by the instances (lost with the store's data).
+        public var hashKey: [UInt8]?
         public init() {}
     }
 

@@ -42,6 +42,7 @@ extension ValueReader {
         result.resourceServers = ids("resource_servers").map { readResourceServer(id: $0) }
         result.adminToken = secret("admin.token")
         if let token = result.adminToken, token.utf8.count < 32 { problem("admin.token", "use at least 32 random bytes: it can end anyone's sessions") }
+        result.securityEvents = readSecurityEvents()
         // Keys matter once apps get tokens; production never generates its own.
         let needsKeys = environment == .production && !result.apps.isEmpty
         result.keys = readKeys(signingIDs: ids("signing.keys"), sessionIDs: ids("sessions.keys"), required: needsKeys)
@@ -320,5 +321,21 @@ extension ValueReader {
             problem(key, "\(path) holds no usable key (\(error.code))")
             return nil
         }
+    }
+
+    mutating func readSecurityEvents() -> RelaisConfiguration.SecurityEvents {
+        var events = RelaisConfiguration.SecurityEvents()
+        events.enabled = boolean("security_events.enabled") ?? events.enabled
+        switch text("security_events.output") {
+        case nil, "stdout": events.output = .standardOutput
+        case "stderr": events.output = .standardError
+        case let path? where path.hasPrefix("/"): events.output = .file(path)
+        case let other?: problem("security_events.output", "expected stdout, stderr or an absolute file path; got '\(other)'")
+        }
+        if let key = secret("security_events.hash_key") {
+            if key.utf8.count < 32 { problem("security_events.hash_key", "use at least 32 random bytes: with fewer, a sub could be found from its hash") }
+            events.hashKey = Array(key.utf8)
+        }
+        return events
     }
 }

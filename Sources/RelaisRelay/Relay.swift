@@ -4,6 +4,7 @@ public import RelaisConfig
 public import RelaisHTTPClient
 public import RelaisServer
 public import RelaisStore
+import RelaisCrypto
 import RelaisOIDC
 
 /// The relay: an OAuth 2.0 authorization server for apps (RFC 6749, PKCE, RFC 8252) and a
@@ -12,11 +13,13 @@ import RelaisOIDC
 /// (`SignIn/`, `Tokens/`, `Sessions/`, `Resource/`, `Logout/`, `UserSessions/`, `Discovery/`, `Demo/`).
 public struct Relay: Sendable {
     private let routes: [any RelayRoutes]
+    private let trustedProxies: [IPNetwork]
 
     /// Builds the services once per process; keys may be read from (or, in development, written
-    /// to) the store.
+    /// to) the store. `eventSink` replaces the configured output of security events (tests).
     public init(
-        configuration: RelaisConfiguration, store: any KeyValueStore, httpClient: HTTPClient, clock: any RelaisClock = SystemClock()
+        configuration: RelaisConfiguration, store: any KeyValueStore, httpClient: HTTPClient, clock: any RelaisClock = SystemClock(),
+        eventSink: (any SecurityEventSink)? = nil
     ) async throws {
         let issuer = configuration.server.publicBaseURL
         let sessions = SessionStore(store: store, settings: configuration.relay, clock: clock)
@@ -25,17 +28,17 @@ public struct Relay: Sendable {
         let apps = Dictionary(configuration.apps.map { ($0.clientID, $0) }, uniquingKeysWith: { first, _ in first })
         let providerSettings = Dictionary(configuration.providers.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let providers = providerSettings.mapValues { UpstreamProvider(settings: $0, http: httpClient, clock: clock) }
-        let limiter = RateLimiter(
-            sessions: sessions, settings: configuration.rateLimit, trustedProxies: configuration.server.trustedProxies.compactMap(IPNetwork.init)
-        )
-        let dpop = DPoPGuard(sessions: sessions, nonces: DPoPNonces(keys: keys, clock: clock))
+        let trustedProxies = configuration.server.trustedProxies.compactMap(IPNetwork.init)
+        let events = try await Self.securityEvents(configuration.securityEvents, sink: eventSink, sessions: sessions, clock: clock)
+        let limiter = RateLimiter(sessions: sessions, settings: configuration.rateLimit, trustedProxies: trustedProxies, events: events)
+        let dpop = DPoPGuard(sessions: sessions, nonces: DPoPNonces(keys: keys, clock: clock), events: events)
         let bearer = BearerAuthenticator(issuer: issuer, keys: keys, sessions: sessions, dpop: dpop)
         let webSessions = WebSessionAuthenticator(sessions: sessions)
         let starter = SignInStarter(providers: providers, sessions: sessions, issuer: issuer)
         let development = configuration.server.environment == .development
         let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
         let tokenSessions = TokenSessions(sessions: sessions, keys: keys, issuer: issuer)
-        let attestation = ClientAttestationGuard(issuer: issuer, keys: keys, sessions: sessions)
+        let attestation = ClientAttestationGuard(issuer: issuer, keys: keys, sessions: sessions, events: events)
         let now: @Sendable () -> Double = { clock.now }
         let platforms = try apps.filter { $0.value.attestation != .off }.mapValues { try PlatformAttesters($0, http: httpClient, now: now) }
 
@@ -43,34 +46,34 @@ public struct Relay: Sendable {
             AuthorizeRoute(
                 validator: AppAuthorizationValidator(apps: apps, providers: providerSettings), starter: starter, tokens: tokenSessions, limiter: limiter, issuer: issuer
             ),
-            CallbackRoute(providers: providers, sessions: sessions, vault: vault, limiter: limiter, issuer: issuer),
+            CallbackRoute(providers: providers, sessions: sessions, vault: vault, limiter: limiter, events: events, issuer: issuer),
             TokenRoute(
                 apps: apps, limiter: limiter,
-                authorizationCode: AuthorizationCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer),
-                refresh: RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace),
-                device: DeviceCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer),
+                authorizationCode: AuthorizationCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
+                refresh: RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace, events: events),
+                device: DeviceCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
                 dpop: dpop, attestation: attestation, issuer: issuer
             ),
             AttestationRoutes(
                 apps: apps, platforms: platforms, limiter: limiter, sessions: sessions,
-                attestations: ClientAttestationIssuer(issuer: issuer, keys: keys, clock: clock), devAttester: configuration.relay.devAttester
+                attestations: ClientAttestationIssuer(issuer: issuer, keys: keys, clock: clock), devAttester: configuration.relay.devAttester, events: events
             ),
             UserinfoRoute(bearer: bearer, sessions: sessions, vault: vault, acrOrders: providerSettings.mapValues(\.acrOrder)),
             IntrospectRoute(bearer: bearer, sessions: sessions, resourceServers: configuration.resourceServers),
-            UserSessionRoutes(bearer: bearer, sessions: sessions),
-            AdminSessionRoutes(token: configuration.adminToken, providers: configuration.providers.map(\.id), sessions: sessions, limiter: limiter),
+            UserSessionRoutes(bearer: bearer, sessions: sessions, events: events),
+            AdminSessionRoutes(token: configuration.adminToken, providers: configuration.providers.map(\.id), sessions: sessions, limiter: limiter, events: events),
             ForwardAuthRoute(
                 bearer: bearer, webSessions: webSessions, apps: apps, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder),
-                trustedProxies: configuration.server.trustedProxies.compactMap(IPNetwork.init)
+                trustedProxies: trustedProxies
             ),
             SessionCodeRoutes(
                 issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, limiter: limiter, developmentTarget: development ? issuer + DemoAppRoutes.webPath : nil
             ),
-            DeviceRoutes(issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, limiter: limiter),
+            DeviceRoutes(issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, limiter: limiter, events: events),
             DevicePageRoutes(issuer: issuer, apps: apps, sessions: sessions, limiter: limiter, starter: starter),
-            RevokeRoute(apps: apps, tokens: tokenSessions),
-            LogoutRoutes(apps: apps, providers: providers, vault: vault, tokens: tokenSessions, bearer: bearer),
-            BackchannelLogoutRoute(providers: providers, sessions: sessions),
+            RevokeRoute(apps: apps, tokens: tokenSessions, events: events),
+            LogoutRoutes(apps: apps, providers: providers, vault: vault, tokens: tokenSessions, bearer: bearer, events: events),
+            BackchannelLogoutRoute(providers: providers, sessions: sessions, events: events),
             WellKnownRoutes(files: configuration.wellKnown),
             MetadataRoutes(issuer: issuer, apps: configuration.apps, providers: configuration.providers, keys: keys),
         ]
@@ -79,10 +82,26 @@ public struct Relay: Sendable {
             routes.append(DemoDesktopRoutes(apps: configuration.apps))
         }
         self.routes = routes
+        self.trustedProxies = trustedProxies
     }
 
     public func register(on router: Router<RelaisRequestContext>) {
+        router.middlewares.add(EventOriginMiddleware(trustedProxies: trustedProxies))
         for group in routes { group.register(on: router) }
+    }
+
+    /// The security event log: off, or to its output with a hash key that every instance shares
+    /// (configured, or written once to the store by the first instance).
+    private static func securityEvents(
+        _ settings: RelaisConfiguration.SecurityEvents, sink: (any SecurityEventSink)?, sessions: SessionStore, clock: any RelaisClock
+    ) async throws -> SecurityEventLog {
+        guard settings.enabled else { return SecurityEventLog(sink: nil, hashKey: [], clock: clock) }
+        let output = try sink ?? DescriptorEventSink(settings.output)
+        if let key = settings.hashKey { return SecurityEventLog(sink: output, hashKey: key, clock: clock) }
+        guard let shared = try await sessions.sharedValue(.eventHashKey, proposing: SecureRandom.bytes(32)), shared.count >= 32 else {
+            throw RelayStartupError("the security events' hash key could not be kept in the store")
+        }
+        return SecurityEventLog(sink: output, hashKey: shared, clock: clock)
     }
 }
 

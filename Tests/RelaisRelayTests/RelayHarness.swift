@@ -21,6 +21,17 @@ final class RelayHarness: @unchecked Sendable {
     let clock: ManualClock
     /// The browser's cookie at the provider.
     var providerCookie: String?
+    /// Where the relays append their security events.
+    var eventsFile = ""
+
+    /// The security events written so far, oldest first.
+    func securityEvents() -> [[String: JSONValue]] {
+        let text = (try? String(contentsOfFile: eventsFile, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { JSONValue.object(from: Array($0.utf8)) }
+    }
+
+    /// The raw event lines, to check that nothing secret appears in them.
+    func securityEventText() -> String { (try? String(contentsOfFile: eventsFile, encoding: .utf8)) ?? "" }
 
     static let appRedirect = "http://127.0.0.1:7777/cb"
     static let providerSecret = "relay-test-secret-0123456789-0123456789"
@@ -124,6 +135,10 @@ final class RelayHarness: @unchecked Sendable {
             stepUpProvider = second
         }
         var relays: [any TestServer] = []
+        // Security events go to a file the harness reads back (all instances append to it), not
+        // to the test run's output.
+        let eventsFile = FileManager.default.temporaryDirectory.appendingPathComponent("relais-events-\(UUID().uuidString).jsonl").path
+        let eventsSection = relayExtra.contains("security_events:") ? "" : "security_events:\n  output: \(eventsFile)"
         for port in relayPorts {
             let config: (Int) -> String = { port in
                     """
@@ -152,6 +167,7 @@ final class RelayHarness: @unchecked Sendable {
                         post_logout_redirect_uris: ["com.example.app:/logged-out"]
                         scopes: \(appScopes)
                     \(relayExtra)
+                    \(eventsSection)
                     """
             }
             if inProcess {
@@ -161,6 +177,7 @@ final class RelayHarness: @unchecked Sendable {
             }
         }
         let harness = RelayHarness(provider: provider, relays: relays, mode: mode, clock: clock)
+        harness.eventsFile = eventsFile
         harness.stepUpProvider = stepUpProvider
         return harness
     }

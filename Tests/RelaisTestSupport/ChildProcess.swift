@@ -69,13 +69,16 @@ public struct ChildProcess: Sendable {
     public func exitStatus(within timeout: Duration) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
         var status: Int32 = 0
-        while ContinuousClock.now < deadline {
+        while true {
+            // Checked once more after the deadline: a poller starved of its thread past the
+            // deadline must not report a child that exited long ago as still running.
+            let late = ContinuousClock.now >= deadline
             if waitpid(pid, &status, WNOHANG) == pid {
                 return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
             }
+            if late { return nil }
             try? await Task.sleep(for: .milliseconds(5))
         }
-        return nil
     }
 
     /// Sends `signal` and reaps the process.

@@ -27,6 +27,7 @@ struct AttestationRoutes: RelayRoutes {
     let sessions: SessionStore
     let attestations: ClientAttestationIssuer
     let devAttester: Bool
+    let events: SecurityEventLog
 
     func register(on router: Router<RelaisRequestContext>) {
         router.post("/attest/challenge") { request, context in
@@ -86,9 +87,11 @@ struct AttestationRoutes: RelayRoutes {
             } catch let error as AttestationError {
                 context.logger.warning("attestation refused", metadata: ["client_id": "\(LogText.escaped(app.clientID))", "platform": "\(platform)", "code": "\(error.code.rawValue)"])
                 RelayMetrics.attestation(platform: platform, outcome: error.code.rawValue)
+                events.record(.attestationRefused, reason: error.code.rawValue, client: app.clientID, [("platform", platform)])
                 throw RelayError(.attestationRefused, error.description)
             }
             RelayMetrics.attestation(platform: platform, outcome: "ok")
+            events.record(.attestationSucceeded, client: app.clientID, [("platform", platform)])
             context.logger.info("app attested", metadata: ["client_id": "\(LogText.escaped(app.clientID))", "platform": "\(platform)"])
             return RelayResponse.json(.ok, try attestations.issue(app: app, instanceKey: key, platform: platform))
         }

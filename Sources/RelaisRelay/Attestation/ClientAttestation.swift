@@ -54,9 +54,19 @@ struct ClientAttestationGuard: Sendable {
     let issuer: String
     let keys: RelayKeys
     let sessions: SessionStore
+    let events: SecurityEventLog
 
     /// nil when the policy is `off`, or `allowed` and no attestation was sent.
     func check(_ request: Request, app: AppSettings) async throws -> ClientAttested? {
+        do {
+            return try await verified(request, app: app)
+        } catch let error as RelayError where error.code == .invalidClientAttestation {
+            events.record(.attestationRefused, reason: error.code.rawValue, client: app.clientID, [("platform", "client_attestation")])
+            throw error
+        }
+    }
+
+    private func verified(_ request: Request, app: AppSettings) async throws -> ClientAttested? {
         guard app.attestation != .off else { return nil }
         let attestations = request.headers[values: Self.attestationHeader], proofs = request.headers[values: Self.proofHeader]
         if attestations.isEmpty && proofs.isEmpty {

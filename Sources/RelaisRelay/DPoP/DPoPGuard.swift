@@ -11,18 +11,20 @@ struct DPoPGuard: Sendable {
     let verifier: DPoPProofVerifier
     let sessions: SessionStore
     let nonces: DPoPNonces
+    let events: SecurityEventLog
 
     static let header = HTTPField.Name("DPoP")!
     static let nonceHeader = HTTPField.Name("DPoP-Nonce")!
     /// What `WWW-Authenticate: DPoP algs=…` and the metadata advertise.
     static let algorithms = [JWSAlgorithm.es256, .es384, .edDSA, .rs256, .ps256].map(\.rawValue).joined(separator: " ")
 
-    init(sessions: SessionStore, nonces: DPoPNonces) {
+    init(sessions: SessionStore, nonces: DPoPNonces, events: SecurityEventLog) {
         var verifier = DPoPProofVerifier()
         verifier.now = { [clock = sessions.clock] in clock.now }
         self.verifier = verifier
         self.sessions = sessions
         self.nonces = nonces
+        self.events = events
     }
 
     /// The proof sent with a token request when the app's policy takes one; nil when none was sent
@@ -31,32 +33,41 @@ struct DPoPGuard: Sendable {
         guard app.dpop != .off else { return nil }
         let values = request.headers[values: Self.header]
         if values.isEmpty {
-            guard app.dpop != .required else { throw RelayError.invalidDPoPProof("this app must send a DPoP proof (dpop: required)") }
+            guard app.dpop != .required else { throw refused(.invalidDPoPProof("this app must send a DPoP proof (dpop: required)"), client: app.clientID) }
             return nil
         }
-        return try await check(values, method: "POST", url: url, accessToken: nil, nonces: app.dpopNonce ? nonces.accepted : [])
+        return try await check(values, method: "POST", url: url, accessToken: nil, nonces: app.dpopNonce ? nonces.accepted : [], client: app.clientID)
     }
 
     /// The proof that must come with a DPoP-bound access token, for this request's method and URL.
     func resourceProof(_ request: Request, accessToken: String, method: String, url: String) async throws -> DPoPProof {
         let values = request.headers[values: Self.header]
-        guard !values.isEmpty else { throw RelayError.invalidDPoPProof("a DPoP-bound token needs a DPoP proof") }
+        guard !values.isEmpty else { throw refused(.invalidDPoPProof("a DPoP-bound token needs a DPoP proof")) }
         return try await check(values, method: method, url: url, accessToken: accessToken)
     }
 
-    private func check(_ values: [String], method: String, url: String, accessToken: String?, nonces accepted: [String] = []) async throws -> DPoPProof {
-        guard values.count == 1 else { throw RelayError.invalidDPoPProof("send exactly one DPoP header") }
+    private func check(
+        _ values: [String], method: String, url: String, accessToken: String?, nonces accepted: [String] = [], client: String? = nil
+    ) async throws -> DPoPProof {
+        guard values.count == 1 else { throw refused(.invalidDPoPProof("send exactly one DPoP header"), client: client) }
         let proof: DPoPProof
         do {
             proof = try verifier.verify(values[0], method: method, url: url, accessToken: accessToken, nonces: accepted)
         } catch .nonceMismatch {
             throw RelayError(.useDPoPNonce, "make the DPoP proof again with the nonce in DPoP-Nonce", headers: [Self.nonceHeader: nonces.current])
         } catch {
-            throw RelayError.invalidDPoPProof(error.description)
+            throw refused(.invalidDPoPProof(error.description), client: client)
         }
         guard try await sessions.rememberProof(thumbprint: proof.thumbprint, tokenID: proof.tokenID, for: verifier.window + verifier.leeway) else {
-            throw RelayError.invalidDPoPProof("this proof was already used (jti)")
+            throw refused(.invalidDPoPProof("this proof was already used (jti)"), client: client)
         }
         return proof
+    }
+
+    /// A refused proof is a security event; a request for the server's nonce is not (it is the
+    /// protocol's normal second try).
+    private func refused(_ error: RelayError, client: String? = nil) -> RelayError {
+        events.record(.dpopRefused, reason: error.code.rawValue, client: client)
+        return error
     }
 }

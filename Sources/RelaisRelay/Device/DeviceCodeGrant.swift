@@ -12,6 +12,7 @@ struct DeviceCodeGrant: Sendable {
     let sessions: SessionStore
     let vault: SessionVault
     let issuer: TokenIssuer
+    let events: SecurityEventLog
 
     func poll(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
         guard app.deviceGrant != nil else { throw RelayError(.unauthorizedClient, "this app is not registered for the device grant (apps.\(app.clientID).device_grant)") }
@@ -38,6 +39,9 @@ struct DeviceCodeGrant: Sendable {
                 throw RelayError.invalidGrant("the device code was already used")
             }
             RelayMetrics.sessionOpened(client: app.clientID)
+            events.record(
+                .sessionOpened, client: app.clientID, provider: providerID, sid: sid, subject: subject, (decision.acr.map { [("acr", $0)] } ?? []) + [("via", "device")]
+            )
             logger.info("session opened on another device", metadata: ["client_id": "\(app.clientID)", "provider": "\(providerID)", "via": "\(decision.via ?? "")"])
             return issued.response
         }

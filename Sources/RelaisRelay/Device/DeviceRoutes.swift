@@ -19,6 +19,7 @@ struct DeviceRoutes: RelayRoutes {
     let bearer: BearerAuthenticator
     let sessions: SessionStore
     let limiter: RateLimiter
+    let events: SecurityEventLog
 
     func register(on router: Router<RelaisRequestContext>) {
         router.post("/device_authorization") { request, context in
@@ -72,6 +73,9 @@ struct DeviceRoutes: RelayRoutes {
             providerSessionID: nil, via: "app"
         )
         guard try await sessions.decideDevice(found.sid, outcome) else { throw RelayError(.invalidUserCode, "this request was already decided") }
+        events.record(
+            .deviceDecided, client: found.request.clientID, provider: session.providerID, sid: access.sid, subject: session.subject, [("decision", decision)]
+        )
         context.logger.info("device request decided", metadata: ["client_id": "\(found.request.clientID)", "approver": "\(access.clientID)", "decision": "\(decision)"])
         var answer = Self.describe(found.request, apps: apps, now: sessions.clock.now)
         if case .object(var object) = answer {

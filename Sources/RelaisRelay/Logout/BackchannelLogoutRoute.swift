@@ -15,6 +15,7 @@ import RelaisConfig
 struct BackchannelLogoutRoute: RelayRoutes {
     let providers: [String: UpstreamProvider]
     let sessions: SessionStore
+    let events: SecurityEventLog
 
     /// A used `jti` is remembered past the token's acceptable age, so a replay is always caught.
     static let replayWindow: Duration = .seconds(600)
@@ -26,8 +27,9 @@ struct BackchannelLogoutRoute: RelayRoutes {
     }
 
     private func logout(_ request: Request, context: RelaisRequestContext) async throws -> Response {
-        func refuse(_ description: String) -> RelayError {
+        func refuse(_ description: String, reason: String = RelayError.Code.invalidRequest.rawValue, provider: String? = nil) -> RelayError {
             context.logger.warning("back-channel logout refused", metadata: ["reason": "\(description)"])
+            events.record(.backchannelLogoutRefused, reason: reason, provider: provider)
             return .invalidRequest(description)
         }
         guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.firstRepeatedName == nil else {
@@ -46,18 +48,21 @@ struct BackchannelLogoutRoute: RelayRoutes {
                 firstFailure = firstFailure ?? error
             }
         }
-        guard let (provider, token) = verified else { throw refuse(firstFailure?.description ?? "the logout token was not accepted") }
+        guard let (provider, token) = verified else {
+            throw refuse(firstFailure?.description ?? "the logout token was not accepted", reason: firstFailure?.code ?? "provider_logout_token_rejected")
+        }
         let providerID = provider.settings.id
         // The jti is remembered only once its sessions have ended: if the store fails halfway, the
         // provider's retry of the same token must still be heard, not refused as a replay. Two
         // copies arriving together both end the same sessions, which is harmless.
         guard try await !sessions.logoutTokenSeen(provider: providerID, jti: token.tokenID) else {
             RelayMetrics.securityEvent(.logoutTokenReplay)
-            throw refuse("provider_logout_token_rejected: this jti was already used (replay)")
+            throw refuse("provider_logout_token_rejected: this jti was already used (replay)", reason: "logout_token_replay", provider: providerID)
         }
         let ended = try await endSessions(of: token, providerID: providerID)
         try await sessions.rememberLogoutToken(provider: providerID, jti: token.tokenID, for: Self.replayWindow)
         context.logger.info("back-channel logout", metadata: ["provider": "\(providerID)", "sessions_ended": "\(ended)"])
+        events.record(.backchannelLogout, provider: providerID, [("sessions", String(ended))])
         return RelayResponse.done()
     }
 

@@ -16,6 +16,7 @@ struct LogoutRoutes: RelayRoutes {
     let vault: SessionVault
     let tokens: TokenSessions
     let bearer: BearerAuthenticator
+    let events: SecurityEventLog
 
     var sessions: SessionStore { tokens.sessions }
 
@@ -48,12 +49,20 @@ struct LogoutRoutes: RelayRoutes {
         let session = try await sessions.session(sid)
         try await sessions.revoke(sid, reason: .logout)
         context.logger.info("session ended by logout", metadata: ["client_id": "\(clientID)"])
+        func ended(_ scope: String) {
+            events.record(.logout, client: clientID, provider: session?.providerID, sid: sid, subject: session?.subject, [("scope", scope)])
+        }
         guard let session, let provider = providers[session.providerID], let identity = vault.open(SessionIdentity.self, session.sealedIdentity) else {
+            ended("app")
             return back
         }
         // The provider's session ends too, or the next sign-in would skip the login page.
         let state = SecureRandom.token(bits: 256)
-        guard let endSession = await provider.endSessionURL(idTokenHint: identity.providerIDToken, state: state) else { return back }
+        guard let endSession = await provider.endSessionURL(idTokenHint: identity.providerIDToken, state: state) else {
+            ended("app")
+            return back
+        }
+        ended("provider")
         try await sessions.saveLogout(LogoutTransaction(redirectURI: target, state: parameters["state"]), state: state)
         return RelayResponse.redirect(endSession)
     }
@@ -70,8 +79,11 @@ struct LogoutRoutes: RelayRoutes {
 
     private func apiLogout(_ request: Request) async throws -> Response {
         let sid: String
+        var client: String?
+        var subject: String?
         if request.headers[.authorization] != nil {
-            sid = try await bearer.authenticate(request, session: .none, target: .init(method: "POST", url: bearer.issuer + "/logout")).sid
+            let access = try await bearer.authenticate(request, session: .none, target: .init(method: "POST", url: bearer.issuer + "/logout"))
+            (sid, client, subject) = (access.sid, access.clientID, access.subject)
         } else {
             guard let form = try await FormParameters.body(of: request, limit: 16 * 1024), let token = form["refresh_token"], let clientID = form["client_id"] else {
                 throw RelayError.invalidRequest("send a Bearer access token, or client_id and refresh_token")
@@ -79,9 +91,10 @@ struct LogoutRoutes: RelayRoutes {
             guard let found = try await tokens.session(ofToken: token, clientID: clientID, hint: "refresh_token") else {
                 throw RelayError.invalidGrant("the refresh token is unknown")
             }
-            sid = found
+            (sid, client) = (found, clientID)
         }
         try await sessions.revoke(sid, reason: .logout)
+        events.record(.logout, client: client, sid: sid, subject: subject, [("scope", "app")])
         return RelayResponse.done(.noContent)
     }
 }

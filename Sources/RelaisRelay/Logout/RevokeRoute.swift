@@ -9,6 +9,7 @@ import RelaisServer
 struct RevokeRoute: RelayRoutes {
     let apps: [String: AppSettings]
     let tokens: TokenSessions
+    let events: SecurityEventLog
 
     func register(on router: Router<RelaisRequestContext>) {
         router.post("/revoke") { request, context in
@@ -23,6 +24,7 @@ struct RevokeRoute: RelayRoutes {
                 if let sid = try await tokens.session(ofToken: token, clientID: clientID, hint: form["token_type_hint"]) {
                     try await tokens.sessions.revoke(sid, reason: .revoked)
                     context.logger.info("session revoked by the app", metadata: ["client_id": "\(clientID)"])
+                    events.record(.sessionRevoked, client: clientID, sid: sid)
                 }
                 return RelayResponse.done()
             }

@@ -60,15 +60,16 @@ extension SessionStore {
     }
 
     /// A value shared by every instance on this store, written once by whichever comes first
-    /// (development keys). Nil when the store kept nothing.
+    /// (development keys, the security events' hash key). Nil when the store kept nothing.
     func sharedValue(_ name: SharedValue, proposing value: [UInt8]) async throws -> [UInt8]? {
         let key = switch name {
         case .signingKey: Key.signingKey
         case .sessionKey: Key.sessionKey
+        case .eventHashKey: Key.eventHashKey
         }
         _ = try await store.setIfAbsent(key, value, ttl: .seconds(10 * 365 * 86400))
         return try await store.get(key)
     }
 
-    enum SharedValue { case signingKey, sessionKey }
+    enum SharedValue { case signingKey, sessionKey, eventHashKey }
 }

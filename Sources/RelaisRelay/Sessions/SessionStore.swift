@@ -50,6 +50,8 @@ struct SessionStore: Sendable {
         static func rateLimit(_ bucket: String, _ id: String, window index: Int) -> String { "rl:\(bucket):\(id):\(index)" }
         static let signingKey = "relay:signing-key"
         static let sessionKey = "relay:session-key"
+        /// The key of security events' sid and sub hashes, when none is configured.
+        static let eventHashKey = "relay:event-hash-key"
 
         /// The session tag of a code or refresh token; `{-}` for a string that carries none (no
         /// such key is ever written, so the lookup simply misses).

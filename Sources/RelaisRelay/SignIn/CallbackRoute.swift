@@ -15,6 +15,7 @@ struct CallbackRoute: RelayRoutes {
     let sessions: SessionStore
     let vault: SessionVault
     let limiter: RateLimiter
+    let events: SecurityEventLog
     let issuer: String
 
     func register(on router: Router<RelaisRequestContext>) {
@@ -34,10 +35,12 @@ struct CallbackRoute: RelayRoutes {
         } catch {
             context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])
             RelayMetrics.signIn(provider: "unknown", client: "unknown", outcome: "store_unavailable")
+            events.record(.signInFailed, reason: RelayError.Code.temporarilyUnavailable.rawValue)
             throw RelayError(.temporarilyUnavailable, "Relais cannot read the sign-in right now.")
         }
         guard let transaction else {
             RelayMetrics.signIn(provider: "unknown", client: "unknown", outcome: "transaction_expired")
+            events.record(.signInFailed, reason: RelayError.Code.transactionExpired.rawValue)
             throw RelayError(.transactionExpired, "This sign-in has expired or was already completed.")
         }
         let app = transaction.app
@@ -49,6 +52,9 @@ struct CallbackRoute: RelayRoutes {
         }
         func fail(_ error: RelayError, outcome: String) -> Response {
             RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: outcome)
+            events.record(
+                error.code == .stepUpIdentityMismatch ? .stepUpRefused : .signInFailed, reason: error.code.rawValue, client: app.clientID, provider: app.providerID
+            )
             // A sign-in at /device has no app to go back to: the person reads the page.
             return transaction.deviceSID == nil ? error.redirect(to: app.redirectURI, state: app.state, issuer: issuer) : error.page()
         }
@@ -125,6 +131,7 @@ struct CallbackRoute: RelayRoutes {
         }
         context.logger.info("sign-in completed at the provider", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)"])
         RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: "ok")
+        events.record(.signInSucceeded, client: app.clientID, provider: app.providerID, subject: identity.subject, identity.acr.map { [("acr", $0)] } ?? [])
         var response = back([("code", relayCode)])
         response.headers[HTTPField.Name("Server-Timing")!] = "provider;dur=\((providerMilliseconds * 100).rounded() / 100)"
         return response
@@ -151,6 +158,9 @@ struct CallbackRoute: RelayRoutes {
         }
         context.logger.info("device request approved by a sign-in", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)"])
         RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: "ok")
+        events.record(
+            .signInSucceeded, client: app.clientID, provider: app.providerID, subject: identity.subject, (identity.acr.map { [("acr", $0)] } ?? []) + [("via", "device")]
+        )
         return RelayResponse.html(.ok, title: "appareil connecté", body: """
             <h1 id="device-approved">Appareil connecté</h1>
             <p>Vous pouvez revenir à l'appareil : il est connecté avec votre identité. / You can go back to the device.</p>

@@ -11,6 +11,7 @@ struct RateLimiter: Sendable {
     let sessions: SessionStore
     let settings: RateLimitSettings
     let trustedProxies: [IPNetwork]
+    let events: SecurityEventLog
 
     /// `too_many_requests` (with `Retry-After`) when over a limit; nil when allowed.
     func check(ip: String? = nil, clientID: String? = nil, logger: Logger) async -> RelayError? {
@@ -20,12 +21,19 @@ struct RateLimiter: Sendable {
         let index = now / window
         let retryAfter = (index + 1) * window - now
         do {
-            if let ip, try await sessions.countRequest(bucket: "ip", id: ip, window: index, length: .seconds(window)) > settings.perIP {
-                return .tooManyRequests(retryAfter: retryAfter)
+            if let ip {
+                let count = try await sessions.countRequest(bucket: "ip", id: ip, window: index, length: .seconds(window))
+                // One event per address and window, not one per refused request: a flood must not flood the SIEM.
+                if count == settings.perIP + 1 { events.record(.rateLimited, reason: RelayError.Code.tooManyRequests.rawValue, [("limit", "ip")]) }
+                if count > settings.perIP { return .tooManyRequests(retryAfter: retryAfter) }
             }
-            if let clientID, try await sessions.countRequest(bucket: "client", id: clientID, window: index, length: .seconds(window)) > settings.perClient {
-                logger.warning("rate limit reached for an app", metadata: ["client_id": "\(clientID)"])
-                return .tooManyRequests(retryAfter: retryAfter)
+            if let clientID {
+                let count = try await sessions.countRequest(bucket: "client", id: clientID, window: index, length: .seconds(window))
+                if count == settings.perClient + 1 {
+                    logger.warning("rate limit reached for an app", metadata: ["client_id": "\(clientID)"])
+                    events.record(.rateLimited, reason: RelayError.Code.tooManyRequests.rawValue, client: clientID, [("limit", "client")])
+                }
+                if count > settings.perClient { return .tooManyRequests(retryAfter: retryAfter) }
             }
         } catch {
             logger.warning("rate limiting skipped: store unavailable", metadata: ["error": "\(error)"])
@@ -48,15 +56,18 @@ struct RateLimiter: Sendable {
     /// these bound how many guesses the whole service takes).
     func checkUserCode(_ request: Request, _ context: RelaisRequestContext) async -> RelayError? {
         guard settings.enabled else { return nil }
-        let ip = ClientAddress.resolve(request, context: context, trustedProxies: trustedProxies) ?? "unknown"
+        let ip = ClientAddress.resolve(request, context: context, trustedProxies: trustedProxies)
         let window = max(1, Int(settings.window.components.seconds))
         let now = sessions.clock.seconds
         let index = now / window
         do {
             let fromHere = try await sessions.countRequest(bucket: "uc-ip", id: ip, window: index, length: .seconds(window))
             let fromAll = try await sessions.countRequest(bucket: "uc", id: "all", window: index, length: .seconds(window))
-            if fromHere > settings.userCodesPerIP || fromAll > settings.userCodes {
+            if fromHere == settings.userCodesPerIP + 1 || fromAll == settings.userCodes + 1 {
                 context.logger.warning("user-code attempts over the limit")
+                events.record(.rateLimited, reason: RelayError.Code.tooManyRequests.rawValue, [("limit", fromAll > settings.userCodes ? "user_codes" : "user_codes_ip")])
+            }
+            if fromHere > settings.userCodesPerIP || fromAll > settings.userCodes {
                 return .tooManyRequests(retryAfter: (index + 1) * window - now)
             }
         } catch {

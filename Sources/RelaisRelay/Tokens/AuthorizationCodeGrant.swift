@@ -8,6 +8,7 @@ struct AuthorizationCodeGrant: Sendable {
     let sessions: SessionStore
     let vault: SessionVault
     let issuer: TokenIssuer
+    let events: SecurityEventLog
 
     func redeem(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
         guard let code = form["code"], !code.isEmpty else { throw RelayError.invalidRequest("code is missing") }
@@ -46,12 +47,18 @@ struct AuthorizationCodeGrant: Sendable {
         // A step-up's new session takes the place of the old one (same person, higher level).
         if let replaced = record.replaces { try await sessions.revoke(replaced, reason: .steppedUp) }
         logger.info("session opened", metadata: ["client_id": "\(app.clientID)", "provider": "\(session.providerID)"])
+        events.record(
+            .sessionOpened, client: app.clientID, provider: session.providerID, sid: sid, subject: session.subject,
+            (session.acr.map { [("acr", $0)] } ?? []) + [("via", "code")]
+        )
         return issued.response
     }
 
     /// A code used twice is a stolen or replayed code: the session it opened ends.
     private func replayed(_ sid: String, app: AppSettings, logger: Logger) async throws -> RelayError {
+        let session = try? await sessions.session(sid)
         try await sessions.revoke(sid, reason: .codeReplay)
+        events.record(.codeReplayed, reason: RelayError.Code.invalidGrant.rawValue, client: app.clientID, provider: session?.providerID, sid: sid, subject: session?.subject)
         RelayMetrics.securityEvent(.codeReplay)
         logger.warning("authorization code replayed; session revoked", metadata: ["client_id": "\(app.clientID)"])
         return RelayError.invalidGrant("the code was already used; the session it opened is revoked")

@@ -12,6 +12,7 @@ struct RefreshGrant: Sendable {
     let vault: SessionVault
     let issuer: TokenIssuer
     let grace: Duration
+    let events: SecurityEventLog
 
     /// How long a request waits for another instance that is rotating the same refresh token.
     static let rotationWait: Duration = .seconds(3)
@@ -97,7 +98,11 @@ struct RefreshGrant: Sendable {
             try Self.checkAttestation(session, attested)
             return response
         }
+        let session = try? await sessions.session(record.sid)
         try await sessions.revoke(record.sid, reason: .refreshReuse)
+        events.record(
+            .refreshReused, reason: RelayError.Code.invalidGrant.rawValue, client: app.clientID, provider: session?.providerID, sid: record.sid, subject: session?.subject
+        )
         RelayMetrics.securityEvent(.refreshReuse)
         logger.warning("refresh token reused after rotation; session revoked", metadata: ["client_id": "\(app.clientID)"])
         throw RelayError.invalidGrant("the refresh token was already used; the session is revoked")

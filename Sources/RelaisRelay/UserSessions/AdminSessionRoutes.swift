@@ -15,6 +15,7 @@ struct AdminSessionRoutes: RelayRoutes {
     let providers: [String]
     let sessions: SessionStore
     let limiter: RateLimiter
+    let events: SecurityEventLog
 
     func register(on router: Router<RelaisRequestContext>) {
         guard let token else { return }  // off: 404 like any unknown path
@@ -28,6 +29,7 @@ struct AdminSessionRoutes: RelayRoutes {
             ConstantTime.equals(String(header.dropFirst("bearer ".count)), token)
         else {
             context.logger.warning("admin call refused: wrong or missing credential")
+            events.record(.adminRefused, reason: RelayError.Code.invalidToken.rawValue)
             throw RelayError.invalidToken("the admin credential is missing or wrong")
         }
         guard let form = try await FormParameters.body(of: request, limit: 4096), form.firstRepeatedName == nil else {
@@ -42,6 +44,7 @@ struct AdminSessionRoutes: RelayRoutes {
         for provider in chosen { ended += try await sessions.endAll(ofSubject: subject, provider: provider) }
         RelayMetrics.sessionsEnded(ended, reason: .revoked)
         context.logger.notice("admin ended a person's sessions", metadata: ["sessions": "\(ended)"])
+        events.record(.adminSessionsRevoked, provider: form["provider"], subject: subject, [("sessions", String(ended))])
         return RelayResponse.json(.ok, serialized: JSONValue.object(["revoked": .number(Double(ended))]).serialized())
     }
 }

@@ -11,6 +11,7 @@ import RelaisServer
 struct UserSessionRoutes: RelayRoutes {
     let bearer: BearerAuthenticator
     let sessions: SessionStore
+    let events: SecurityEventLog
 
     func register(on router: Router<RelaisRequestContext>) {
         router.get("/sessions") { request, context in
@@ -58,6 +59,7 @@ struct UserSessionRoutes: RelayRoutes {
         }
         try await sessions.revoke(id, reason: .endedByUser)
         context.logger.info("session ended by its person", metadata: ["client_id": "\(session.clientID)", "current": "\(id == access.sid)"])
+        events.record(.sessionEndedByUser, client: session.clientID, provider: session.providerID, sid: id, subject: session.subject)
         return Response(status: .noContent, headers: [.cacheControl: "no-store"])
     }
 }

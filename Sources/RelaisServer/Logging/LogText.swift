@@ -31,15 +31,22 @@ public enum LogText {
     }
 
     /// One write(2) per line, so lines from concurrent requests do not interleave.
-    @Sendable public static func writeToStandardOutput(_ line: String) {
+    @Sendable public static func writeToStandardOutput(_ line: String) { write(line, to: STDOUT_FILENO) }
+
+    /// Writes all of `line` to `descriptor`, in one write(2) unless the kernel takes less; false
+    /// when the descriptor refuses it (closed, disk full).
+    @discardableResult
+    public static func write(_ line: String, to descriptor: Int32) -> Bool {
         var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
+        return bytes.withUnsafeMutableBytes { buffer in
             var offset = 0
             while offset < buffer.count {
-                let written = write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if written <= 0 { break }
+                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0, errno == EINTR { continue }
+                if written <= 0 { return false }
                 offset += written
             }
+            return true
         }
     }
 
@@ -56,7 +63,7 @@ public enum LogText {
     }
 
     /// A JSON string literal: quotes, backslashes and control characters escaped.
-    static func quoted(_ string: String) -> String {
+    public static func quoted(_ string: String) -> String {
         "\"" + escaped(string, quotes: true) + "\""
     }
 
@@ -71,10 +78,13 @@ public enum LogText {
         }
     }
 
+    /// The current time, RFC 3339 UTC with milliseconds (log lines).
+    static func timestamp() -> String { timestamp(Date().timeIntervalSince1970) }
+
     /// RFC 3339 UTC with milliseconds. Calendar fields are computed here (Howard Hinnant's
     /// days-to-civil algorithm) rather than with `gmtime_r`: `timespec` and `tm` are claimed by
     /// different C modules depending on build order, which breaks release builds.
-    static func timestamp(_ now: Double = Date().timeIntervalSince1970) -> String {
+    public static func timestamp(_ now: Double) -> String {
         let totalMilliseconds = Int64((now * 1000).rounded(.down))
         let milliseconds = Int(totalMilliseconds % 1000)
         let totalSeconds = totalMilliseconds / 1000

@@ -1,0 +1,54 @@
+import RelaisClock
+import RelaisCrypto
+import RelaisServer
+
+/// Where security event lines go: one complete JSON line (newline included) per call.
+public protocol SecurityEventSink: Sendable {
+    func write(_ line: String)
+}
+
+/// Writes security events (docs/security-events.md), one JSON object per line whatever
+/// `log.format` says, so a SIEM parses them without knowing the log.
+///
+/// The `sid` and `sub` are keyed hashes (HMAC-SHA256, 128 bits, base64url): a SIEM correlates the
+/// events of one session or one person without learning who it is, and without the key nobody
+/// can test a guessed `sub` against them. No token, code or identity claim is ever written.
+struct SecurityEventLog: Sendable {
+    private let sink: (any SecurityEventSink)?
+    private let hashKey: [UInt8]
+    private let clock: any RelaisClock
+
+    static let schemaVersion = 1
+
+    init(sink: (any SecurityEventSink)?, hashKey: [UInt8], clock: any RelaisClock) {
+        self.sink = sink
+        self.hashKey = hashKey
+        self.clock = clock
+    }
+
+    /// Records an event. Who asked (address, user agent, request id) comes from the request being
+    /// served (``EventOrigin``); `details` are the event's own fields (``SecurityEventKind/fields``).
+    func record(
+        _ kind: SecurityEventKind, reason: String? = nil, client: String? = nil, provider: String? = nil, sid: String? = nil, subject: String? = nil,
+        _ details: [(String, String)] = []
+    ) {
+        guard let sink else { return }
+        let origin = EventOrigin.current
+        var line = "{\"version\":\(Self.schemaVersion),\"event\":\(LogText.quoted(kind.rawValue)),\"time\":\(LogText.quoted(LogText.timestamp(clock.now)))"
+        line += ",\"outcome\":\(LogText.quoted(kind.outcome.rawValue))"
+        let common: KeyValuePairs<String, String?> = [
+            "reason": reason, "client_id": client, "provider": provider,
+            "sid": sid.map { hash("sid", $0) }, "sub": subject.map { hash("sub", $0) },
+            "ip": origin?.ip, "user_agent": origin?.userAgent, "request_id": origin?.requestID,
+        ]
+        for (name, value) in common { line += ",\(LogText.quoted(name)):" + (value.map(LogText.quoted) ?? "null") }
+        for (name, value) in details { line += ",\(LogText.quoted(name)):\(LogText.quoted(value))" }
+        sink.write(line + "}\n")
+    }
+
+    /// The hash a SIEM sees for a session id or a subject: distinct labels keep a sid's hash from
+    /// ever equalling a sub's.
+    func hash(_ label: String, _ value: String) -> String {
+        Base64URL.encode(HMAC.sha256(key: hashKey, Array((label + ":" + value).utf8)).prefix(16))
+    }
+}
