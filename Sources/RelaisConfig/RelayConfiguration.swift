@@ -83,6 +83,9 @@ public struct ProviderSettings: Sendable {
     public var userinfoFormat: UserinfoFormat
     /// Our private keys for JWE responses (FranceConnect+), chosen by `kid`.
     public var decryptionKeys: [JWK]
+    /// Development only: the decryption key was generated at load (no `decryption_key_files`);
+    /// a reload keeps the running one, or sign-ins in flight could not be decrypted.
+    public var decryptionKeysGenerated = false
     /// Send PKCE (S256) to the provider. FranceConnect refuses unknown parameters, so its presets say no.
     public var pkce: Bool
     /// Whether callbacks must carry `iss` (RFC 9207); when they do, it is always checked.

@@ -16,6 +16,7 @@ extension ValueReader {
             guard provider.userinfoFormat == .jwe || provider.requireEncryptedIDToken else { continue }
             do {
                 result.providers[index].decryptionKeys = [try JWK.generate(for: .rs256, use: "enc", pinAlgorithm: false)]
+                result.providers[index].decryptionKeysGenerated = true
                 result.warnings.append(
                     "providers.\(provider.id): no decryption_key_files, so a development key was generated; it changes at each start (production refuses this)"
                 )

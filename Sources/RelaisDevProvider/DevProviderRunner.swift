@@ -35,7 +35,7 @@ public enum DevProviderRunner {
             ],
             onServerRunning: onServerRunning,
             clock: clock
-        ) { dependencies in
+        ) { _, dependencies in
             let provider = try await DevProvider.make(
                 configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient, logger: logger, clock: clock,
                 generateKey: generateKey

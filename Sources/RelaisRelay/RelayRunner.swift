@@ -7,11 +7,14 @@ import RelaisServer
 
 /// Runs `relais serve`: the server skeleton (health, metrics, drain) with the relay's routes.
 public enum RelayRunner {
+    /// - Parameter reload: reads the configuration again on `SIGHUP` (``ConfigurationReloader``);
+    ///   nil: no reload (tests running several relays in one process).
     public static func run(
         configuration: RelaisConfiguration,
         logger: Logger,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
-        clock: any RelaisClock = SystemClock()
+        clock: any RelaisClock = SystemClock(),
+        reload: (@Sendable () async throws -> RelaisConfiguration)? = nil
     ) async throws {
         try await RelaisRunner.run(
             configuration: configuration,
@@ -24,10 +27,11 @@ public enum RelayRunner {
                 "apps": "\(configuration.apps.count)",
             ],
             onServerRunning: onServerRunning,
-            clock: clock
-        ) { dependencies in
-            if configuration.server.environment == .production, let warning = await persistenceWarning(dependencies.store) { logger.warning("\(warning)") }
-            let relay = try await Relay(configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient, clock: clock)
+            clock: clock,
+            reload: reload
+        ) { current, dependencies in
+            if current.server.environment == .production, let warning = await persistenceWarning(dependencies.store) { logger.warning("\(warning)") }
+            let relay = try await Relay(configuration: current, store: dependencies.store, httpClient: dependencies.httpClient, clock: clock)
             return relay.register(on:)
         }
     }

@@ -78,10 +78,20 @@ public enum RelaisApplication {
         additionalRoutes: (Router<RelaisRequestContext>) -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let router = makeRouter(configuration: configuration, dependencies: dependencies, additionalRoutes: additionalRoutes)
+        return makeApplication(configuration: configuration, responder: SwappableResponder(router.buildResponder()), logger: logger, onServerRunning: onServerRunning)
+    }
+
+    /// The application around a responder that a reload may replace (``SwappableResponder``).
+    public static func makeApplication(
+        configuration: RelaisConfiguration,
+        responder: SwappableResponder,
+        logger: Logger,
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
         let limit = ConnectionLimit(maximum: configuration.server.maxConnections ?? ConnectionLimit.defaultMaximum())
         let (headerTimeout, idleTimeout) = (TimeAmount(configuration.server.headerTimeout), TimeAmount(configuration.server.idleTimeout))
         return Application(
-            router: router,
+            responder: responder,
             server: .http1(
                 configuration: .init(additionalChannelHandlers: [
                     ConnectionLimitHandler(limit: limit), ConnectionDeadlineHandler(headerTimeout: headerTimeout, idleTimeout: idleTimeout),

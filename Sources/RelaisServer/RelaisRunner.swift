@@ -21,19 +21,26 @@ public enum RelaisRunner {
         metadata: Logger.Metadata,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
         clock: any RelaisClock = SystemClock(),
-        routes: (RelaisDependencies) async throws -> (Router<RelaisRequestContext>) -> Void
+        reload: (@Sendable () async throws -> RelaisConfiguration)? = nil,
+        routes: @escaping ConfigurationReloader.Routes
     ) async throws {
         let dependencies = RelaisDependencies.make(for: configuration, logger: logger, clock: clock)
         let register: (Router<RelaisRequestContext>) -> Void
         do {
-            register = try await routes(dependencies)
+            register = try await routes(configuration, dependencies)
         } catch {
             await dependencies.shutdown()
             throw error
         }
+        let responder = SwappableResponder(
+            RelaisApplication.makeRouter(configuration: configuration, dependencies: dependencies, additionalRoutes: register).buildResponder()
+        )
+        let reloader = reload.map {
+            ConfigurationReloader(running: configuration, load: $0, routes: routes, dependencies: dependencies, responder: responder, logger: logger)
+        }
         let group = makeServiceGroup(
             configuration: configuration, dependencies: dependencies, logger: logger, signals: [.sigterm, .sigint],
-            onServerRunning: onServerRunning, additionalRoutes: register
+            onServerRunning: onServerRunning, responder: responder, reloader: reloader
         )
         var startMetadata = metadata
         startMetadata["address"] = "\(configuration.server.host):\(configuration.server.port)"
@@ -58,16 +65,20 @@ public enum RelaisRunner {
         logger: Logger,
         signals: [UnixSignal],
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
-        additionalRoutes: (Router<RelaisRequestContext>) -> Void = { _ in }
+        additionalRoutes: (Router<RelaisRequestContext>) -> Void = { _ in },
+        responder: SwappableResponder? = nil,
+        reloader: ConfigurationReloader? = nil
     ) -> ServiceGroup {
         let application = RelaisApplication.makeApplication(
             configuration: configuration,
-            dependencies: dependencies,
+            responder: responder ?? SwappableResponder(
+                RelaisApplication.makeRouter(configuration: configuration, dependencies: dependencies, additionalRoutes: additionalRoutes).buildResponder()
+            ),
             logger: logger,
-            onServerRunning: onServerRunning,
-            additionalRoutes: additionalRoutes
+            onServerRunning: onServerRunning
         )
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: application)]
+        if let reloader { services.append(.init(service: ReloadService(reloader: reloader))) }
         if let metrics = RelaisApplication.makeMetricsApplication(configuration: configuration, logger: logger) { services.append(.init(service: metrics)) }
         var groupConfiguration = ServiceGroupConfiguration(
             // Graceful shutdown reaches services in reverse order: the drain flag flips first, then

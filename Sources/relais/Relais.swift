@@ -1,4 +1,5 @@
 import ArgumentParser
+import FoundationEssentials
 import Logging
 import RelaisConfig
 import RelaisOIDC
@@ -15,7 +16,7 @@ struct Relais: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relais",
         abstract: "A backend-for-frontend relay: mobile apps sign in with FranceConnect and other OpenID providers without holding a provider secret or token.",
-        subcommands: [Serve.self, CheckConfig.self, JWTCommand.self, AttestCommand.self, DevProviderCommand.self, SessionsCommand.self, ErrorsCommand.self, SecurityEventsCommand.self]
+        subcommands: [Serve.self, CheckConfig.self, JWTCommand.self, AttestCommand.self, DevProviderCommand.self, SessionsCommand.self, ReloadCommand.self, ErrorsCommand.self, SecurityEventsCommand.self]
     )
 }
 
@@ -38,12 +39,25 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOptions
 
+    @Option(help: "Write the process id to this file, for `relais reload --pid-file`.")
+    var pidFile: String?
+
     func run() async throws {
         let configuration = try await options.load()
         bootstrapLogging(configuration.log)
         let logger = Logger(label: "relais")
+        if let pidFile {
+            do { try "\(getpid())\n".write(toFile: pidFile, atomically: true, encoding: .utf8) } catch {
+                printError("cannot write --pid-file \(pidFile): \(error)")
+                throw ExitCode(2)
+            }
+        }
+        // SIGHUP reads the same file and environment again (docs/operations.md, "Live reload").
+        let path = options.config
         do {
-            try await RelayRunner.run(configuration: configuration, logger: logger)
+            try await RelayRunner.run(
+                configuration: configuration, logger: logger, reload: { try await ConfigurationLoader.load(filePath: path, environment: currentEnvironment()) }
+            )
         } catch {
             logger.critical("relais stopped on an error", metadata: ["error": "\(error)"])
             throw ExitCode(1)
