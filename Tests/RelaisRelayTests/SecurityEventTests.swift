@@ -172,6 +172,15 @@ import Testing
         #expect(lines.count == 2 && lines[0] == "earlier line")
         #expect(JSONValue.object(from: Array(lines[1].utf8))?["event"] == .string("admin.refused"))
         #expect(throws: RelayStartupError.self) { try DescriptorEventSink(.file("/nonexistent-dir/events.jsonl")) }
+        // A write the system refuses (a full disk) is counted for alerting, and the request goes on.
+        RelaisMetrics.bootstrap()
+        func lost() -> Double {
+            let text = String(decoding: RelaisMetrics.exposition(), as: UTF8.self)
+            return text.split(separator: "\n").first { $0.hasPrefix("relais_security_events_lost_total ") }.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+        }
+        let before = lost()
+        SecurityEventLog(sink: try DescriptorEventSink(.file("/dev/full")), hashKey: Self.hashKey, clock: ManualClock()).record(.adminRefused)
+        #expect(lost() == before + 1)
         var configuration = RelaisConfiguration()
         configuration.server.environment = .development
         configuration.securityEvents.output = .file("/nonexistent-dir/events.jsonl")

@@ -176,4 +176,18 @@ import Glibc
         if status == nil { process.terminate(with: SIGKILL) }
         #expect(status == 0)
     }
+
+    /// `relais reload` without a usable target, and `serve` unable to write its pid file.
+    @Test func reloadAndThePidFileRefuseWhatTheyCannotUse() async throws {
+        #expect(try await run(["reload"]).status == 64)  // neither --pid nor --pid-file
+        let garbage = try write("not a pid\n")
+        let unreadable = try await run(["reload", "--pid-file", garbage])
+        #expect(unreadable.status == 2 && unreadable.stderr.contains("does not hold a process id"))
+        // Above the largest process id Linux can give (2^22): no process has it.
+        let gone = try await run(["reload", "--pid", "4194305"])
+        #expect(gone.status == 1 && gone.stderr.contains("cannot signal process 4194305"))
+        let example = Self.packageRoot.appendingPathComponent("config/relais.example.yaml").path
+        let pidless = try await run(["serve", "--config", example, "--pid-file", "/nonexistent-dir/relais.pid"])
+        #expect(pidless.status == 2 && pidless.stderr.contains("cannot write --pid-file"))
+    }
 }

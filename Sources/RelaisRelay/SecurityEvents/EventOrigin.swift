@@ -1,15 +1,23 @@
+import HTTPTypes
 import Hummingbird
 import RelaisServer
 
 /// Who made the request being served, for the security events it causes: set once per request by
 /// ``EventOriginMiddleware`` and read wherever an event is recorded, so the grants and guards deep
-/// in a flow need no request parameter just to say who asked.
+/// in a flow need no request parameter just to say who asked. It keeps the request's headers (a
+/// reference, not a copy) and resolves the address only when an event is written: most requests
+/// (session checks at `/auth`) write none and pay nothing for it.
 struct EventOrigin: Sendable {
+    let headers: HTTPFields
+    let peer: String?
+    let requestID: String
+    let trustedProxies: [IPNetwork]
+
     /// The client's address, through trusted proxies only (``ClientAddress``).
-    var ip: String
+    var ip: String { ClientAddress.resolve(peer: peer, forwardedFor: headers[.xForwardedFor], trustedProxies: trustedProxies) }
+
     /// At most 256 bytes of it: the header is the client's to fill.
-    var userAgent: String?
-    var requestID: String
+    var userAgent: String? { headers[.userAgent].map { String(decoding: $0.utf8.prefix(256), as: UTF8.self) } }
 
     @TaskLocal static var current: EventOrigin?
 }
@@ -19,10 +27,7 @@ struct EventOriginMiddleware: RouterMiddleware {
     let trustedProxies: [IPNetwork]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let userAgent = request.headers[.userAgent].map { String(decoding: $0.utf8.prefix(256), as: UTF8.self) }
-        let origin = EventOrigin(
-            ip: ClientAddress.resolve(request, context: context, trustedProxies: trustedProxies), userAgent: userAgent, requestID: context.requestID
-        )
+        let origin = EventOrigin(headers: request.headers, peer: context.peerAddress, requestID: context.requestID, trustedProxies: trustedProxies)
         return try await EventOrigin.$current.withValue(origin) { try await next(request, context) }
     }
 }

@@ -70,7 +70,7 @@ public enum ClientAddress {
 }
 
 extension HTTPField.Name {
-    static let xForwardedFor = Self("X-Forwarded-For")!
+    public static let xForwardedFor = Self("X-Forwarded-For")!
 }
 
 extension Substring {
