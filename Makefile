@@ -5,7 +5,7 @@ DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev libqrencode-de
 BENCH_PACKAGES := wrk curl
 E2E_PACKAGES := chromium chromium-driver fonts-liberation nginx-light
 
-.PHONY: deps bench-deps e2e-deps build release test e2e demo bench check-config clean
+.PHONY: deps bench-deps e2e-deps build release test e2e demo bench check-config clean image image-test
 
 ## Install the Debian packages Relais builds and tests with, only those missing; and joserfc and
 ## requests (PyPI), the independent client the cross-check tests compare against.
@@ -48,6 +48,20 @@ demo: deps
 ## Throughput benchmarks (release build, wrk, real redis-server); writes bench/results.md.
 bench: bench-deps
 	scripts/bench.sh
+
+## The container image (docker/Dockerfile) with podman, at most 150 MB, non-root, read-only root.
+## IMAGE_BASE=local (default) builds FROM a Debian base made here with debootstrap and the host's
+## Swift toolchain; IMAGE_BASE=public FROM debian:bookworm-slim and swift:6.3-bookworm.
+IMAGE ?= localhost/relais:latest
+IMAGE_BASE ?= local
+image:
+	IMAGE=$(IMAGE) IMAGE_BASE=$(IMAGE_BASE) SWIFT=$(SWIFT) scripts/image-build.sh
+
+## Runs the image with podman: Redis (AOF) and the development provider in containers, a sign-in
+## through it, the session across restarts, check-config, non-root, read-only, HEALTHCHECK, and
+## docker/compose.yaml with podman-compose (e2e/image/test_image.py).
+image-test: image
+	IMAGE=$(IMAGE) IMAGE_BASE=$(IMAGE_BASE) scripts/image-test.sh
 
 check-config: build
 	.build/debug/relais check-config config/relais.example.yaml

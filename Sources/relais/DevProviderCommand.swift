@@ -23,7 +23,7 @@ struct DevProviderCommand: AsyncParsableCommand {
             configuration = try await ConfigurationLoader.loadDevProvider(filePath: config, environment: currentEnvironment())
         } catch {
             printError(error.description)
-            throw ExitCode(check ? 1 : 2)
+            throw ExitCode(2)
         }
         if check {
             let mode = configuration.provider.mode

@@ -84,8 +84,9 @@ struct CheckConfig: AsyncParsableCommand {
             print("\(file): OK (store: \(configuration.store.kind.rawValue), listening on \(configuration.server.host):\(configuration.server.port), public URL \(configuration.server.publicBaseURL))")
             for warning in configuration.warnings { print("warning: \(warning)") }
         } catch {
+            // 2, as `serve` refuses the same file: scripts and images tell "refused" from "unreachable" (1).
             printError(error.description)
-            throw ExitCode(1)
+            throw ExitCode(2)
         }
         if probe, !(await Self.probe(configuration)) { throw ExitCode(1) }
     }

@@ -84,7 +84,7 @@ import Glibc
 
     @Test func checkConfigPrintsEveryProblemAndFails() async throws {
         let result = try await run(["check-config", try write(Self.badConfiguration)])
-        #expect(result.status == 1)
+        #expect(result.status == 2)
         #expect(result.stderr.contains("invalid configuration (3 problems)"))
         #expect(result.stderr.contains("server.port: must be between 0 and 65535, got 99999"))
         #expect(result.stderr.contains("store.kind: expected one of redis, embedded; got 'memcached'"))
@@ -147,7 +147,7 @@ import Glibc
         #expect(shipped.stdout.contains("OK (mode v2, 1 client(s), 3 identities, issuer http://127.0.0.1:8081/api/v2)"))
         let bad = try write("provider:\n  mode: v9\nclients: {}\n")
         let checked = try await run(["dev-provider", "--config", bad, "--check"])
-        #expect(checked.status == 1)
+        #expect(checked.status == 2)
         #expect(checked.stderr.contains("provider.mode: expected one of v2, v1, fcplus, proconnect; got 'v9'"))
         let served = try await run(["dev-provider", "--config", bad])
         #expect(served.status == 2)
