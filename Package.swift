@@ -33,6 +33,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // Traces: the API in the libraries, the OTLP/HTTP exporter only in the executable (no gRPC:
+        // it would double the build and the binary).
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel", .upToNextMinor(from: "1.6.0"), traits: ["OTLPHTTP"]),
     ],
     targets: [
         // Native bridges: Debian's libraries through pkg-config, with static inline shims for the
@@ -82,6 +86,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -94,6 +99,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -129,6 +135,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -180,9 +187,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // OpenTelemetry: the OTEL_* variables checked, the OTLP/HTTP span exporter and its drop counter.
+        // Only the executable links it; the libraries speak the swift-distributed-tracing API.
+        .target(
+            name: "RelaisTelemetry",
+            dependencies: [
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "relais",
             dependencies: [
+                "RelaisTelemetry",
                 "RelaisAttest",
                 "RelaisConfig",
                 "RelaisDevProvider",
@@ -251,13 +272,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "RelaisTelemetryTests",
+            dependencies: ["RelaisTelemetry", .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "RelaisHTTPClientTests",
-            dependencies: ["RelaisHTTPClient", "RelaisTestSupport"],
+            dependencies: ["RelaisHTTPClient", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RelaisStoreTests",
-            dependencies: ["RelaisStore", "RelaisTestSupport"],
+            dependencies: ["RelaisStore", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -300,6 +326,7 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -67,7 +67,8 @@ def wait_for(url, process, timeout=20):
 class Stack:
     """Redis, the development provider and one Relais, wired together."""
 
-    def __init__(self, relay_extra="", providers_extra="", trusted_proxies=(), apps_extra="", fcplus=False, proconnect=False):
+    def __init__(self, relay_extra="", providers_extra="", trusted_proxies=(), apps_extra="", fcplus=False, proconnect=False,
+                 env=None, provider_trusted_proxies=()):
         self.directory = tempfile.mkdtemp(prefix="relais-e2e-")
         self.redis_port, self.provider_port, self.relay_port = free_port(), free_port(), free_port()
         # More development providers: FranceConnect+ (the step-up provider) and ProConnect.
@@ -76,6 +77,9 @@ class Stack:
         self.trusted_proxies = list(trusted_proxies)
         self.providers_extra = providers_extra
         self.apps_extra = apps_extra
+        # Extra environment for every Relais process (OTEL_* for the tracing test).
+        self.env = {**os.environ, **(env or {})}
+        self.provider_server = f"environment: development, trusted_proxies: [{', '.join(provider_trusted_proxies)}]"
         self.processes = {}
         self.logs = {}
 
@@ -92,7 +96,7 @@ class Stack:
             ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._write("provider.yaml", f"""
-server: {{environment: development, port: {self.provider_port}}}
+server: {{{self.provider_server}, port: {self.provider_port}}}
 log: {{level: warning}}
 provider: {{identities_file: {ROOT}/config/dev-identities.yaml}}
 clients:
@@ -107,7 +111,7 @@ clients:
             # FranceConnect+ encrypts to the key Relais publishes (generated in development).
             keys = f"\n    jwks_uri: {self.relay}/jwks/provider.json" if mode == "fcplus" else ""
             self._write(f"provider-{mode}.yaml", f"""
-server: {{environment: development, port: {port}}}
+server: {{{self.provider_server}, port: {port}}}
 log: {{level: warning}}
 provider: {{mode: {mode}, identities_file: {ROOT}/config/{identities}}}
 clients:
@@ -183,7 +187,7 @@ apps:
     def _launch(self, name, arguments, port):
         log = open(os.path.join(self.directory, f"{name}.log"), "a")
         self.logs[name] = log
-        self.processes[name] = subprocess.Popen([BINARY] + arguments, stdout=log, stderr=subprocess.STDOUT)
+        self.processes[name] = subprocess.Popen([BINARY] + arguments, stdout=log, stderr=subprocess.STDOUT, env=self.env)
         wait_for(f"http://127.0.0.1:{port}/readyz", self.processes[name])
 
     def _stop(self, name):
@@ -206,9 +210,11 @@ apps:
         self.stop()
 
 
-def sign_in(stack, client_id, identity="angela", redirect_uri="http://127.0.0.1:54321/cb", token_headers=None, authorize_extra=None, raw=False):
+def sign_in(stack, client_id, identity="angela", redirect_uri="http://127.0.0.1:54321/cb", token_headers=None, authorize_extra=None, raw=False,
+            trail=None):
     """A whole sign-in without a browser (requests plays both the person and the app); the token response
-    (or, with `raw`, the /token HTTP response itself)."""
+    (or, with `raw`, the /token HTTP response itself). A `trail` dict receives every secret that went
+    by: the verifier, the URLs of the provider's login page and of the callback, and the app's code."""
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     browser = requests.Session()
@@ -220,6 +226,8 @@ def sign_in(stack, client_id, identity="angela", redirect_uri="http://127.0.0.1:
     to_relay = browser.post(requests.compat.urljoin(page.url, action), data={"identity": identity}, allow_redirects=False, timeout=10)
     to_app = browser.get(to_relay.headers["Location"], allow_redirects=False, timeout=10)
     code = parse_qs(urlsplit(to_app.headers["Location"]).query)["code"][0]
+    if trail is not None:
+        trail.update(verifier=verifier, provider_page=page.url, callback=to_relay.headers["Location"], code=code)
     response = requests.post(stack.relay + "/token", data={
         "grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, "client_id": client_id, "code_verifier": verifier,
     }, headers=token_headers or {}, timeout=10)

@@ -46,7 +46,8 @@ public final class PlayIntegrityGoogleDecoder: PlayIntegrityDecoder {
         let body = JSONValue.object(["integrity_token": .string(token)]).serialized()
         let request = HTTPClientRequest(
             method: .post, url: "\(apiBaseURL)/v1/\(FormEncoding.escape(packageName)):decodeIntegrityToken",
-            headers: [("Authorization", "Bearer \(accessToken)"), ("Content-Type", "application/json")], body: body, timeout: timeout
+            headers: [("Authorization", "Bearer \(accessToken)"), ("Content-Type", "application/json")], body: body, timeout: timeout,
+            operation: "play-integrity decode"
         )
         let response = try await send(request, what: "decodeIntegrityToken")
         guard response.status == 200 else {
@@ -76,6 +77,7 @@ public final class PlayIntegrityGoogleDecoder: PlayIntegrityDecoder {
             url: tokenURI, fields: [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion)]
         )
         request.timeout = timeout
+        request.operation = "google oauth token"
         let response = try await send(request, what: "the service account token request")
         guard response.status == 200, let answer = JSONValue.object(from: response.body), let token = answer["access_token"]?.stringValue else {
             throw AttestationError(.playDecodeService, "the service account token request answered \(response.status)")

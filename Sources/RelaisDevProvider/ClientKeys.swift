@@ -16,7 +16,7 @@ struct ClientKeys: Sendable {
         for client in clients {
             if let jwks = client.jwks { inline[client.id] = jwks }
             if let uri = client.jwksURI {
-                caches[client.id] = JWKSCache(url: uri, fetcher: HTTPKeySetFetcher(client: httpClient), maxAge: .seconds(300), minimumRefetchInterval: .seconds(5))
+                caches[client.id] = JWKSCache(url: uri, fetcher: HTTPKeySetFetcher(client: httpClient, operation: "client jwks"), maxAge: .seconds(300), minimumRefetchInterval: .seconds(5))
             }
         }
         self.inline = inline

@@ -2,7 +2,7 @@ public import Logging
 public import NIOCore
 public import RelaisClock
 public import RelaisConfig
-import RelaisServer
+public import RelaisServer
 public import RelaisJOSE
 
 /// Runs `relais dev-provider` until SIGTERM or SIGINT, on the same server skeleton as the relay
@@ -13,7 +13,8 @@ public enum DevProviderRunner {
         logger: Logger,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
         clock: any RelaisClock = SystemClock(),
-        generateKey: @escaping KeyGenerator = { try JWK.generate(for: $0, keyID: $1) }
+        generateKey: @escaping KeyGenerator = { try JWK.generate(for: $0, keyID: $1) },
+        tracing: TracingBackend? = nil
     ) async throws {
         var server = RelaisConfiguration()
         server.server = configuration.server
@@ -34,7 +35,8 @@ public enum DevProviderRunner {
                 "warning": "not for production use",
             ],
             onServerRunning: onServerRunning,
-            clock: clock
+            clock: clock,
+            tracing: tracing
         ) { _, dependencies in
             let provider = try await DevProvider.make(
                 configuration: configuration, store: dependencies.store, httpClient: dependencies.httpClient, logger: logger, clock: clock,

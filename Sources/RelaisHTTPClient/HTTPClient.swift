@@ -3,6 +3,7 @@ public import Logging
 import Metrics
 import NIOPosix
 import Synchronization
+public import Tracing
 
 #if canImport(Glibc)
 import Glibc
@@ -18,10 +19,14 @@ public final class HTTPClient: Sendable {
     private let threadPool: NIOThreadPool
     private let handles: CurlHandlePool
     private let logger: Logger
+    private let tracer: (any Tracer)?
     private let isShutdown = Atomic<Bool>(false)
 
-    public init(configuration: HTTPClientConfiguration = .init(), logger: Logger = Logger(label: "relais.http-client")) {
+    /// - Parameter tracer: when set, each request is a client span, child of the caller's
+    ///   (``ServiceContext/current``), and carries its trace context (`traceparent`) to the server.
+    public init(configuration: HTTPClientConfiguration = .init(), logger: Logger = Logger(label: "relais.http-client"), tracer: (any Tracer)? = nil) {
         self.configuration = configuration
+        self.tracer = tracer
         self.threadPool = NIOThreadPool(numberOfThreads: max(1, configuration.maxConcurrentRequests))
         self.handles = CurlHandlePool(capacity: max(1, configuration.maxConcurrentRequests))
         self.logger = logger
@@ -33,6 +38,35 @@ public final class HTTPClient: Sendable {
     /// - Throws: ``HTTPClientError`` when no response was received; `CancellationError` when the
     ///   calling task was cancelled (the transfer is aborted at libcurl's next progress check).
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+        guard let tracer else { return try await transfer(request) }
+        return try await traced(request, tracer: tracer)
+    }
+
+    /// The span records the method, the server, the path (never the query, headers or body, which
+    /// carry codes and tokens), the status and libcurl's new connections; a failure, its code only.
+    private func traced(_ request: HTTPClientRequest, tracer: any Tracer) async throws -> HTTPClientResponse {
+        let span = tracer.startSpan(request.operation ?? request.method.rawValue, context: ServiceContext.current ?? .topLevel, ofKind: .client)
+        defer { span.end() }
+        let target = HTTPClientTarget(request.url)
+        span.attributes["http.request.method"] = request.method.rawValue
+        span.attributes["server.address"] = target.host
+        span.attributes["server.port"] = target.port
+        span.attributes["url.path"] = target.path
+        var propagated = request
+        tracer.inject(span.context, into: &propagated.headers, using: HeaderListInjector())
+        do {
+            let response = try await transfer(propagated)
+            span.attributes["http.response.status_code"] = response.status
+            span.attributes["relais.http.new_connections"] = response.newConnections
+            if response.status >= 500 { span.setStatus(SpanStatus(code: .error)) }
+            return response
+        } catch {
+            span.setStatus(SpanStatus(code: .error, message: (error as? HTTPClientError)?.code ?? "cancelled"))
+            throw error
+        }
+    }
+
+    private func transfer(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
         guard !isShutdown.load(ordering: .acquiring) else { throw HTTPClientError.shutdown }
         let cancellation = CurlCancellation()
         let start = ContinuousClock.now
@@ -215,14 +249,7 @@ public final class HTTPClient: Sendable {
     }
 
     /// "host:port" of a URL, for metrics and logs: never the path or query, which may carry codes.
-    static func hostForMetrics(_ url: String) -> String {
-        let parts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2 else { return "invalid" }
-        let rest = parts[1]
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        let hostPort = authority.split(separator: "@").last.map(String.init) ?? ""
-        return hostPort.isEmpty ? "invalid" : hostPort
-    }
+    static func hostForMetrics(_ url: String) -> String { HTTPClientTarget(url).authority }
 }
 
 extension Metrics.Timer {

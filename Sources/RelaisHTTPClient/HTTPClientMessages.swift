@@ -10,29 +10,35 @@ public struct HTTPClientRequest: Sendable {
     public var body: [UInt8]?
     /// Overrides the client's total timeout for this request only.
     public var timeout: Duration?
+    /// What the request is for, as its span is named when tracing is on (`provider token`); the
+    /// method otherwise.
+    public var operation: String?
 
     public init(
         method: Method = .get,
         url: String,
         headers: [(name: String, value: String)] = [],
         body: [UInt8]? = nil,
-        timeout: Duration? = nil
+        timeout: Duration? = nil,
+        operation: String? = nil
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.operation = operation
     }
 
     /// A form-encoded POST (`application/x-www-form-urlencoded`), the shape of every OAuth token request.
-    public static func form(url: String, fields: [(String, String)], headers: [(name: String, value: String)] = []) -> Self {
+    public static func form(url: String, fields: [(String, String)], headers: [(name: String, value: String)] = [], operation: String? = nil) -> Self {
         let body = fields.map { "\(FormEncoding.escape($0.0))=\(FormEncoding.escape($0.1))" }.joined(separator: "&")
         return Self(
             method: .post,
             url: url,
             headers: [(name: "Content-Type", value: "application/x-www-form-urlencoded")] + headers,
-            body: Array(body.utf8)
+            body: Array(body.utf8),
+            operation: operation
         )
     }
 }

@@ -59,7 +59,7 @@ public actor UpstreamProvider {
             return configured
         }
         do {
-            let response = try await send(HTTPClientRequest(url: settings.issuer + "/.well-known/openid-configuration", headers: [(name: "Accept", value: "application/json")]))
+            let response = try await send(HTTPClientRequest(url: settings.issuer + "/.well-known/openid-configuration", headers: [(name: "Accept", value: "application/json")], operation: "provider discovery"))
             switch response.status {
             case 200: break
             case 429, 500...599: throw UpstreamError.unavailable("discovery answered HTTP \(response.status)")
@@ -242,7 +242,7 @@ public actor UpstreamProvider {
             }
         }
         if let codeVerifier { fields.append(("code_verifier", codeVerifier)) }
-        let response = try await send(.form(url: metadata.tokenEndpoint, fields: fields, headers: headers))
+        let response = try await send(.form(url: metadata.tokenEndpoint, fields: fields, headers: headers, operation: "provider token"))
         let body = JSONValue.object(from: response.body)
         switch response.status {
         case 200:
@@ -290,7 +290,7 @@ public actor UpstreamProvider {
             throw .keySetUnavailable(reason: error.description)
         }
         guard let uri = metadata.jwksURI else { return nil }
-        let cache = JWKSCache(url: uri, fetcher: HTTPKeySetFetcher(client: http), maxAge: .seconds(3600), minimumRefetchInterval: settings.jwksRefetchInterval, clock: { [clock] in clock.instant })
+        let cache = JWKSCache(url: uri, fetcher: HTTPKeySetFetcher(client: http, operation: "provider jwks"), maxAge: .seconds(3600), minimumRefetchInterval: settings.jwksRefetchInterval, clock: { [clock] in clock.instant })
         keys = cache
         return cache
     }
@@ -320,11 +320,12 @@ public actor UpstreamProvider {
 
     private func fetchUserinfo(endpoint: String, accessToken: String) async throws(UpstreamError) -> [String: JSONValue] {
         let accept = (name: "Accept", value: "application/jwt, application/json")
-        let request: HTTPClientRequest =
+        var request: HTTPClientRequest =
             switch settings.userinfoTokenIn {
             case .header: HTTPClientRequest(url: endpoint, headers: [(name: "Authorization", value: "Bearer \(accessToken)"), accept])
             case .body: HTTPClientRequest.form(url: endpoint, fields: [("access_token", accessToken)], headers: [accept])
             }
+        request.operation = "provider userinfo"
         let response = try await send(request)
         switch response.status {
         case 200: break

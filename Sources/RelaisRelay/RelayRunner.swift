@@ -3,7 +3,7 @@ public import NIOCore
 public import RelaisClock
 public import RelaisConfig
 public import RelaisStore
-import RelaisServer
+public import RelaisServer
 
 /// Runs `relais serve`: the server skeleton (health, metrics, drain) with the relay's routes.
 public enum RelayRunner {
@@ -14,7 +14,8 @@ public enum RelayRunner {
         logger: Logger,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
         clock: any RelaisClock = SystemClock(),
-        reload: (@Sendable () async throws -> RelaisConfiguration)? = nil
+        reload: (@Sendable () async throws -> RelaisConfiguration)? = nil,
+        tracing: TracingBackend? = nil
     ) async throws {
         try await RelaisRunner.run(
             configuration: configuration,
@@ -28,7 +29,8 @@ public enum RelayRunner {
             ],
             onServerRunning: onServerRunning,
             clock: clock,
-            reload: reload
+            reload: reload,
+            tracing: tracing
         ) { current, dependencies in
             if current.server.environment == .production, let warning = await persistenceWarning(dependencies.store) { logger.warning("\(warning)") }
             let relay = try await Relay(configuration: current, store: dependencies.store, httpClient: dependencies.httpClient, clock: clock)
@@ -39,6 +41,7 @@ public enum RelayRunner {
     /// Sessions live in Redis: without the append-only file, a Redis restart loses every session
     /// since its last RDB snapshot (all of them without one), and everyone must sign in again.
     public static func persistenceWarning(_ store: any KeyValueStore) async -> String? {
+        let store = (store as? TracedStore)?.base ?? store
         guard let redis = store as? RedisStore, await redis.serverSetting("appendonly") == "no" else { return nil }
         let snapshots = await redis.serverSetting("save") ?? ""
         return "Redis runs without its append-only file (appendonly no)"

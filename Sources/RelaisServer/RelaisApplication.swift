@@ -5,28 +5,38 @@ public import RelaisConfig
 public import RelaisHTTPClient
 public import RelaisStore
 public import RelaisClock
+public import Tracing
 
 /// The long-lived pieces a Relais instance shares between requests.
 public struct RelaisDependencies: Sendable {
     public var store: any KeyValueStore
     public var httpClient: HTTPClient
     public var drainState: DrainState
+    /// Set when traces are on: requests get a server span (``TraceMiddleware``); the store and the
+    /// client built by ``make(for:logger:clock:tracer:)`` trace their calls.
+    public var tracer: (any Tracer)?
 
-    public init(store: any KeyValueStore, httpClient: HTTPClient, drainState: DrainState = DrainState()) {
+    public init(store: any KeyValueStore, httpClient: HTTPClient, drainState: DrainState = DrainState(), tracer: (any Tracer)? = nil) {
         self.store = store
         self.httpClient = httpClient
         self.drainState = drainState
+        self.tracer = tracer
     }
 
     /// Builds the store the configuration names and the outbound HTTP client. `clock` counts the
     /// embedded store's TTLs (Redis counts its own).
-    public static func make(for configuration: RelaisConfiguration, logger: Logger, clock: any RelaisClock = SystemClock()) -> RelaisDependencies {
-        let store: any KeyValueStore =
+    public static func make(
+        for configuration: RelaisConfiguration, logger: Logger, clock: any RelaisClock = SystemClock(), tracer: (any Tracer)? = nil
+    ) -> RelaisDependencies {
+        var store: any KeyValueStore =
             switch configuration.store.kind {
             case .redis: RedisStore(configuration: configuration.store.redis, logger: logger)
             case .embedded: EmbeddedStore(clock: clock)
             }
-        return RelaisDependencies(store: store, httpClient: HTTPClient(configuration: configuration.httpClient, logger: logger))
+        if let tracer { store = TracedStore(store, tracer: tracer, system: configuration.store.kind == .redis ? "redis" : "relais.embedded") }
+        return RelaisDependencies(
+            store: store, httpClient: HTTPClient(configuration: configuration.httpClient, logger: logger, tracer: tracer), tracer: tracer
+        )
     }
 
     public func shutdown() async {
@@ -46,6 +56,9 @@ public enum RelaisApplication {
         // Outermost first: the id exists before anything logs; logging and metrics see the final
         // status because errors are rendered inside them; the body limit applies before any handler.
         router.middlewares.add(RequestIDMiddleware())
+        if let tracer = dependencies.tracer {
+            router.middlewares.add(TraceMiddleware(tracer: tracer, trustedProxies: configuration.server.trustedProxies.compactMap(IPNetwork.init)))
+        }
         router.middlewares.add(RequestLogMiddleware())
         if configuration.metrics.enabled { router.middlewares.add(MetricsMiddleware()) }
         router.middlewares.add(ErrorMiddleware())

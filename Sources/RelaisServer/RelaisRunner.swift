@@ -22,9 +22,10 @@ public enum RelaisRunner {
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
         clock: any RelaisClock = SystemClock(),
         reload: (@Sendable () async throws -> RelaisConfiguration)? = nil,
+        tracing: TracingBackend? = nil,
         routes: @escaping ConfigurationReloader.Routes
     ) async throws {
-        let dependencies = RelaisDependencies.make(for: configuration, logger: logger, clock: clock)
+        let dependencies = RelaisDependencies.make(for: configuration, logger: logger, clock: clock, tracer: tracing?.tracer)
         let register: (Router<RelaisRequestContext>) -> Void
         do {
             register = try await routes(configuration, dependencies)
@@ -40,7 +41,7 @@ public enum RelaisRunner {
         }
         let group = makeServiceGroup(
             configuration: configuration, dependencies: dependencies, logger: logger, signals: [.sigterm, .sigint],
-            onServerRunning: onServerRunning, responder: responder, reloader: reloader
+            onServerRunning: onServerRunning, responder: responder, reloader: reloader, tracing: tracing?.service
         )
         var startMetadata = metadata
         startMetadata["address"] = "\(configuration.server.host):\(configuration.server.port)"
@@ -67,7 +68,8 @@ public enum RelaisRunner {
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
         additionalRoutes: (Router<RelaisRequestContext>) -> Void = { _ in },
         responder: SwappableResponder? = nil,
-        reloader: ConfigurationReloader? = nil
+        reloader: ConfigurationReloader? = nil,
+        tracing: (any Service)? = nil
     ) -> ServiceGroup {
         let application = RelaisApplication.makeApplication(
             configuration: configuration,
@@ -77,7 +79,9 @@ public enum RelaisRunner {
             logger: logger,
             onServerRunning: onServerRunning
         )
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: application)]
+        // The span exporter first: graceful shutdown goes in reverse order, so it flushes last.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = tracing.map { [.init(service: $0)] } ?? []
+        services.append(.init(service: application))
         if let reloader { services.append(.init(service: ReloadService(reloader: reloader))) }
         if let metrics = RelaisApplication.makeMetricsApplication(configuration: configuration, logger: logger) { services.append(.init(service: metrics)) }
         var groupConfiguration = ServiceGroupConfiguration(

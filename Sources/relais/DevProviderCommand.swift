@@ -25,6 +25,7 @@ struct DevProviderCommand: AsyncParsableCommand {
             printError(error.description)
             throw ExitCode(2)
         }
+        let tracingEnvironment = try readTracingEnvironment(defaultServiceName: "relais-dev-provider")
         if check {
             let mode = configuration.provider.mode
             print("\(config ?? "(defaults)"): OK (mode \(mode.rawValue), \(configuration.clients.count) client(s), \(configuration.identities.count) identities, issuer \(configuration.server.publicBaseURL)\(mode == .v1 ? "/api/v1" : "/api/v2"))")
@@ -33,7 +34,7 @@ struct DevProviderCommand: AsyncParsableCommand {
         bootstrapLogging(configuration.log)
         let logger = Logger(label: "relais.dev-provider")
         do {
-            try await DevProviderRunner.run(configuration: configuration, logger: logger)
+            try await DevProviderRunner.run(configuration: configuration, logger: logger, tracing: try makeTracing(tracingEnvironment, logger: logger))
         } catch {
             logger.critical("development provider stopped on an error", metadata: ["error": "\(error)"])
             throw ExitCode(1)

@@ -6,6 +6,7 @@ import RelaisOIDC
 import RelaisRelay
 import RelaisServer
 import RelaisStore
+import RelaisTelemetry
 
 #if canImport(Glibc)
 import Glibc
@@ -44,6 +45,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try await options.load()
+        let tracingEnvironment = try readTracingEnvironment(defaultServiceName: "relais")
         bootstrapLogging(configuration.log)
         let logger = Logger(label: "relais")
         if let pidFile {
@@ -56,7 +58,8 @@ struct Serve: AsyncParsableCommand {
         let path = options.config
         do {
             try await RelayRunner.run(
-                configuration: configuration, logger: logger, reload: { try await ConfigurationLoader.load(filePath: path, environment: currentEnvironment()) }
+                configuration: configuration, logger: logger, reload: { try await ConfigurationLoader.load(filePath: path, environment: currentEnvironment()) },
+                tracing: try makeTracing(tracingEnvironment, logger: logger)
             )
         } catch {
             logger.critical("relais stopped on an error", metadata: ["error": "\(error)"])
@@ -88,6 +91,8 @@ struct CheckConfig: AsyncParsableCommand {
             printError(error.description)
             throw ExitCode(2)
         }
+        let tracing = try readTracingEnvironment(defaultServiceName: "relais")
+        print(tracing.map { "traces: OTLP/HTTP to \($0.endpoint), service \($0.serviceName), sampler \($0.sampler)" } ?? "traces: off (OTEL_TRACES_EXPORTER is not otlp)")
         if probe, !(await Self.probe(configuration)) { throw ExitCode(1) }
     }
 

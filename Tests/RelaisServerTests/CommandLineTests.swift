@@ -46,6 +46,24 @@ import Glibc
         #expect(result.stdout.contains("OK"))
     }
 
+    /// The OTEL_* variables are checked like the file: `check-config` says what traces will do, and
+    /// a value swift-otel would ignore (or stop on) refuses the start with exit 2.
+    @Test func theTracingVariablesAreCheckedBeforeAnythingStarts() async throws {
+        let example = Self.packageRoot.appendingPathComponent("config/relais.example.yaml").path
+        #expect(try await run(["check-config", example]).stdout.contains("traces: off (OTEL_TRACES_EXPORTER is not otlp)"))
+        let on = try await run(["check-config", example], environment: ["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"])
+        #expect(on.status == 0)
+        #expect(on.stdout.contains("traces: OTLP/HTTP to http://127.0.0.1:4318/v1/traces, service relais, sampler parentbased_always_on"))
+        let refused = ["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TRACES_SAMPLER": "xray"]
+        let provider = Self.packageRoot.appendingPathComponent("config/dev-provider.yaml").path
+        for arguments in [["check-config", example], ["serve", "--config", example], ["dev-provider", "--config", provider, "--check"]] {
+            let result = try await run(arguments, environment: refused)
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.stderr.contains("invalid tracing environment (2 problems)"), "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL: expected http/protobuf, got 'grpc'"))
+        }
+    }
+
     @Test func checkConfigProbeReachesTheStoreAndEachProvider() async throws {
         let redis = try await RedisServerProcess.launch()
         let provider = try await RelaisProcess.devProvider(clients: """

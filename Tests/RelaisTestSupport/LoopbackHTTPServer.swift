@@ -80,6 +80,10 @@ public struct LoopbackHTTPServer: Sendable {
             if let custom = HTTPField.Name("X-Test"), let value = request.headers[custom] {
                 headers[custom] = value
             }
+            // Trace context, W3C's or the in-memory test tracer's, comes back for the tracing tests.
+            for field in request.headers where field.name.canonicalName == "traceparent" || field.name.canonicalName.hasPrefix("in-memory-") {
+                headers.append(field)
+            }
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
         }
         router.put("/method") { request, _ in request.method.rawValue }
