@@ -38,9 +38,11 @@ struct SpanDropCounter: LogHandler {
 
     init(forwardingTo base: any LogHandler) { self.base = base }
 
+    /// Always warning, whatever `OTEL_LOG_LEVEL` says: below it swift-otel logs its configuration,
+    /// header values included; above it the drop warnings this counter reads would be filtered out.
     var logLevel: Logger.Level {
-        get { base.logLevel }
-        set { base.logLevel = newValue }
+        get { .warning }
+        set {}
     }
     var metadata: Logger.Metadata {
         get { base.metadata }

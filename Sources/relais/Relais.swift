@@ -92,7 +92,7 @@ struct CheckConfig: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let tracing = try readTracingEnvironment(defaultServiceName: "relais")
-        print(tracing.map { "traces: OTLP/HTTP to \($0.endpoint), service \($0.serviceName), sampler \($0.sampler)" } ?? "traces: off (OTEL_TRACES_EXPORTER is not otlp)")
+        print(tracing.map { "traces: OTLP/HTTP to \($0.endpointForDisplay), service \($0.serviceName), sampler \($0.sampler)" } ?? "traces: off (OTEL_TRACES_EXPORTER is not otlp)")
         if probe, !(await Self.probe(configuration)) { throw ExitCode(1) }
     }
 

@@ -3,11 +3,15 @@ import Logging
 import RelaisServer
 import RelaisTelemetry
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The `OTEL_*` variables of this process; problems are printed like a configuration file's and
 /// refuse the start (exit 2).
 func readTracingEnvironment(defaultServiceName: String) throws -> TracingEnvironment? {
     do {
-        return try TracingEnvironment.read(currentEnvironment(), defaultServiceName: defaultServiceName)
+        return try TracingEnvironment.read(currentEnvironment(), defaultServiceName: defaultServiceName) { access($0, R_OK) == 0 }
     } catch {
         printError(error.description)
         throw ExitCode(2)

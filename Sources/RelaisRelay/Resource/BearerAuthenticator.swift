@@ -15,7 +15,8 @@ struct BearerAuthenticator: Sendable {
     let dpop: DPoPGuard
     /// Verified access tokens by their SHA-256, until `exp` (plus the leeway): a gateway presents the
     /// same token many times, and an ES256 verification costs more than the rest of the request.
-    let verified = MemoryCache<[UInt8], AccessToken>(capacity: 50_000)
+    /// 16 MiB, whatever the token size: past it the oldest tokens go and are verified again.
+    let verified = MemoryCache<[UInt8], AccessToken>(maxBytes: 16 << 20)
 
     /// Clock skew tolerated between Relais instances (they sign and check each other's tokens).
     static let leeway: Duration = .seconds(2)
@@ -126,7 +127,8 @@ struct BearerAuthenticator: Sendable {
             subject: subject, clientID: clientID, sid: sid, scopes: (claims.string("scope") ?? "").split(separator: " ").map(String.init),
             acr: claims.acr, claims: claims
         )
-        verified.put(key, access, expiresAt: expiration + Double(Self.leeway.components.seconds), now: now)
+        // The claims are a view over the decoded payload plus its index: about twice the token.
+        verified.put(key, access, bytes: 2 * token.utf8.count + 256, expiresAt: expiration + Double(Self.leeway.components.seconds), now: now)
         return access
     }
 }

@@ -15,7 +15,7 @@ struct UserinfoRoute: RelayRoutes {
     /// Rendered bodies by session, app, subject and scopes. A session record never changes once
     /// written, so its body is current for as long as the session is live, which is still checked
     /// on every call (one TTL lookup instead of reading, parsing and rendering the record).
-    let bodies = MemoryCache<String, [UInt8]>(capacity: 10_000)
+    let bodies = MemoryCache<String, [UInt8]>(maxBytes: 8 << 20)
 
     func register(on router: Router<RelaisRequestContext>) {
         router.get("/userinfo") { request, context in try await respond(request, context: context) }
@@ -52,7 +52,7 @@ struct UserinfoRoute: RelayRoutes {
         var claims = TokenMinter.grantedClaims(identity, scopes: access.scopes)
         claims["sub"] = .string(access.subject)
         let body = JSONValue.object(claims).serialized()
-        bodies.put(key, body, expiresAt: session.expiresAt, now: now)
+        bodies.put(key, body, bytes: body.count + key.utf8.count + 64, expiresAt: session.expiresAt, now: now)
         return body
     }
 }

@@ -9,14 +9,15 @@ struct SessionVault: Sendable {
     let keys: RelayKeys
     /// Opened identities by the SHA-256 of their sealed form: /userinfo opens the same session's
     /// identity on every call, and unsealing costs more than the rest of the request.
-    let opened = MemoryCache<[UInt8], SessionIdentity>(capacity: 10_000)
+    let opened = MemoryCache<[UInt8], SessionIdentity>(maxBytes: 8 << 20)
 
     /// The identity of a session, from memory when this sealed form was opened before.
     func openIdentity(_ sealed: String) -> SessionIdentity? {
         let key = SHA256.hash(Array(sealed.utf8))
         if let cached = opened.get(key, now: 0) { return cached }
         guard let identity = open(SessionIdentity.self, sealed) else { return nil }
-        opened.put(key, identity, expiresAt: .infinity, now: 0)
+        // Decoded claims take about twice their sealed (encrypted, base64url) form.
+        opened.put(key, identity, bytes: 2 * sealed.utf8.count + 256, expiresAt: .infinity, now: 0)
         return identity
     }
 
