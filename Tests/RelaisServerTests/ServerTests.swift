@@ -12,6 +12,7 @@ import RelaisTestSupport
 import ServiceLifecycle
 import Synchronization
 import Testing
+import Tracing
 
 func quietLogger() -> Logger {
     var logger = Logger(label: "relais-test")
@@ -29,18 +30,25 @@ func testConfiguration(_ configure: (inout RelaisConfiguration) -> Void = { _ in
     return configuration
 }
 
+/// - Parameters:
+///   - tracer: builds the dependencies as `serve` does with traces on (a traced store and client).
+///   - routes: more routes, given the dependencies they may use.
 func withApplication(
     _ configuration: RelaisConfiguration = testConfiguration(),
     store: (any KeyValueStore)? = nil,
+    tracer: (any Tracer)? = nil,
+    testing: TestingSetup = .router,
+    routes: @escaping (Router<RelaisRequestContext>, RelaisDependencies) -> Void = { _, _ in },
     _ body: @Sendable (any TestClientProtocol) async throws -> Void
 ) async throws {
-    let dependencies = RelaisDependencies(
-        store: store ?? EmbeddedStore(),
-        httpClient: HTTPClient(configuration: configuration.httpClient)
+    let dependencies =
+        tracer.map { RelaisDependencies.make(for: configuration, logger: quietLogger(), tracer: $0) }
+        ?? RelaisDependencies(store: store ?? EmbeddedStore(), httpClient: HTTPClient(configuration: configuration.httpClient))
+    let app = RelaisApplication.makeApplication(
+        configuration: configuration, dependencies: dependencies, logger: quietLogger(), additionalRoutes: { routes($0, dependencies) }
     )
-    let app = RelaisApplication.makeApplication(configuration: configuration, dependencies: dependencies, logger: quietLogger())
     do {
-        try await app.test(.router, body)
+        try await app.test(testing, body)
     } catch {
         await dependencies.shutdown()
         throw error

@@ -20,22 +20,13 @@ import Tracing
         _ body: @Sendable (any TestClientProtocol) async throws -> Void
     ) async throws -> [FinishedInMemorySpan] {
         let tracer = InMemoryTracer()
-        let configuration = testConfiguration { $0.server.trustedProxies = trustedProxies }
-        let dependencies = RelaisDependencies.make(for: configuration, logger: quietLogger(), tracer: tracer)
-        let app = RelaisApplication.makeApplication(configuration: configuration, dependencies: dependencies, logger: quietLogger(), additionalRoutes: { router in
+        try await withApplication(testConfiguration { $0.server.trustedProxies = trustedProxies }, tracer: tracer, testing: .live, routes: { router, dependencies in
             router.get("/things/{id}") { _, _ in
                 _ = try await dependencies.store.get("thing:secret-key")
                 return "ok"
             }
             router.get("/broken") { _, _ -> String in throw HTTPError(.serviceUnavailable) }
-        })
-        do {
-            try await app.test(.live, body)
-        } catch {
-            await dependencies.shutdown()
-            throw error
-        }
-        await dependencies.shutdown()
+        }, body)
         return tracer.finishedSpans
     }
 
