@@ -120,6 +120,7 @@ struct ValueReader {
         }
         readRedisTLS(into: &redis, environment: environment)
         readRedisSentinel(into: &redis)
+        readRedisCluster(into: &redis)
         store.redis = redis
         return store
     }
@@ -143,13 +144,38 @@ struct ValueReader {
         }
         var parsed: [RedisConfiguration.Sentinel.Node] = []
         for node in nodes {
-            guard let value = RedisConfiguration.Sentinel.Node(parsing: node) else {
+            guard let value = RedisConfiguration.Node(parsing: node, defaultPort: 26379) else {
                 problem("store.redis.sentinel.nodes", "'\(node)' is not host[:port] (the port defaults to 26379)")
                 continue
             }
             parsed.append(value)
         }
         redis.sentinel = RedisConfiguration.Sentinel(masterName: masterName, nodes: parsed, username: username, password: password)
+    }
+
+    /// `store.redis.cluster`: seed nodes of a Redis Cluster; the URL's host and port are then unused
+    /// (its credentials and scheme apply to every node).
+    private mutating func readRedisCluster(into redis: inout RedisConfiguration) {
+        guard let nodes = list("store.redis.cluster") else { return }
+        guard !nodes.isEmpty else {
+            problem("store.redis.cluster", "needs at least one node (host:port)")
+            return
+        }
+        if redis.sentinel != nil {
+            problem("store.redis.cluster", "Sentinel and Cluster exclude each other: a cluster fails over by itself")
+        }
+        if redis.database != 0 {
+            problem("store.redis.url", "Redis Cluster has only database 0; remove /\(redis.database) from the URL")
+        }
+        var parsed: [RedisConfiguration.Node] = []
+        for node in nodes {
+            guard let value = RedisConfiguration.Node(parsing: node, defaultPort: 6379) else {
+                problem("store.redis.cluster", "'\(node)' is not host[:port] (the port defaults to 6379)")
+                continue
+            }
+            parsed.append(value)
+        }
+        redis.cluster = parsed
     }
 
     /// `store.redis.tls.*` refine TLS, which the `rediss://` scheme turns on.

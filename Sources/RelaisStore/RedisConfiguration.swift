@@ -25,38 +25,45 @@ public struct RedisConfiguration: Sendable, Equatable {
     /// Redis Sentinel: the master is asked of the sentinels instead of `host`/`port`.
     public var sentinel: Sentinel?
 
+    /// Redis Cluster: the seed nodes asked for the slot map (any reachable one will do). The URL's
+    /// host and port are then unused; its credentials and scheme apply to every node.
+    public var cluster: [Node]?
+
+    /// A server's address: `host[:port]` or `[ipv6]:port`.
+    public struct Node: Sendable, Hashable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+        /// `host[:port]` or `[ipv6]:port`, the port defaulting to `defaultPort`.
+        public init?(parsing text: String, defaultPort: Int) {
+            var hostPart = Substring(text)
+            var port = defaultPort
+            if hostPart.hasPrefix("["), let close = hostPart.firstIndex(of: "]") {
+                let rest = hostPart[hostPart.index(after: close)...]
+                hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
+                if !rest.isEmpty {
+                    guard rest.hasPrefix(":"), let value = Int(rest.dropFirst()) else { return nil }
+                    port = value
+                }
+            } else if let colon = hostPart.lastIndex(of: ":") {
+                guard let value = Int(hostPart[hostPart.index(after: colon)...]) else { return nil }
+                port = value
+                hostPart = hostPart[..<colon]
+            }
+            guard !hostPart.isEmpty, !hostPart.contains(where: \.isWhitespace), (1...65535).contains(port) else { return nil }
+            self.init(host: String(hostPart), port: port)
+        }
+    }
+
     /// Where the sentinels are and which master they watch. The credentials are the sentinels'
     /// own (Redis' `username`/`password` stay for the master); TLS settings apply to both.
     public struct Sentinel: Sendable, Equatable {
-        public struct Node: Sendable, Equatable, CustomStringConvertible {
-            public var host: String
-            public var port: Int
-            public init(host: String, port: Int) {
-                self.host = host
-                self.port = port
-            }
-            public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-
-            /// `host[:port]` or `[ipv6]:port`; the port defaults to 26379, Sentinel's.
-            public init?(parsing text: String) {
-                var hostPart = Substring(text)
-                var port = 26379
-                if hostPart.hasPrefix("["), let close = hostPart.firstIndex(of: "]") {
-                    let rest = hostPart[hostPart.index(after: close)...]
-                    hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
-                    if !rest.isEmpty {
-                        guard rest.hasPrefix(":"), let value = Int(rest.dropFirst()) else { return nil }
-                        port = value
-                    }
-                } else if let colon = hostPart.lastIndex(of: ":") {
-                    guard let value = Int(hostPart[hostPart.index(after: colon)...]) else { return nil }
-                    port = value
-                    hostPart = hostPart[..<colon]
-                }
-                guard !hostPart.isEmpty, (1...65535).contains(port) else { return nil }
-                self.init(host: String(hostPart), port: port)
-            }
-        }
+        public typealias Node = RedisConfiguration.Node
 
         public var masterName: String
         public var nodes: [Node]
@@ -103,7 +110,8 @@ public struct RedisConfiguration: Sendable, Equatable {
         poolSize: Int = RedisConfiguration.defaultPoolSize,
         keyPrefix: String = "relais:",
         tls: TLS? = nil,
-        sentinel: Sentinel? = nil
+        sentinel: Sentinel? = nil,
+        cluster: [Node]? = nil
     ) {
         self.host = host
         self.port = port
@@ -116,6 +124,7 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.keyPrefix = keyPrefix
         self.tls = tls
         self.sentinel = sentinel
+        self.cluster = cluster
     }
 
     public enum URLError: Error, Equatable, CustomStringConvertible {

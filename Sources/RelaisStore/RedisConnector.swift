@@ -1,18 +1,27 @@
 import Synchronization
 
-/// Opens connections for the pool: to the configured host, or, with Sentinel, to the master the
-/// sentinels name at that moment. Every new connection asks again, so after a failover the pool
-/// reaches the new master as soon as its old connections fail.
+/// Opens connections for the pool: to the configured host, to one cluster node, or, with
+/// Sentinel, to the master the sentinels name at that moment. Every new connection asks again, so
+/// after a failover the pool reaches the new master as soon as its old connections fail.
 final class RedisConnector: Sendable {
     let configuration: RedisConfiguration
+    /// A cluster node's address; nil for the configured host or Sentinel.
+    let node: RedisConfiguration.Node?
     /// The sentinel that answered last is asked first next time: a dead sentinel costs one
     /// connect timeout once, not on every new connection.
     private let preferredSentinel = Atomic<Int>(0)
 
-    init(configuration: RedisConfiguration) { self.configuration = configuration }
+    init(configuration: RedisConfiguration, node: RedisConfiguration.Node? = nil) {
+        self.configuration = configuration
+        self.node = node
+    }
+
+    /// Where connections go, for logs and errors.
+    var target: String { node?.description ?? configuration.sentinel.map { "master '\($0.masterName)'" } ?? RedisConfiguration.Node(host: configuration.host, port: configuration.port).description }
 
     /// Blocking: call it on a pool thread.
     func open() throws(RedisConnectionFailure) -> RedisConnection {
+        if let node { return try RedisConnection.open(configuration, address: (node.host, node.port)) }
         guard let sentinel = configuration.sentinel else { return try RedisConnection.open(configuration) }
         let master = try resolveMaster(sentinel)
         let connection = try RedisConnection.open(configuration, address: master)

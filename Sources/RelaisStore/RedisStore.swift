@@ -1,61 +1,42 @@
 public import Logging
 import Metrics
-import NIOPosix
 import Synchronization
 
-/// ``KeyValueStore`` on Redis (≥ 6.2, for GETDEL) through hiredis.
+/// ``KeyValueStore`` on Redis (≥ 6.2, for GETDEL) through hiredis: one server, the master that
+/// Redis Sentinel names, or a Redis Cluster (``RedisCluster``).
 ///
-/// hiredis calls block, so they run on the store's own worker threads, one pooled connection per
-/// thread at most. Calls wait in one queue; a worker takes every waiting call (up to a batch) and
-/// pipelines them on its connection, so under load a wake-up and a round trip serve many calls.
-/// A connection that fails is dropped; the next call opens a new one, which is how the store
-/// recovers after a Redis restart. While Redis is down every call fails fast with
+/// Each server is a ``RedisNode``: blocking hiredis calls on its own worker threads, waiting calls
+/// pipelined in batches, a failed connection dropped and reopened on the next call (how the store
+/// recovers after a Redis restart). While Redis is down every call fails fast with
 /// ``StoreError/storeUnavailable(reason:)``: refused at once, or after the connect/command timeout.
 ///
 /// Two bounds keep a frozen Redis (connections open, nothing answers) from holding requests: a
 /// call never waits past its request's ``StoreBudget``, and after ``breakerThreshold`` failed
-/// calls in a row a circuit breaker opens: calls fail at once while one PING every
-/// ``probeInterval`` checks Redis in the background, and the first answer closes it.
+/// calls in a row to one server its circuit breaker opens: calls fail at once while one PING every
+/// ``probeInterval`` checks it in the background, and the first answer closes it.
 public final class RedisStore: KeyValueStore {
     public let configuration: RedisConfiguration
-    private let connector: RedisConnector
-    private let threadPool: NIOThreadPool
-    private let idle = Mutex<[RedisConnection]>([])
-    private let queue = Mutex<CommandQueue>(CommandQueue())
+    private let topology: Topology
     private let isShutdown = Atomic<Bool>(false)
     private let logger: Logger
-    private let breaker = Mutex(Breaker())
 
-    static let maxBatch = 64
-    /// Failed calls in a row (each after a real attempt) that open the circuit.
+    /// Failed calls in a row (each after a real attempt) that open a server's circuit.
     public static let breakerThreshold = 3
     public static let probeInterval: Duration = .milliseconds(500)
 
-    private struct Breaker {
-        var failuresInARow = 0
-        var isOpen = false
-        var probe: Task<Void, Never>?
-    }
-
-    private struct Pending {
-        var arguments: [[UInt8]]
-        /// A call still waiting at this instant fails without touching Redis: when Redis hangs,
-        /// queued calls fail in about one timeout instead of piling up.
-        var deadline: ContinuousClock.Instant
-        var continuation: CheckedContinuation<RedisReply, any Error>
-    }
-
-    private struct CommandQueue {
-        var pending: [Pending] = []
-        var workers = 0
+    private enum Topology {
+        case single(RedisNode)
+        case cluster(RedisCluster)
     }
 
     public init(configuration: RedisConfiguration, logger: Logger = Logger(label: "relais.store.redis")) {
         self.configuration = configuration
-        self.connector = RedisConnector(configuration: configuration)
         self.logger = logger
-        self.threadPool = NIOThreadPool(numberOfThreads: max(1, configuration.poolSize))
-        threadPool.start()
+        if let seeds = configuration.cluster {
+            topology = .cluster(RedisCluster(configuration: configuration, seeds: seeds, logger: logger))
+        } else {
+            topology = .single(RedisNode(connector: RedisConnector(configuration: configuration), logger: logger))
+        }
     }
 
     // MARK: - KeyValueStore
@@ -151,6 +132,10 @@ public final class RedisStore: KeyValueStore {
     }
 
     public func ping() async throws {
+        if case .cluster(let cluster) = topology {
+            guard !isShutdown.load(ordering: .acquiring) else { throw StoreError.shutdown }
+            return try await cluster.ping(deadline: ContinuousClock.now + configuration.commandTimeout)
+        }
         guard case .status("PONG") = try await execute("PING", [bytes("PING")]) else {
             throw StoreError.commandFailed(reason: "unexpected reply to PING")
         }
@@ -158,25 +143,23 @@ public final class RedisStore: KeyValueStore {
 
     public func shutdown() async throws {
         guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        breaker.withLock { $0.probe }?.cancel()
-        try await threadPool.shutdownGracefully()
-        failQueued(with: .shutdown)
-        idle.withLock { $0.removeAll() }
+        switch topology {
+        case .single(let node): try await node.shutdown()
+        case .cluster(let cluster): try await cluster.shutdown()
+        }
     }
 
     // MARK: - Execution
 
-    /// Runs one command; `key` (unprefixed) names the key in errors. `probe` passes an open circuit.
-    private func execute(_ name: String, key: String? = nil, _ arguments: [[UInt8]], probe: Bool = false) async throws -> RedisReply {
+    /// Runs one command; `key` (unprefixed) names the key in errors and, on a cluster, picks the
+    /// node (every key of a multi-key script shares its hash tag).
+    private func execute(_ name: String, key: String? = nil, _ arguments: [[UInt8]]) async throws -> RedisReply {
         guard !isShutdown.load(ordering: .acquiring) else { throw StoreError.shutdown }
         let start = ContinuousClock.now
         var deadline = start + configuration.commandTimeout
         if let budget = StoreBudget.deadline {
             guard start < budget else { throw StoreError.storeUnavailable(reason: "the request's store budget is spent (Redis slow or frozen)") }
             deadline = min(deadline, budget)
-        }
-        if !probe, breaker.withLock({ $0.isOpen }) {
-            throw StoreError.storeUnavailable(reason: "circuit open: Redis failed \(Self.breakerThreshold) calls in a row; probing it in the background")
         }
         let outcome: String
         defer {
@@ -188,24 +171,15 @@ public final class RedisStore: KeyValueStore {
         }
         let reply: RedisReply
         do {
-            reply = try await withCheckedThrowingContinuation { continuation in
-                let startWorker = queue.withLock { queue -> Bool in
-                    queue.pending.append(Pending(arguments: arguments, deadline: deadline, continuation: continuation))
-                    guard queue.workers < max(1, configuration.poolSize) else { return false }
-                    queue.workers += 1
-                    return true
-                }
-                if startWorker {
-                    threadPool.submit { [self] state in
-                        guard case .active = state else { return failQueued(with: .shutdown) }
-                        drain()
-                    }
-                }
+            switch topology {
+            case .single(let node):
+                reply = try await node.run([arguments], deadline: deadline).first ?? .null
+            case .cluster(let cluster):
+                reply = try await cluster.run(arguments, slot: key.map { RedisSlotMap.slot(of: prefixed($0)) }, deadline: deadline)
             }
         } catch let error as StoreError {
             outcome = error.code
             logger.warning("redis command failed", metadata: ["command": "\(name)", "error": "\(error)"])
-            if case .storeUnavailable = error, !probe { recordFailure() }
             throw error
         } catch {
             outcome = "cancelled"
@@ -220,34 +194,7 @@ public final class RedisStore: KeyValueStore {
             throw error
         }
         outcome = "ok"
-        if !probe { breaker.withLock { $0.failuresInARow = 0 } }
         return reply
-    }
-
-    /// Counts a failed call; the one that reaches the threshold opens the circuit and starts the probe.
-    private func recordFailure() {
-        let opened = breaker.withLock { state -> Bool in
-            state.failuresInARow += 1
-            guard !state.isOpen, state.failuresInARow >= Self.breakerThreshold else { return false }
-            state.isOpen = true
-            return true
-        }
-        guard opened else { return }
-        logger.error("redis failed \(Self.breakerThreshold) calls in a row: circuit open, answering 503 at once while probing Redis every \(Self.probeInterval)")
-        let probe = Task { [self] in
-            while !Task.isCancelled, !isShutdown.load(ordering: .acquiring) {
-                try? await Task.sleep(for: Self.probeInterval)
-                guard (try? await execute("PING", [bytes("PING")], probe: true)) != nil else { continue }
-                breaker.withLock { state in
-                    state.isOpen = false
-                    state.failuresInARow = 0
-                    state.probe = nil
-                }
-                logger.notice("redis answers again: circuit closed")
-                return
-            }
-        }
-        breaker.withLock { $0.probe = probe }
     }
 
     /// A server setting (`CONFIG GET name`); nil when unset or when CONFIG is not allowed (managed
@@ -259,95 +206,12 @@ public final class RedisStore: KeyValueStore {
         return String(decoding: value, as: UTF8.self)
     }
 
-    /// Whether calls currently fail at once (for tests and readiness).
-    public var isCircuitOpen: Bool { breaker.withLock { $0.isOpen } }
-
-    /// A worker: takes the waiting calls in order, a batch at a time, until none is left.
-    private func drain() {
-        while true {
-            let batch = queue.withLock { queue -> [Pending] in
-                guard !queue.pending.isEmpty else {
-                    queue.workers -= 1
-                    return []
-                }
-                let count = min(Self.maxBatch, queue.pending.count)
-                defer { queue.pending.removeFirst(count) }
-                return Array(queue.pending.prefix(count))
-            }
-            guard !batch.isEmpty else { return }
-            let now = ContinuousClock.now
-            var live: [Pending] = []
-            for call in batch {
-                if now < call.deadline {
-                    live.append(call)
-                } else {
-                    call.continuation.resume(throwing: StoreError.storeUnavailable(reason: "no connection was free within the command timeout (Redis slow or overloaded)"))
-                }
-            }
-            guard !live.isEmpty else { continue }
-            let batchDeadline = live.map(\.deadline).max()
-            for (call, result) in zip(live, executeBlocking(live.map(\.arguments), deadline: batchDeadline)) { call.continuation.resume(with: result) }
+    /// Whether calls currently fail at once (for tests and readiness): on a cluster, for some master.
+    public var isCircuitOpen: Bool {
+        switch topology {
+        case .single(let node): node.isCircuitOpen
+        case .cluster(let cluster): cluster.isCircuitOpen
         }
-    }
-
-    private func failQueued(with error: StoreError) {
-        let calls = queue.withLock { queue -> [Pending] in
-            defer {
-                queue.pending.removeAll()
-                queue.workers = 0
-            }
-            return queue.pending
-        }
-        for call in calls { call.continuation.resume(throwing: error) }
-    }
-
-    /// Runs on a worker thread. Retries once, on a fresh connection, only when a pooled connection
-    /// turns out to be closed by the server before the first reply (the batch never reached a live Redis).
-    private func executeBlocking(_ commands: [[[UInt8]]], deadline: ContinuousClock.Instant?) -> [Result<RedisReply, StoreError>] {
-        var attempt = 0
-        while true {
-            attempt += 1
-            let pooled = idle.withLock { $0.popLast() }
-            let connection: RedisConnection
-            if let pooled {
-                connection = pooled
-            } else {
-                do {
-                    connection = try connector.open()
-                } catch {
-                    return Array(repeating: .failure(.storeUnavailable(reason: error.message)), count: commands.count)
-                }
-            }
-            let results = connection.pipeline(commands, deadline: deadline, commandTimeout: configuration.commandTimeout)
-            guard case .failure(let failure)? = results.first(where: { if case .failure = $0 { true } else { false } }) else {
-                if results.contains(where: Self.isReadOnlyRefusal) {
-                    // This node became a replica (a failover): it executed no write of the batch,
-                    // and reads are safe to repeat. Drop it and its pool mates, retry once on a
-                    // fresh connection, which asks the sentinels (or DNS) for the master again.
-                    idle.withLock { $0.removeAll() }
-                    if attempt == 1 {
-                        logger.info("redis answered as a read-only replica; reconnecting to the master")
-                        continue
-                    }
-                    return results.map { result in result.mapError { StoreError.storeUnavailable(reason: $0.message) } }
-                }
-                idle.withLock { $0.append(connection) }
-                return results.map { result in result.mapError { _ in StoreError.storeUnavailable(reason: "connection lost") } }
-            }
-            let failedFirst = if case .failure = results[0] { true } else { false }
-            if pooled != nil, failure.isStaleConnection, failedFirst, attempt == 1 {
-                // The other idle connections date from the same server: drop them too.
-                idle.withLock { $0.removeAll() }
-                logger.info("redis connection was closed by the server; reconnecting")
-                continue
-            }
-            return results.map { result in result.mapError { StoreError.storeUnavailable(reason: $0.message) } }
-        }
-    }
-
-    private static func isReadOnlyRefusal(_ result: Result<RedisReply, RedisConnectionFailure>) -> Bool {
-        if case .success(.error(let message)) = result { return message.hasPrefix("READONLY") }
-        return false
     }
 
     // MARK: - Helpers

@@ -241,6 +241,38 @@ import Testing
         #expect(orphan.map(\.description) == ["store.redis.sentinel: credentials without master_name and nodes"])
     }
 
+    @Test func redisClusterSettings() async throws {
+        let file = try temporaryFile("""
+            server: {environment: development}
+            store:
+              redis:
+                url: rediss://relais:secret@unused
+                cluster: [node-a, "node-b:7001", "[fd00::3]:7002"]
+            """)
+        let redis = try await ConfigurationLoader.load(filePath: file, environment: [:]).store.redis
+        #expect(redis.cluster?.map(\.description) == ["node-a:6379", "node-b:7001", "[fd00::3]:7002"])
+        #expect(redis.username == "relais" && redis.password == "secret" && redis.tls != nil)
+
+        let fromEnvironment = try await ConfigurationLoader.load(filePath: nil, environment: [
+            "RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_CLUSTER": "c1:7000,c2",
+        ])
+        #expect(fromEnvironment.store.redis.cluster?.map(\.description) == ["c1:7000", "c2:6379"])
+
+        let refusals: [(String, [String])] = [
+            ("store: {redis: {cluster: [\"ok:1\", \"bad:port\"]}}", ["store.redis.cluster: 'bad:port' is not host[:port] (the port defaults to 6379)"]),
+            ("store: {redis: {cluster: []}}", ["store.redis.cluster: needs at least one node (host:port)"]),
+            ("store: {redis: {url: \"redis://h/2\", cluster: [a]}}", ["store.redis.url: Redis Cluster has only database 0; remove /2 from the URL"]),
+            (
+                "store: {redis: {cluster: [a], sentinel: {master_name: m, nodes: [s]}}}",
+                ["store.redis.cluster: Sentinel and Cluster exclude each other: a cluster fails over by itself"]
+            ),
+        ]
+        for (store, expected) in refusals {
+            let bad = try temporaryFile("server: {environment: development}\n" + store)
+            #expect(await problems(file: bad).map(\.description) == expected, "\(store)")
+        }
+    }
+
     /// What Kubernetes injects for Services named `relais`, `relais-redis` and `relais-server` in the
     /// namespace: set aside with one warning, never read (not even `RELAIS_SERVER_PORT`, which is
     /// also a real key), never a reason to refuse to start.

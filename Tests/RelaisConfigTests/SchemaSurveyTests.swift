@@ -7,7 +7,7 @@ import Testing
         let schema = ConfigSchema.relay
         #expect(schema.environmentPrefix == "RELAIS_")
         #expect(schema.leafKeys.isSuperset(of: ["server.port", "store.redis.password", "store.redis.password_file", "relay.code_lifetime", "rate_limit.per_ip"]))
-        #expect(schema.listKeys == ["forward_auth.audiences", "server.trusted_proxies", "store.redis.sentinel.nodes"])
+        #expect(schema.listKeys == ["forward_auth.audiences", "server.trusted_proxies", "store.redis.cluster", "store.redis.sentinel.nodes"])
         #expect(Set(schema.keyedSections.keys) == ["providers", "apps", "resource_servers", "signing.keys", "sessions.keys"])
         let providers = try #require(schema.keyedSections["providers"] ?? nil)
         #expect(providers.leafKeys.isSuperset(of: ["issuer", "client_id", "client_secret", "client_secret_file", "backchannel_logout"]))

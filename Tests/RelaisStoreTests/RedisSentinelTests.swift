@@ -138,14 +138,14 @@ import Testing
     }
 
     @Test func sentinelNodesParse() {
-        typealias Node = RedisConfiguration.Sentinel.Node
-        #expect(Node(parsing: "sentinel-1") == Node(host: "sentinel-1", port: 26379))
-        #expect(Node(parsing: "10.0.0.5:26380") == Node(host: "10.0.0.5", port: 26380))
-        #expect(Node(parsing: "[::1]:26381") == Node(host: "::1", port: 26381))
-        #expect(Node(parsing: "[::1]")?.port == 26379)
-        #expect(Node(parsing: "[::1]:26381")?.description == "[::1]:26381")
-        for bad in ["", ":26379", "host:", "host:99999", "host:x", "[::1]x"] {
-            #expect(Node(parsing: bad) == nil, "\(bad)")
+        typealias Node = RedisConfiguration.Node
+        #expect(Node(parsing: "sentinel-1", defaultPort: 26379) == Node(host: "sentinel-1", port: 26379))
+        #expect(Node(parsing: "10.0.0.5:26380", defaultPort: 26379) == Node(host: "10.0.0.5", port: 26380))
+        #expect(Node(parsing: "[::1]:26381", defaultPort: 26379) == Node(host: "::1", port: 26381))
+        #expect(Node(parsing: "[::1]", defaultPort: 26379)?.port == 26379)
+        #expect(Node(parsing: "[::1]:26381", defaultPort: 26379)?.description == "[::1]:26381")
+        for bad in ["", ":26379", "host:", "host:99999", "host:x", "[::1]x", "two words:1"] {
+            #expect(Node(parsing: bad, defaultPort: 26379) == nil, "\(bad)")
         }
     }
 }

@@ -6,7 +6,7 @@ import Testing
 /// One suite, both stores: every behaviour Relais relies on holds for Redis (over plain TCP and over
 /// TLS, through the tunnel) and the embedded store.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case embedded, redis, redisTLS
+    case embedded, redis, redisTLS, redisCluster
     var testDescription: String { rawValue }
 }
 
@@ -14,6 +14,7 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
 struct StoreFixture {
     let store: any KeyValueStore
     let redis: RedisServerProcess?
+    let cluster: RedisClusterProcess?
     let time: StoreTime
 
     init(_ kind: StoreKind) async throws {
@@ -22,6 +23,7 @@ struct StoreFixture {
             let clock = ManualClock()
             store = EmbeddedStore(sweepInterval: 16, clock: clock)
             redis = nil
+            cluster = nil
             time = StoreTime(manual: clock)
             return
         case .redis:
@@ -30,6 +32,7 @@ struct StoreFixture {
             try configuration.apply(url: server.url)
             store = RedisStore(configuration: configuration)
             redis = server
+            cluster = nil
             time = StoreTime(manual: nil)
         case .redisTLS:
             let server = try await RedisServerProcess.launch(tls: try TestCertificates.make())
@@ -38,6 +41,15 @@ struct StoreFixture {
             configuration.tls?.caBundlePath = server.tls?.serverCertificate
             store = RedisStore(configuration: configuration)
             redis = server
+            cluster = nil
+            time = StoreTime(manual: nil)
+        case .redisCluster:
+            // Three masters: the suite's keys spread over them, and its multi-key steps (one hash
+            // tag each) must each stay on one.
+            let launched = try await RedisClusterProcess.launch(masters: 3, replicasPerMaster: 0)
+            store = RedisStore(configuration: RedisConfiguration(poolSize: 2, cluster: launched.nodes.compactMap { RedisConfiguration.Node(parsing: $0, defaultPort: 6379) }))
+            redis = nil
+            cluster = launched
             time = StoreTime(manual: nil)
         }
     }
@@ -45,6 +57,7 @@ struct StoreFixture {
     func close() async throws {
         try await store.shutdown()
         redis?.stop()
+        cluster?.stop()
     }
 }
 

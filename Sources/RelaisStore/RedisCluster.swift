@@ -1,0 +1,220 @@
+import Logging
+import NIOPosix
+import Synchronization
+
+/// Redis Cluster: each command goes to the master of its key's slot, with one ``RedisNode`` (pool,
+/// threads, breaker) per master.
+///
+/// The slot map comes from `CLUSTER SLOTS`, asked of the known masters, then the seeds, then the
+/// replicas, on first use and again (at most every ``refreshInterval``) whenever a node fails or
+/// answers `MOVED`. `MOVED` is followed at once (the map learns the slot's new master), `ASK`
+/// (a slot being migrated) once with `ASKING`, `TRYAGAIN` after a short pause. While a master is
+/// down and before its replica takes over, calls for its slots fail with
+/// ``StoreError/storeUnavailable(reason:)`` (503 to clients), never a 500.
+///
+/// Reads go to masters too: a replica may lag behind, and a session revoked on the master but still
+/// on a replica must not be accepted.
+final class RedisCluster: Sendable {
+    private let configuration: RedisConfiguration
+    private let seeds: [RedisConfiguration.Node]
+    private let logger: Logger
+    /// Asks for slot maps, on its own thread: refreshes never wait behind a busy node's queue.
+    private let control: NIOThreadPool
+    private let state = Mutex(State())
+
+    static let maxRedirections = 5
+    static let refreshInterval: Duration = .milliseconds(100)
+
+    private struct State {
+        var map: RedisSlotMap?
+        var nodes: [RedisConfiguration.Node: RedisNode] = [:]
+        var refresh: Task<Void, Never>?
+        var lastRefresh: ContinuousClock.Instant?
+        /// Why the last refresh found no map, for the error of calls that need one.
+        var lastFailure = ""
+        var isShutdown = false
+    }
+
+    init(configuration: RedisConfiguration, seeds: [RedisConfiguration.Node], logger: Logger) {
+        self.configuration = configuration
+        self.seeds = seeds
+        self.logger = logger
+        self.control = NIOThreadPool(numberOfThreads: 1)
+        control.start()
+    }
+
+    /// Runs `command` on the master of `slot` (any master when nil), following redirections.
+    func run(_ command: [[UInt8]], slot: Int?, deadline: ContinuousClock.Instant) async throws -> RedisReply {
+        var target = try await master(of: slot)
+        var asking = false
+        for _ in 0..<Self.maxRedirections {
+            let replies: [RedisReply]
+            do {
+                replies = try await client(for: target).run(asking ? [[Array("ASKING".utf8)], command] : [command], deadline: deadline)
+            } catch StoreError.shutdown where !state.withLock({ $0.isShutdown }) {
+                // A refresh retired this node (no longer a master) while the call was on its way.
+                target = try await master(of: slot)
+                continue
+            } catch let error as StoreError {
+                if case .storeUnavailable = error { refreshSoon() }
+                throw error
+            }
+            guard let reply = replies.last, case .error(let message) = reply else { return replies.last ?? .null }
+            switch RedisRedirection(error: message, answeredBy: target.host) {
+            case .moved(let movedSlot, let node):
+                state.withLock { $0.map?.assign(movedSlot, to: node) }
+                refreshSoon()
+                target = node
+                asking = false
+            case .ask(_, let node):
+                target = node
+                asking = true
+            case nil:
+                if message.hasPrefix("TRYAGAIN") {
+                    // A multi-key step during a slot's migration: its keys are on both sides for a moment.
+                    guard ContinuousClock.now + .milliseconds(20) < deadline else { break }
+                    try await Task.sleep(for: .milliseconds(20))
+                    continue
+                }
+                if message.hasPrefix("CLUSTERDOWN") {
+                    refreshSoon()
+                    throw StoreError.storeUnavailable(reason: "Redis Cluster is down (\(message))")
+                }
+                return reply
+            }
+        }
+        throw StoreError.storeUnavailable(reason: "Redis Cluster kept redirecting slot \(slot.map(String.init) ?? "-") (resharding in progress?)")
+    }
+
+    /// Succeeds when at least one master answers PING: the cluster is reachable (a single master
+    /// being down shows as 503 on its own slots, not as the whole instance unready).
+    func ping(deadline: ContinuousClock.Instant) async throws {
+        let masters = try await currentMap().masters
+        var reasons: [String] = []
+        for master in masters {
+            do {
+                if case .status("PONG")? = try await client(for: master).run([[Array("PING".utf8)]], deadline: deadline).first { return }
+                reasons.append("\(master): unexpected reply to PING")
+            } catch let error as StoreError {
+                reasons.append("\(master): \(error.description)")
+            }
+        }
+        refreshSoon()
+        throw StoreError.storeUnavailable(reason: "no Redis Cluster master answered PING: " + reasons.joined(separator: "; "))
+    }
+
+    /// Whether any master's circuit is open.
+    var isCircuitOpen: Bool { state.withLock { Array($0.nodes.values) }.contains { $0.isCircuitOpen } }
+
+    func shutdown() async throws {
+        let (nodes, refresh) = state.withLock { state in
+            state.isShutdown = true
+            defer { state.nodes.removeAll() }
+            return (Array(state.nodes.values), state.refresh)
+        }
+        refresh?.cancel()
+        for node in nodes { try await node.shutdown() }
+        try await control.shutdownGracefully()
+    }
+
+    // MARK: - Slot map
+
+    private func master(of slot: Int?) async throws -> RedisConfiguration.Node {
+        let map = try await currentMap()
+        guard let master = slot.map(map.master(of:)) ?? map.masters.first else {
+            refreshSoon()
+            throw StoreError.storeUnavailable(reason: "no Redis Cluster master serves slot \(slot.map(String.init) ?? "-") (failover in progress?)")
+        }
+        return master
+    }
+
+    /// The map, asked for now if there is none yet (the first call waits for it).
+    private func currentMap() async throws -> RedisSlotMap {
+        if let map = state.withLock({ $0.map }) { return map }
+        await startRefresh(force: true)?.value
+        guard let map = state.withLock({ $0.map }) else {
+            throw StoreError.storeUnavailable(reason: "no Redis Cluster node gave its slot map: " + state.withLock { $0.lastFailure })
+        }
+        return map
+    }
+
+    private func refreshSoon() { _ = startRefresh(force: false) }
+
+    /// The refresh under way, or a new one when the last ended over ``refreshInterval`` ago (or
+    /// `force`); nil when none is needed.
+    private func startRefresh(force: Bool) -> Task<Void, Never>? {
+        state.withLock { state -> Task<Void, Never>? in
+            if let running = state.refresh { return running }
+            guard !state.isShutdown else { return nil }
+            if !force, let last = state.lastRefresh, ContinuousClock.now - last < Self.refreshInterval { return nil }
+            let task = Task { [self] in await refresh() }
+            state.refresh = task
+            return task
+        }
+    }
+
+    private func refresh() async {
+        let known = state.withLock { $0.map }
+        var candidates: [RedisConfiguration.Node] = []
+        for node in (known?.masters ?? []) + seeds + (known?.replicas ?? []) where !candidates.contains(node) { candidates.append(node) }
+        let outcome: Result<RedisSlotMap, StoreError>
+        do {
+            outcome = try await control.runIfActive { [configuration, candidates] in Self.askSlotMap(of: candidates, configuration: configuration) }
+        } catch {
+            outcome = .failure(.shutdown)
+        }
+        let retired = state.withLock { state -> [RedisNode] in
+            state.refresh = nil
+            state.lastRefresh = ContinuousClock.now
+            switch outcome {
+            case .failure(let error):
+                state.lastFailure = error.description
+                return []
+            case .success(let map):
+                if state.map?.masters != map.masters {
+                    logger.notice("redis cluster map", metadata: ["masters": "\(map.masters.map(\.description).joined(separator: " "))", "slots": "\(map.coveredSlots)"])
+                }
+                state.map = map
+                let gone = state.nodes.keys.filter { !map.masters.contains($0) }
+                return gone.compactMap { state.nodes.removeValue(forKey: $0) }
+            }
+        }
+        // A former master (dead, or now a replica) keeps no threads nor probe.
+        for node in retired { try? await node.shutdown() }
+    }
+
+    /// Blocking: the first node that answers `CLUSTER SLOTS` with a map gives it.
+    private static func askSlotMap(of candidates: [RedisConfiguration.Node], configuration: RedisConfiguration) -> Result<RedisSlotMap, StoreError> {
+        var reasons: [String] = []
+        for node in candidates {
+            do {
+                let connection = try RedisConnection.open(configuration, address: (node.host, node.port))
+                let reply = try connection.command([Array("CLUSTER".utf8), Array("SLOTS".utf8)])
+                if case .error(let message) = reply {
+                    reasons.append("\(node): \(message)")
+                    continue
+                }
+                let map = try RedisSlotMap(clusterSlots: reply, askedHost: node.host)
+                guard !map.masters.isEmpty else {
+                    reasons.append("\(node): serves no slot (not part of a cluster yet?)")
+                    continue
+                }
+                return .success(map)
+            } catch let failure as RedisConnectionFailure {
+                reasons.append("\(node): \(failure.message)")
+            } catch {
+                reasons.append("\(node): \(error)")
+            }
+        }
+        return .failure(.storeUnavailable(reason: reasons.joined(separator: "; ")))
+    }
+
+    private func client(for node: RedisConfiguration.Node) -> RedisNode {
+        state.withLock { state in
+            if let existing = state.nodes[node] { return existing }
+            let created = RedisNode(connector: RedisConnector(configuration: configuration, node: node), logger: logger)
+            state.nodes[node] = created
+            return created
+        }
+    }
+}
