@@ -333,6 +333,8 @@ public struct RelaySettings: Sendable, Equatable {
     public var sessionIdleTimeout: Duration = .seconds(30 * 86400)
     /// A session ends this long after sign-in, used or not.
     public var sessionLifetime: Duration = .seconds(90 * 86400)
+    /// Live sessions one person may have (per provider); a sign-in beyond it ends their oldest.
+    public var maxSessionsPerSubject = 50
     /// The development attester (`POST /attest/dev`): a software key stands in for App Attest and
     /// Play Integrity, so the demo and tests walk the attested path. Refused in production.
     public var devAttester = false

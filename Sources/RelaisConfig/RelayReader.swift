@@ -56,6 +56,7 @@ extension ValueReader {
         relay.devicePollInterval = duration("relay.device_poll_interval") ?? relay.devicePollInterval
         relay.sessionIdleTimeout = duration("sessions.idle_timeout") ?? relay.sessionIdleTimeout
         relay.sessionLifetime = duration("sessions.lifetime") ?? relay.sessionLifetime
+        relay.maxSessionsPerSubject = integer("sessions.max_per_subject", in: 1...10_000) ?? relay.maxSessionsPerSubject
         if relay.sessionIdleTimeout > relay.sessionLifetime {
             problem("sessions.idle_timeout", "is longer than sessions.lifetime, which bounds it")
         }

@@ -108,7 +108,8 @@ public final class EmbeddedStore: KeyValueStore {
         }
     }
 
-    public func setAdd(_ key: String, member: String, ttl: Duration?) async throws {
+    @discardableResult
+    public func setAdd(_ key: String, member: String, ttl: Duration?) async throws -> Int {
         try write { state, now in
             var entry = state.live(key, now) ?? Entry(value: .set([]), expiresAt: nil)
             guard case .set(var members) = entry.value else { throw StoreError.wrongType(key: key) }
@@ -116,6 +117,7 @@ public final class EmbeddedStore: KeyValueStore {
             entry.value = .set(members)
             if let ttl { entry.expiresAt = now + ttl }
             state.entries[key] = entry
+            return members.count
         }
     }
 

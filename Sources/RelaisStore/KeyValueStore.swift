@@ -27,7 +27,9 @@ public protocol KeyValueStore: Sendable {
     /// lives for `window` (a fixed-window rate limit), later increments keep its deadline.
     func increment(_ key: String, window: Duration) async throws -> Int
     /// Adds `member` to the set at `key`; with a `ttl`, the whole set's lifetime is reset to it.
-    func setAdd(_ key: String, member: String, ttl: Duration?) async throws
+    /// Returns how many members the set has now.
+    @discardableResult
+    func setAdd(_ key: String, member: String, ttl: Duration?) async throws -> Int
     @discardableResult
     func setRemove(_ key: String, member: String) async throws -> Bool
     func setMembers(_ key: String) async throws -> Set<String>

@@ -95,15 +95,16 @@ public final class RedisStore: KeyValueStore {
         }
     }
 
-    public func setAdd(_ key: String, member: String, ttl: Duration?) async throws {
+    @discardableResult
+    public func setAdd(_ key: String, member: String, ttl: Duration?) async throws -> Int {
         // One script, so the member and the set's lifetime change together.
         let script = """
             redis.call('SADD', KEYS[1], ARGV[1])
             if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-            return 1
+            return redis.call('SCARD', KEYS[1])
             """
         let milliseconds = ttl.map { String($0.storeMilliseconds) } ?? ""
-        _ = try await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), bytes(member), bytes(milliseconds)]).integer()
+        return Int(try await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), bytes(member), bytes(milliseconds)]).integer())
     }
 
     public func setRemove(_ key: String, member: String) async throws -> Bool {

@@ -45,7 +45,8 @@ public struct TracedStore: KeyValueStore {
     public func expire(_ key: String, ttl: Duration) async throws -> Bool { try await traced("expire") { try await base.expire(key, ttl: ttl) } }
     public func timeToLive(_ key: String) async throws -> StoreTTL { try await traced("ttl") { try await base.timeToLive(key) } }
     public func increment(_ key: String, window: Duration) async throws -> Int { try await traced("increment") { try await base.increment(key, window: window) } }
-    public func setAdd(_ key: String, member: String, ttl: Duration?) async throws {
+    @discardableResult
+    public func setAdd(_ key: String, member: String, ttl: Duration?) async throws -> Int {
         try await traced("set_add") { try await base.setAdd(key, member: member, ttl: ttl) }
     }
     public func setRemove(_ key: String, member: String) async throws -> Bool {

@@ -241,6 +241,16 @@ import Testing
         #expect(orphan.map(\.description) == ["store.redis.sentinel: credentials without master_name and nodes"])
     }
 
+    @Test func theSessionLimitPerPersonIsReadAndBounded() async throws {
+        #expect(try await ConfigurationLoader.load(filePath: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development"]).relay.maxSessionsPerSubject == 50)
+        let five = try await ConfigurationLoader.load(filePath: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_SESSIONS_MAX_PER_SUBJECT": "5"])
+        #expect(five.relay.maxSessionsPerSubject == 5)
+        for bad in ["0", "10001", "many"] {
+            let found = await problems(file: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_SESSIONS_MAX_PER_SUBJECT": bad])
+            #expect(found.map(\.keyPath) == ["sessions.max_per_subject"], "\(bad)")
+        }
+    }
+
     @Test func redisClusterSettings() async throws {
         let file = try temporaryFile("""
             server: {environment: development}

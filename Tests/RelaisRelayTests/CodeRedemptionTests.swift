@@ -196,7 +196,7 @@ final class InterposedStore: KeyValueStore {
     func expire(_ key: String, ttl: Duration) async throws -> Bool { try await call { try await base.expire(key, ttl: ttl) } }
     func timeToLive(_ key: String) async throws -> StoreTTL { try await call { try await base.timeToLive(key) } }
     func increment(_ key: String, window: Duration) async throws -> Int { try await call { try await base.increment(key, window: window) } }
-    func setAdd(_ key: String, member: String, ttl: Duration?) async throws { try await call { try await base.setAdd(key, member: member, ttl: ttl) } }
+    func setAdd(_ key: String, member: String, ttl: Duration?) async throws -> Int { try await call { try await base.setAdd(key, member: member, ttl: ttl) } }
     func setRemove(_ key: String, member: String) async throws -> Bool { try await call { try await base.setRemove(key, member: member) } }
     func setMembers(_ key: String) async throws -> Set<String> { try await call { try await base.setMembers(key) } }
     func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? { try await call { try await base.take(key, applying: writes) } }

@@ -186,7 +186,7 @@ import Testing
                     try await sessions.redeemDevice(
                         deviceCode, opening: session, sid: sid, providerSessionID: nil,
                         refresh: IssuedRefresh(token: SessionStore.newToken(for: sid), record: RefreshRecord(sid: sid, clientID: "tv", jkt: nil))
-                    )
+                    ) != nil
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }

@@ -13,7 +13,8 @@ import Glibc
 @Suite struct RedisClusterTests {
     private func makeStore(_ cluster: RedisClusterProcess, seeds: [String]? = nil) -> RedisStore {
         let nodes = (seeds ?? cluster.nodes).compactMap { RedisConfiguration.Node(parsing: $0, defaultPort: 6379) }
-        return RedisStore(configuration: RedisConfiguration(connectTimeout: .milliseconds(500), commandTimeout: .milliseconds(500), poolSize: 2, cluster: nodes))
+        // Generous timeouts: the suite runs beside every other test on two cores; a killed node refuses at once anyway.
+        return RedisStore(configuration: RedisConfiguration(connectTimeout: .seconds(1), commandTimeout: .seconds(2), poolSize: 2, cluster: nodes))
     }
 
     // MARK: - Without a server

@@ -35,13 +35,14 @@ struct DeviceCodeGrant: Sendable {
             )
             session.attested = attested
             let issued = try issuer.issue(sid: sid, session: session, identity: identity, app: app, nonce: nil, jkt: proof?.thumbprint)
-            guard try await sessions.redeemDevice(deviceCode, opening: session, sid: sid, providerSessionID: decision.providerSessionID, refresh: issued.refresh) else {
+            guard let evicted = try await sessions.redeemDevice(deviceCode, opening: session, sid: sid, providerSessionID: decision.providerSessionID, refresh: issued.refresh) else {
                 throw RelayError.invalidGrant("the device code was already used")
             }
             RelayMetrics.sessionOpened(client: app.clientID)
             events.record(
                 .sessionOpened, client: app.clientID, provider: providerID, sid: sid, subject: subject, (decision.acr.map { [("acr", $0)] } ?? []) + [("via", "device")]
             )
+            events.sessionsEvicted(evicted, client: app.clientID, provider: providerID, subject: subject, limit: sessions.settings.maxSessionsPerSubject)
             logger.info("session opened on another device", metadata: ["client_id": "\(app.clientID)", "provider": "\(providerID)", "via": "\(decision.via ?? "")"])
             return issued.response
         }

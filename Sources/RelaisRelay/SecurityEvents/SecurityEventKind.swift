@@ -13,6 +13,7 @@ public enum SecurityEventKind: String, CaseIterable, Sendable {
     case backchannelLogout = "session.backchannel_logout"
     case backchannelLogoutRefused = "backchannel_logout.refused"
     case sessionEndedByUser = "session.ended_by_user"
+    case sessionEvicted = "session.evicted"
     case deviceDecided = "device.decided"
     case attestationSucceeded = "attestation.succeeded"
     case attestationRefused = "attestation.refused"
@@ -26,7 +27,7 @@ public enum SecurityEventKind: String, CaseIterable, Sendable {
     public var outcome: Outcome {
         switch self {
         case .signInSucceeded, .sessionOpened, .sessionRevoked, .logout, .backchannelLogout, .sessionEndedByUser, .deviceDecided,
-            .attestationSucceeded, .adminSessionsRevoked:
+            .attestationSucceeded, .adminSessionsRevoked, .sessionEvicted:
             .success
         case .signInFailed, .stepUpRefused, .codeReplayed, .refreshReused, .backchannelLogoutRefused, .attestationRefused, .dpopRefused,
             .rateLimited, .adminRefused:
@@ -48,6 +49,7 @@ public enum SecurityEventKind: String, CaseIterable, Sendable {
         case .backchannelLogout: "The provider's back-channel logout token ended the sessions of a provider session."
         case .backchannelLogoutRefused: "A back-channel logout token did not verify or was replayed."
         case .sessionEndedByUser: "The person ended one of their sessions (DELETE /sessions/{id})."
+        case .sessionEvicted: "A new sign-in took the person over `sessions.max_per_subject` live sessions: their oldest session ended (one event each)."
         case .deviceDecided: "A signed-in app approved or refused another device's sign-in request (RFC 8628)."
         case .attestationSucceeded: "An app instance proved it is the genuine app on a genuine device and got a client attestation."
         case .attestationRefused: "An attestation, or a client attestation at /token, was refused."
@@ -67,7 +69,7 @@ public enum SecurityEventKind: String, CaseIterable, Sendable {
         case .backchannelLogout: ["sessions"]
         case .deviceDecided: ["decision"]
         case .attestationSucceeded, .attestationRefused: ["platform"]
-        case .rateLimited: ["limit"]
+        case .rateLimited, .sessionEvicted: ["limit"]
         case .adminSessionsRevoked: ["sessions"]
         default: []
         }

@@ -26,6 +26,11 @@ struct SecurityEventLog: Sendable {
         self.clock = clock
     }
 
+    /// One `session.evicted` per session a sign-in ended to keep the person within `limit`.
+    func sessionsEvicted(_ sids: [String], client: String, provider: String, subject: String, limit: Int) {
+        for sid in sids { record(.sessionEvicted, client: client, provider: provider, sid: sid, subject: subject, [("limit", String(limit))]) }
+    }
+
     /// Records an event. Who asked (address, user agent, request id) comes from the request being
     /// served (``EventOrigin``); `details` are the event's own fields (``SecurityEventKind/fields``).
     func record(

@@ -98,9 +98,9 @@ extension SessionStore {
         return .decided(sid: sid, request, decision)
     }
 
-    /// Opens the device's session and consumes its device code in one step; false when another
-    /// poll did first.
-    func redeemDevice(_ deviceCode: String, opening session: SessionRecord, sid: String, providerSessionID: String?, refresh: IssuedRefresh) async throws -> Bool {
+    /// Opens the device's session and consumes its device code in one step; nil when another poll
+    /// did first, otherwise the sessions ended to keep the person within the limit.
+    func redeemDevice(_ deviceCode: String, opening session: SessionRecord, sid: String, providerSessionID: String?, refresh: IssuedRefresh) async throws -> [String]? {
         let hash = SHA256.hexHash(deviceCode)
         return try await open(
             session, sid: sid, providerSessionID: providerSessionID, refresh: refresh, consuming: Key.deviceCode(sid: sid, hash: hash),

@@ -129,7 +129,9 @@ struct SessionStore: Sendable {
     /// The person's indexes are written before: an index entry without its session is harmless
     /// (readers skip ended sessions), a session missing from its index could not be found by a
     /// back-channel logout. All of the atomic step's keys carry the session's hash tag.
-    func redeem(code: String, opening session: SessionRecord, sid: String, providerSessionID: String?, refresh: IssuedRefresh) async throws -> Bool {
+    /// Nil when another request consumed the code first; otherwise the sessions ended to keep the
+    /// person within `sessions.max_per_subject`.
+    func redeem(code: String, opening session: SessionRecord, sid: String, providerSessionID: String?, refresh: IssuedRefresh) async throws -> [String]? {
         try await open(
             session, sid: sid, providerSessionID: providerSessionID, refresh: refresh, consuming: Key.code(code),
             also: [.set(Key.usedCode(code), Array(sid.utf8), ttl: settings.codeLifetime * 2)]
@@ -137,10 +139,11 @@ struct SessionStore: Sendable {
     }
 
     /// Opens session `sid` by consuming `key` (a code, a device code), writing `writes` with it.
+    /// Nil when `key` was gone; otherwise the sessions ended to keep the person within the limit.
     func open(
         _ session: SessionRecord, sid: String, providerSessionID: String?, refresh: IssuedRefresh, consuming key: String, also writes: [StoreWrite]
-    ) async throws -> Bool {
-        try await store.setAdd(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime)
+    ) async throws -> [String]? {
+        let indexed = try await store.setAdd(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime)
         if let providerSessionID {
             try await store.setAdd(Key.providerSessions(provider: session.providerID, sid: providerSessionID), member: sid, ttl: settings.sessionLifetime)
         }
@@ -149,9 +152,40 @@ struct SessionStore: Sendable {
             .set(Key.session(sid), StoredJSON.encode(session), ttl: lifetime),
             .set(Key.refreshToken(refresh.token), StoredJSON.encode(refresh.record), ttl: lifetime),
         ]
-        if try await store.take(key, applying: opening + writes) != nil { return true }
-        _ = try? await store.setRemove(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid)
-        return false
+        guard try await store.take(key, applying: opening + writes) != nil else {
+            _ = try? await store.setRemove(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid)
+            return nil
+        }
+        guard indexed > settings.maxSessionsPerSubject else { return [] }
+        // The session is open: a failure here must not undo the sign-in; the next one trims again.
+        return (try? await trimSessions(provider: session.providerID, subject: session.subject, keeping: sid)) ?? []
+    }
+
+    /// Keeps a person within `sessions.max_per_subject` live sessions: ended sessions leave their
+    /// index, and the oldest live ones beyond the limit are revoked (never `keeping`, just opened).
+    /// Returns the revoked ids. Runs only when a sign-in finds the index over the limit.
+    func trimSessions(provider: String, subject: String, keeping newest: String) async throws -> [String] {
+        let index = Key.subjectSessions(provider: provider, subject: subject)
+        var live: [(sid: String, createdAt: Double)] = []
+        // At most 32 reads in flight: an index grown large before the limit existed stays cheap.
+        let members = Array(try await store.setMembers(index))
+        for start in stride(from: 0, to: members.count, by: 32) {
+            let chunk = members[start..<min(start + 32, members.count)]
+            try await withThrowingTaskGroup(of: (String, SessionRecord?).self) { group in
+                for sid in chunk { group.addTask { (sid, try await session(sid)) } }
+                for try await (sid, record) in group {
+                    if let record { live.append((sid, record.createdAt)) } else { _ = try await store.setRemove(index, member: sid) }
+                }
+            }
+        }
+        let excess = live.count - settings.maxSessionsPerSubject
+        guard excess > 0 else { return [] }
+        var revoked: [String] = []
+        for (sid, _) in live.filter({ $0.sid != newest }).sorted(by: { ($0.createdAt, $0.sid) < ($1.createdAt, $1.sid) }).prefix(excess)
+        where try await revoke(sid, reason: .overLimit) {
+            revoked.append(sid)
+        }
+        return revoked
     }
 
     func session(_ sid: String) async throws -> SessionRecord? {

@@ -13,6 +13,8 @@ enum RelayMetrics {
         case endedByUser = "ended_by_user"
         /// The token response could not be completed: the session was never handed out.
         case aborted
+        /// The person's oldest, when a sign-in went over `sessions.max_per_subject`.
+        case overLimit = "over_limit"
     }
 
     /// Signs that tokens or codes were captured and replayed.

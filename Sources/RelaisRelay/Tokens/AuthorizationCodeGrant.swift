@@ -39,7 +39,7 @@ struct AuthorizationCodeGrant: Sendable {
         let issued = try issuer.issue(sid: sid, session: session, identity: identity, app: app, nonce: record.app.nonce, jkt: proof?.thumbprint)
         // The code is consumed in the same atomic step that writes the session: a request that lost
         // the race finds the used-mark, and so the session to end (RFC 6749 §4.1.2), in every interleaving.
-        guard try await sessions.redeem(code: code, opening: session, sid: sid, providerSessionID: record.providerSessionID, refresh: issued.refresh) else {
+        guard let evicted = try await sessions.redeem(code: code, opening: session, sid: sid, providerSessionID: record.providerSessionID, refresh: issued.refresh) else {
             guard let winner = try await sessions.sessionOpened(byUsedCode: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
             throw try await replayed(winner, app: app, logger: logger)
         }
@@ -51,6 +51,7 @@ struct AuthorizationCodeGrant: Sendable {
             .sessionOpened, client: app.clientID, provider: session.providerID, sid: sid, subject: session.subject,
             (session.acr.map { [("acr", $0)] } ?? []) + [("via", "code")]
         )
+        events.sessionsEvicted(evicted, client: app.clientID, provider: session.providerID, subject: session.subject, limit: sessions.settings.maxSessionsPerSubject)
         return issued.response
     }
 
