@@ -22,7 +22,7 @@ public struct Relay: Sendable {
         eventSink: (any SecurityEventSink)? = nil
     ) async throws {
         let issuer = configuration.server.publicBaseURL
-        let sessions = SessionStore(store: store, settings: configuration.relay, clock: clock)
+        let sessions = SessionStore(store: store, settings: configuration.relay, clock: clock, liveness: SessionLiveness(store: store))
         let keys = try await RelayKeys.load(configuration.keys, store: sessions)
         let vault = SessionVault(keys: keys)
         let apps = Dictionary(configuration.apps.map { ($0.clientID, $0) }, uniquingKeysWith: { first, _ in first })

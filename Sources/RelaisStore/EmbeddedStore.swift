@@ -28,6 +28,7 @@ public final class EmbeddedStore: KeyValueStore {
     }
 
     private let state = Mutex(State())
+    private let listeners = AnnouncementListeners()
     /// TTLs count on this clock: tests move a ``ManualClock`` instead of waiting.
     private let clock: any RelaisClock
     /// Writes between two full sweeps of expired entries.
@@ -58,6 +59,18 @@ public final class EmbeddedStore: KeyValueStore {
 
     public func delete(_ key: String) async throws -> Bool {
         try write { state, now in state.entries.removeValue(forKey: key)?.isLive(at: now) ?? false }
+    }
+
+    /// One process: the announcement reaches the listeners before this returns.
+    public func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool {
+        let existed = try await delete(key)
+        if existed { for listener in listeners.all { listener.onMessage(message) } }
+        return existed
+    }
+
+    public func listen(_ listener: AnnouncementListener) {
+        listener.deliverInProcess()
+        listeners.add(listener)
     }
 
     public func setIfAbsent(_ key: String, _ value: [UInt8], ttl: Duration) async throws -> Bool {

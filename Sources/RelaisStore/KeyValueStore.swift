@@ -40,6 +40,12 @@ public protocol KeyValueStore: Sendable {
     func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]?
     /// Applies every write or none, in one atomic step (same hash-tag rule as ``take(_:applying:)``).
     func apply(_ writes: [StoreWrite]) async throws
+    /// Deletes `key` and, when it existed, announces `message` to every ``AnnouncementListener`` of
+    /// every instance, in one atomic step (deleted exactly when announced). Returns whether it existed.
+    func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool
+    /// Delivers the announcements of every instance to `listener` from now on (on Redis, through
+    /// a subscription that proves itself every ``AnnouncementListener/proofInterval``).
+    func listen(_ listener: AnnouncementListener)
     /// Succeeds when the store answers; throws ``StoreError/storeUnavailable(reason:)`` otherwise.
     func ping() async throws
     /// Releases connections and threads; later calls fail.

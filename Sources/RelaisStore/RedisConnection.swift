@@ -117,26 +117,7 @@ final class RedisConnection: @unchecked Sendable {
             }
         }
         for arguments in commands {
-            // One flat buffer holds every argument; argv points into it and argvlen gives exact
-            // lengths, so values containing NUL bytes are sent whole. hiredis copies them.
-            let flat = arguments.flatMap { $0 }
-            let lengths = arguments.map(\.count)
-            let appended = flat.withUnsafeBufferPointer { buffer in
-                let base = UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
-                var offsets: [UnsafePointer<CChar>?] = []
-                offsets.reserveCapacity(arguments.count)
-                var offset = 0
-                for length in lengths {
-                    offsets.append(base + offset)
-                    offset += length
-                }
-                return offsets.withUnsafeMutableBufferPointer { argv in
-                    lengths.withUnsafeBufferPointer { argvlen in
-                        redisAppendCommandArgv(context, Int32(arguments.count), argv.baseAddress, argvlen.baseAddress)
-                    }
-                }
-            }
-            if appended != REDIS_OK {
+            if !append(arguments) {
                 return Array(repeating: .failure(RedisConnectionFailure(message: "cannot queue the command (out of memory)", isStaleConnection: false)), count: commands.count)
             }
         }
@@ -153,6 +134,69 @@ final class RedisConnection: @unchecked Sendable {
             freeReplyObject(replyPointer)
         }
         return results
+    }
+
+    /// Queues one command in hiredis' output buffer.
+    private func append(_ arguments: [[UInt8]]) -> Bool {
+        // One flat buffer holds every argument; argv points into it and argvlen gives exact
+        // lengths, so values containing NUL bytes are sent whole. hiredis copies them.
+        let flat = arguments.flatMap { $0 }
+        let lengths = arguments.map(\.count)
+        return flat.withUnsafeBufferPointer { buffer in
+            let base = UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
+            var offsets: [UnsafePointer<CChar>?] = []
+            offsets.reserveCapacity(arguments.count)
+            var offset = 0
+            for length in lengths {
+                offsets.append(base + offset)
+                offset += length
+            }
+            return offsets.withUnsafeMutableBufferPointer { argv in
+                lengths.withUnsafeBufferPointer { argvlen in
+                    redisAppendCommandArgv(context, Int32(arguments.count), argv.baseAddress, argvlen.baseAddress) == REDIS_OK
+                }
+            }
+        }
+    }
+
+    // MARK: - Subscriber mode
+
+    /// Sends a command without waiting for its reply (a subscription's SUBSCRIBE and PINGs).
+    func send(_ arguments: [[UInt8]]) throws(RedisConnectionFailure) {
+        guard append(arguments) else { throw RedisConnectionFailure(message: "cannot queue the command (out of memory)", isStaleConnection: false) }
+        var done: Int32 = 0
+        while done == 0 {
+            guard redisBufferWrite(context, &done) == REDIS_OK else { throw currentFailure() }
+        }
+    }
+
+    /// The replies that arrive within `timeout` (none when nothing came): poll first, so the
+    /// socket's reply timeout never fires and breaks the connection while a subscription is idle.
+    func receive(within timeout: Duration) throws(RedisConnectionFailure) -> [RedisReply] {
+        var replies = try buffered()
+        guard replies.isEmpty else { return replies }
+        var descriptor = pollfd(fd: context.pointee.fd, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(min(timeout.nanoseconds / 1_000_000, 60_000))
+        let ready = poll(&descriptor, 1, milliseconds)
+        guard ready > 0 else {
+            if ready < 0, errno != EINTR { throw RedisConnectionFailure(message: "poll failed (errno \(errno))", isStaleConnection: false) }
+            return []
+        }
+        guard redisBufferRead(context) == REDIS_OK else { throw currentFailure() }
+        replies = try buffered()
+        return replies
+    }
+
+    /// Complete replies already read into hiredis' buffer.
+    private func buffered() throws(RedisConnectionFailure) -> [RedisReply] {
+        var replies: [RedisReply] = []
+        while true {
+            var replyPointer: UnsafeMutableRawPointer?
+            guard redisGetReplyFromReader(context, &replyPointer) == REDIS_OK else { throw currentFailure() }
+            guard let replyPointer else { return replies }
+            replies.append(Self.convert(replyPointer.assumingMemoryBound(to: redisReply.self)))
+            freeReplyObject(replyPointer)
+        }
     }
 
     private func currentFailure() -> RedisConnectionFailure {

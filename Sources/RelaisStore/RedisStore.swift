@@ -17,6 +17,7 @@ import Synchronization
 public final class RedisStore: KeyValueStore {
     public let configuration: RedisConfiguration
     private let topology: Topology
+    private let subscriber: RedisSubscriber
     private let isShutdown = Atomic<Bool>(false)
     private let logger: Logger
 
@@ -32,11 +33,16 @@ public final class RedisStore: KeyValueStore {
     public init(configuration: RedisConfiguration, logger: Logger = Logger(label: "relais.store.redis")) {
         self.configuration = configuration
         self.logger = logger
+        let connectors: [RedisConnector]
         if let seeds = configuration.cluster {
             topology = .cluster(RedisCluster(configuration: configuration, seeds: seeds, logger: logger))
+            connectors = seeds.map { RedisConnector(configuration: configuration, node: $0) }
         } else {
-            topology = .single(RedisNode(connector: RedisConnector(configuration: configuration), logger: logger))
+            let connector = RedisConnector(configuration: configuration)
+            topology = .single(RedisNode(connector: connector, logger: logger))
+            connectors = [connector]
         }
+        subscriber = RedisSubscriber(channel: configuration.keyPrefix + "announcements", connectors: connectors, logger: logger)
     }
 
     // MARK: - KeyValueStore
@@ -58,6 +64,15 @@ public final class RedisStore: KeyValueStore {
     public func delete(_ key: String) async throws -> Bool {
         try await execute("DEL", key: key, [bytes("DEL"), prefixed(key)]).integer() == 1
     }
+
+    public func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool {
+        // One script: the key is gone exactly when every subscriber is told.
+        let script = "local n = redis.call('DEL', KEYS[1]) if n == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end return n"
+        let channel = bytes(configuration.keyPrefix + "announcements")
+        return try await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), channel, bytes(message)]).integer() == 1
+    }
+
+    public func listen(_ listener: AnnouncementListener) { subscriber.add(listener) }
 
     public func setIfAbsent(_ key: String, _ value: [UInt8], ttl: Duration) async throws -> Bool {
         let reply = try await execute(
@@ -144,6 +159,7 @@ public final class RedisStore: KeyValueStore {
 
     public func shutdown() async throws {
         guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        try await subscriber.shutdown()
         switch topology {
         case .single(let node): try await node.shutdown()
         case .cluster(let cluster): try await cluster.shutdown()

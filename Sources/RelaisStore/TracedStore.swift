@@ -57,6 +57,10 @@ public struct TracedStore: KeyValueStore {
         try await traced("take", writes: writes.count) { try await base.take(key, applying: writes) }
     }
     public func apply(_ writes: [StoreWrite]) async throws { try await traced("apply", writes: writes.count) { try await base.apply(writes) } }
+    public func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool {
+        try await traced("delete_announcing") { try await base.deleteAnnouncing(key, message) }
+    }
+    public func listen(_ listener: AnnouncementListener) { base.listen(listener) }
     public func ping() async throws { try await traced("ping") { try await base.ping() } }
     public func shutdown() async throws { try await base.shutdown() }
 }

@@ -191,6 +191,8 @@ final class InterposedStore: KeyValueStore {
     func get(_ key: String) async throws -> [UInt8]? { try await call { try await base.get(key) } }
     func getAndDelete(_ key: String) async throws -> [UInt8]? { try await call { try await base.getAndDelete(key) } }
     func delete(_ key: String) async throws -> Bool { try await call { try await base.delete(key) } }
+    func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool { try await call { try await base.deleteAnnouncing(key, message) } }
+    func listen(_ listener: AnnouncementListener) { base.listen(listener) }
     func setIfAbsent(_ key: String, _ value: [UInt8], ttl: Duration) async throws -> Bool { try await call { try await base.setIfAbsent(key, value, ttl: ttl) } }
     func deleteIfEqual(_ key: String, _ value: [UInt8]) async throws -> Bool { try await call { try await base.deleteIfEqual(key, value) } }
     func expire(_ key: String, ttl: Duration) async throws -> Bool { try await call { try await base.expire(key, ttl: ttl) } }

@@ -1,4 +1,5 @@
 import RelaisHTTPClient
+import RelaisServer
 import RelaisJOSE
 @testable import RelaisStore
 import RelaisTestSupport
@@ -69,5 +70,32 @@ import Testing
         #expect(statuses[503, default: 0] > 0, "the failover was never seen: \(statuses)")
         // New sign-ins work on the reshaped cluster.
         #expect(try await harness.tokens()["access_token"] != nil)
+    }
+}
+
+/// Session checks answered in process (``SessionLiveness``) still see a revocation made on
+/// another instance within a second.
+@Suite struct RelayRevocationTests {
+    @Test func aSessionRevokedOnOneInstanceIsRefusedByTheOthersWithinASecond() async throws {
+        let redis = try await RedisServerProcess.launch()
+        defer { redis.stop() }
+        let harness = try await RelayHarness.launch(instances: 3, store: "  kind: redis\n  redis:\n    url: \(redis.url)")
+        let tokens = try await harness.tokens()
+        let access = try #require(tokens["access_token"]?.stringValue), refresh = try #require(tokens["refresh_token"]?.stringValue)
+        let bearer = [(name: "Authorization", value: "Bearer \(access)")]
+        func check(_ relay: any TestServer) async throws -> Int {
+            try await harness.http.send(HTTPClientRequest(url: relay.baseURL + "/auth?session=1", headers: bearer)).status
+        }
+        // Every instance has checked the session (and now knows it live).
+        for relay in harness.relays {
+            for _ in 0..<3 { #expect(try await check(relay) == 200) }
+        }
+        let revoked = ContinuousClock.now
+        #expect(try await harness.post(harness.relays[0].baseURL + "/revoke", [("token", refresh), ("client_id", "app")]).status == 200)
+        #expect(try await check(harness.relays[0]) == 401)  // at once where it was revoked
+        // Usually refused within milliseconds (the announcement); at the latest once the window
+        // has passed, whatever the machine's load: a check from then on must be refused.
+        try await Task.sleep(until: revoked + .seconds(1))
+        for relay in harness.relays.dropFirst() { #expect(try await check(relay) == 401) }
     }
 }

@@ -9,6 +9,8 @@ struct SessionStore: Sendable {
     let store: any KeyValueStore
     let settings: RelaySettings
     let clock: any RelaisClock
+    /// The relay's in-process knowledge of live sessions; nil for one-off tools (`relais sessions`).
+    var liveness: SessionLiveness? = nil
 
     /// The key layout (docs/operations.md describes it for operators). The keys of one session carry
     /// its id as a hash tag (`{sid}`), so the multi-key steps below stay on one Redis Cluster node;
@@ -194,10 +196,16 @@ struct SessionStore: Sendable {
     }
 
     /// Whether the session exists, without reading it: the store's TTL already enforces both the
-    /// idle timeout and the absolute lifetime.
+    /// idle timeout and the absolute lifetime. Answered in process when ``SessionLiveness`` knows.
     func isLive(_ sid: String) async throws -> Bool {
-        if case .expiresIn = try await store.timeToLive(Key.session(sid)) { return true }
-        return false
+        let now = clock.now
+        if let liveness, liveness.knowsLive(sid, now: now) { return true }
+        let epoch = liveness?.currentEpoch
+        guard case .expiresIn(let remaining) = try await store.timeToLive(Key.session(sid)) else { return false }
+        if let liveness, let epoch {
+            liveness.remember(sid, until: now + Double(remaining.components.seconds), now: now, readSince: epoch)
+        }
+        return true
     }
 
     /// The idle time left, nil once the session has ended.
@@ -219,7 +227,7 @@ struct SessionStore: Sendable {
         if let session = StoredJSON.decode(SessionRecord.self, try await store.get(Key.session(sid))) {
             _ = try await store.setRemove(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid)
         }
-        let ended = try await store.delete(Key.session(sid))
+        let ended = try await deleteSession(sid)
         if ended { RelayMetrics.sessionsEnded(1, reason: reason) }
         return ended
     }
@@ -239,9 +247,11 @@ struct SessionStore: Sendable {
         _ = try await store.setRemove(Key.subjectSessions(provider: provider, subject: subject), member: sid)
     }
 
-    /// Deletes the session record; true when it existed.
+    /// Deletes the session record and tells every instance, whose in-process caches forget it
+    /// (``SessionLiveness``); true when it existed.
     func deleteSession(_ sid: String) async throws -> Bool {
-        try await store.delete(Key.session(sid))
+        defer { liveness?.forget(sid) }
+        return try await store.deleteAnnouncing(Key.session(sid), sid)
     }
 
     /// Ends every session of a person at a provider (all apps) and empties their index; how many

@@ -84,6 +84,17 @@ final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
+    func remove(_ key: Key) { state.withLock { $0.remove(key) } }
+
+    func removeAll() {
+        state.withLock { state in
+            state.entries.removeAll()
+            state.order.removeAll()
+            state.head = 0
+            state.bytes = 0
+        }
+    }
+
     var count: Int { state.withLock { $0.entries.count } }
     /// Slots of the eviction order, consumed ones included (their bound is tested).
     var orderSlots: Int { state.withLock { $0.order.count } }

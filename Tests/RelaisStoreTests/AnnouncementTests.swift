@@ -1,0 +1,131 @@
+import RelaisStore
+import RelaisTestSupport
+import Synchronization
+import Testing
+
+/// Announcements (`deleteAnnouncing` and `listen`) with real Redis servers: every instance hears a
+/// deletion, a listener knows when it may have missed one, and recovers after Redis comes back.
+@Suite struct AnnouncementTests {
+    /// What a listener heard.
+    final class Heard: Sendable {
+        private let messages = Mutex<[String]>([])
+        private let resetCount = Atomic<Int>(0)
+
+        /// A listener reporting here (it holds this object; the store holds the listener weakly).
+        func makeListener() -> AnnouncementListener {
+            AnnouncementListener(
+                onMessage: { [self] message in messages.withLock { $0.append(message) } },
+                onReset: { [self] in resetCount.add(1, ordering: .relaxed) }
+            )
+        }
+
+        var all: [String] { messages.withLock { $0 } }
+        var resets: Int { resetCount.load(ordering: .relaxed) }
+    }
+
+    private static func waitUntil(_ timeout: Duration = .seconds(5), _ condition: () -> Bool) async throws -> Duration? {
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < timeout {
+            if condition() { return ContinuousClock.now - start }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return nil
+    }
+
+    private static func store(_ url: String) throws -> RedisStore {
+        var configuration = RedisConfiguration(connectTimeout: .milliseconds(500), commandTimeout: .seconds(2), poolSize: 2)
+        try configuration.apply(url: url)
+        return RedisStore(configuration: configuration)
+    }
+
+    @Test func everyInstanceHearsADeletionAndOnlyAnActualOne() async throws {
+        let redis = try await RedisServerProcess.launch()
+        defer { redis.stop() }
+        let (a, b) = (try Self.store(redis.url), try Self.store(redis.url))
+        let heard = Heard(), listener = heard.makeListener()
+        b.listen(listener)
+        #expect(try await Self.waitUntil { listener.isCurrent } != nil, "the subscription never proved itself")
+
+        try await a.set("session:{s1}", [1], ttl: nil)
+        #expect(try await a.deleteAnnouncing("session:{s1}", "s1"))
+        #expect(try await a.get("session:{s1}") == nil)
+        #expect(try await Self.waitUntil { heard.all == ["s1"] } != nil, "\(heard.all)")
+        // Nothing to delete, nothing announced.
+        #expect(try await !a.deleteAnnouncing("session:{s1}", "s1"))
+        try await a.set("session:{s2}", [1], ttl: nil)
+        #expect(try await a.deleteAnnouncing("session:{s2}", "s2"))
+        #expect(try await Self.waitUntil { heard.all == ["s1", "s2"] } != nil, "\(heard.all)")
+        try await a.shutdown()
+        try await b.shutdown()
+    }
+
+    /// Redis killed: the listener stops being current within the window and resets its owner;
+    /// Redis back: it is current again and hears the next announcement.
+    @Test func aLostSubscriptionIsNotCurrentUntilItIsBack() async throws {
+        let redis = try await RedisServerProcess.launch()
+        defer { redis.stop() }
+        let store = try Self.store(redis.url)
+        let heard = Heard(), listener = heard.makeListener()
+        store.listen(listener)
+        #expect(try await Self.waitUntil { listener.isCurrent } != nil)
+        redis.stop(abruptly: true)
+        // Whatever the machine's load, one window after the last possible proof it is not current.
+        try await Task.sleep(for: AnnouncementListener.window + .milliseconds(50))
+        #expect(!listener.isCurrent)
+        #expect(try await Self.waitUntil { heard.resets == 1 } != nil)
+
+        try await redis.start()
+        #expect(try await Self.waitUntil { listener.isCurrent } != nil, "never current again")
+        try await store.set("k", [1], ttl: nil)
+        #expect(try await store.deleteAnnouncing("k", "after"))
+        #expect(try await Self.waitUntil { heard.all == ["after"] } != nil, "\(heard.all)")
+        try await store.shutdown()
+    }
+
+    /// A frozen Redis (SIGSTOP) keeps the connection open but answers no PING: not current within
+    /// the window, though nothing was closed.
+    @Test func aFrozenRedisIsNoticedByItsSilence() async throws {
+        let redis = try await RedisServerProcess.launch()
+        defer { redis.stop() }
+        let store = try Self.store(redis.url)
+        let heard = Heard(), listener = heard.makeListener()
+        store.listen(listener)
+        #expect(try await Self.waitUntil { listener.isCurrent } != nil)
+        redis.pause()
+        try await Task.sleep(for: AnnouncementListener.window + .milliseconds(50))
+        let silent = !listener.isCurrent
+        redis.resume()
+        #expect(silent)
+        #expect(try await Self.waitUntil { listener.isCurrent } != nil, "never current again")
+        try await store.shutdown()
+    }
+
+    /// On a cluster, a deletion on any master reaches a listener subscribed at another node.
+    @Test func clusterAnnouncementsReachEveryInstance() async throws {
+        let cluster = try await RedisClusterProcess.launch(masters: 3, replicasPerMaster: 0)
+        defer { cluster.stop() }
+        let nodes = cluster.nodes.compactMap { RedisConfiguration.Node(parsing: $0, defaultPort: 6379) }
+        let writer = RedisStore(configuration: RedisConfiguration(commandTimeout: .seconds(2), poolSize: 2, cluster: nodes))
+        let reader = RedisStore(configuration: RedisConfiguration(commandTimeout: .seconds(2), poolSize: 2, cluster: Array(nodes.reversed())))
+        let heard = Heard(), listener = heard.makeListener()
+        reader.listen(listener)
+        #expect(try await Self.waitUntil { listener.isCurrent } != nil)
+        let tags = (0..<12).map { "c\($0)" }
+        for tag in tags { try await writer.set("session:{\(tag)}", [1], ttl: nil) }
+        for tag in tags { #expect(try await writer.deleteAnnouncing("session:{\(tag)}", tag)) }
+        #expect(try await Self.waitUntil { Set(heard.all) == Set(tags) } != nil, "\(heard.all)")
+        try await writer.shutdown()
+        try await reader.shutdown()
+    }
+
+    @Test func theEmbeddedStoreAnnouncesInProcess() async throws {
+        let store = EmbeddedStore()
+        let heard = Heard(), listener = heard.makeListener()
+        store.listen(listener)
+        #expect(listener.isCurrent)
+        try await store.set("k", [1], ttl: nil)
+        #expect(try await store.deleteAnnouncing("k", "m"))
+        #expect(try await !store.deleteAnnouncing("k", "m"))
+        #expect(heard.all == ["m"])
+    }
+}
