@@ -47,13 +47,19 @@ final class RedisCluster: Sendable {
     func run(_ command: [[UInt8]], slot: Int?, deadline: ContinuousClock.Instant) async throws -> RedisReply {
         var target = try await master(of: slot)
         var asking = false
-        for _ in 0..<Self.maxRedirections {
+        var redirections = 0
+        while true {
+            // A MOVED or ASK answer, or a retired node, counts against the bound; TRYAGAIN against the deadline.
+            guard redirections <= Self.maxRedirections else {
+                throw StoreError.storeUnavailable(reason: "Redis Cluster kept redirecting slot \(slot.map(String.init) ?? "-") (resharding in progress?)")
+            }
             let replies: [RedisReply]
             do {
                 replies = try await client(for: target).run(asking ? [[Array("ASKING".utf8)], command] : [command], deadline: deadline)
             } catch StoreError.shutdown where !state.withLock({ $0.isShutdown }) {
                 // A refresh retired this node (no longer a master) while the call was on its way.
                 target = try await master(of: slot)
+                redirections += 1
                 continue
             } catch let error as StoreError {
                 if case .storeUnavailable = error { refreshSoon() }
@@ -66,14 +72,21 @@ final class RedisCluster: Sendable {
                 refreshSoon()
                 target = node
                 asking = false
+                redirections += 1
             case .ask(_, let node):
                 target = node
                 asking = true
+                redirections += 1
             case nil:
                 if message.hasPrefix("TRYAGAIN") {
                     // A multi-key step during a slot's migration: its keys are on both sides for a moment.
-                    guard ContinuousClock.now + .milliseconds(20) < deadline else { break }
+                    guard ContinuousClock.now + .milliseconds(20) < deadline else {
+                        throw StoreError.storeUnavailable(reason: "Redis Cluster is migrating slot \(slot.map(String.init) ?? "-") (TRYAGAIN until the deadline)")
+                    }
                     try await Task.sleep(for: .milliseconds(20))
+                    // From the slot's master again: the migration may have moved on meanwhile.
+                    target = try await master(of: slot)
+                    asking = false
                     continue
                 }
                 if message.hasPrefix("CLUSTERDOWN") {
@@ -83,7 +96,6 @@ final class RedisCluster: Sendable {
                 return reply
             }
         }
-        throw StoreError.storeUnavailable(reason: "Redis Cluster kept redirecting slot \(slot.map(String.init) ?? "-") (resharding in progress?)")
     }
 
     /// Succeeds when at least one master answers PING: the cluster is reachable (a single master
@@ -163,21 +175,22 @@ final class RedisCluster: Sendable {
         } catch {
             outcome = .failure(.shutdown)
         }
-        let retired = state.withLock { state -> [RedisNode] in
+        let (retired, changed) = state.withLock { state -> ([RedisNode], Bool) in
             state.refresh = nil
             state.lastRefresh = ContinuousClock.now
             switch outcome {
             case .failure(let error):
                 state.lastFailure = error.description
-                return []
+                return ([], false)
             case .success(let map):
-                if state.map?.masters != map.masters {
-                    logger.notice("redis cluster map", metadata: ["masters": "\(map.masters.map(\.description).joined(separator: " "))", "slots": "\(map.coveredSlots)"])
-                }
+                let changed = state.map?.masters != map.masters
                 state.map = map
                 let gone = state.nodes.keys.filter { !map.masters.contains($0) }
-                return gone.compactMap { state.nodes.removeValue(forKey: $0) }
+                return (gone.compactMap { state.nodes.removeValue(forKey: $0) }, changed)
             }
+        }
+        if changed, case .success(let map) = outcome {
+            logger.notice("redis cluster map", metadata: ["masters": "\(map.masters.map(\.description).joined(separator: " "))", "slots": "\(map.coveredSlots)"])
         }
         // A former master (dead, or now a replica) keeps no threads nor probe.
         for node in retired { try? await node.shutdown() }

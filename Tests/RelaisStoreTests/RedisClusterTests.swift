@@ -118,6 +118,15 @@ import Glibc
         #expect(await target.cli(["exists", "relais:new:{m}"])?.contains("0") == true)  // without ASKING, the target redirects
         #expect(try await store.get("new:{m}") == [2])
         #expect(try await store.get("old:{m}") == [1])  // still on the source
+        // A multi-key step whose keys sit on both sides gets TRYAGAIN until the deadline: 503, not a 500.
+        do {
+            try await store.apply([.set("old:{m}", [3], ttl: nil), .set("new:{m}", [3], ttl: nil)])
+            Issue.record("a step across a migrating slot's two sides was applied")
+        } catch StoreError.storeUnavailable(let reason) {
+            #expect(reason.contains("migrating slot \(slot)"), "\(reason)")
+        }
+        #expect(try await store.get("old:{m}") == [1])  // neither write landed
+        #expect(try await store.get("new:{m}") == [2])
         #expect(await source.cli(["migrate", "127.0.0.1", String(targetPort), "", "0", "5000", "keys", "relais:old:{m}"])?.contains("OK") == true)
         #expect(try await store.get("old:{m}") == [1])  // now through ASK too
 
