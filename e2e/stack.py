@@ -309,3 +309,67 @@ class EchoUpstream(http.server.BaseHTTPRequestHandler):
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EchoUpstream)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         return server
+
+
+class RedisCluster:
+    """A real Redis Cluster on loopback: `masters` redis-servers with `replicas` each, joined by
+    `redis-cli --cluster create`, quick to notice a failed node (1 s)."""
+
+    def __init__(self, masters=3, replicas=1):
+        self.masters, self.replicas = masters, replicas
+        self.directory = tempfile.mkdtemp(prefix="relais-cluster-")
+        self.ports = [free_port() for _ in range(masters * (1 + replicas))]
+        self.processes = []
+
+    @property
+    def nodes(self):
+        return [f"127.0.0.1:{port}" for port in self.ports]
+
+    def start(self):
+        for port in self.ports:
+            directory = os.path.join(self.directory, str(port))
+            os.makedirs(directory)
+            self.processes.append(subprocess.Popen(
+                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", directory, "--save", "", "--appendonly", "no",
+                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
+                 "--repl-diskless-sync-delay", "0", "--cluster-replica-validity-factor", "0"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for port in self.ports:
+            self._wait(lambda: self.cli(port, "ping") == "PONG", f"redis-server on {port}")
+        created = subprocess.run(["redis-cli", "--cluster", "create", *self.nodes, "--cluster-replicas", str(self.replicas), "--cluster-yes"],
+                                 capture_output=True, text=True, timeout=60)
+        if created.returncode != 0:
+            raise RuntimeError(f"redis-cli --cluster create: {created.stdout}{created.stderr}")
+        self._wait(self._healthy, "a healthy cluster", timeout=30)
+        return self
+
+    def cli(self, port, *arguments):
+        result = subprocess.run(["redis-cli", "-p", str(port), *arguments], capture_output=True, text=True, timeout=10)
+        return result.stdout.strip() if result.returncode == 0 else None
+
+    def _healthy(self):
+        masters = synced = 0
+        for port in self.ports:
+            info = self.cli(port, "info", "replication") or ""
+            if "role:master" in info:
+                if "cluster_state:ok" not in (self.cli(port, "cluster", "info") or ""):
+                    return False
+                masters += 1
+            elif "master_link_status:up" in info:
+                synced += 1
+        return masters == self.masters and synced == self.masters * self.replicas
+
+    @staticmethod
+    def _wait(condition, what, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if condition():
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"timed out waiting for {what}")
+
+    def stop(self):
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
