@@ -48,6 +48,7 @@ final class RedisCluster: Sendable {
         var target = try await master(of: slot)
         var asking = false
         var redirections = 0
+        var migrating = false  // seen TRYAGAIN: a later timeout is the migration's, and says so
         while true {
             // A MOVED or ASK answer, or a retired node, counts against the bound; TRYAGAIN against the deadline.
             guard redirections <= Self.maxRedirections else {
@@ -62,8 +63,9 @@ final class RedisCluster: Sendable {
                 redirections += 1
                 continue
             } catch let error as StoreError {
-                if case .storeUnavailable = error { refreshSoon() }
-                throw error
+                guard case .storeUnavailable = error else { throw error }
+                refreshSoon()
+                throw migrating ? Self.migratingSlot(slot) : error
             }
             guard let reply = replies.last, case .error(let message) = reply else { return replies.last ?? .null }
             switch RedisRedirection(error: message, answeredBy: target.host) {
@@ -80,9 +82,8 @@ final class RedisCluster: Sendable {
             case nil:
                 if message.hasPrefix("TRYAGAIN") {
                     // A multi-key step during a slot's migration: its keys are on both sides for a moment.
-                    guard ContinuousClock.now + .milliseconds(20) < deadline else {
-                        throw StoreError.storeUnavailable(reason: "Redis Cluster is migrating slot \(slot.map(String.init) ?? "-") (TRYAGAIN until the deadline)")
-                    }
+                    migrating = true
+                    guard ContinuousClock.now + .milliseconds(20) < deadline else { throw Self.migratingSlot(slot) }
                     try await Task.sleep(for: .milliseconds(20))
                     // From the slot's master again: the migration may have moved on meanwhile.
                     target = try await master(of: slot)
@@ -96,6 +97,10 @@ final class RedisCluster: Sendable {
                 return reply
             }
         }
+    }
+
+    private static func migratingSlot(_ slot: Int?) -> StoreError {
+        .storeUnavailable(reason: "Redis Cluster is migrating slot \(slot.map(String.init) ?? "-") (TRYAGAIN until the deadline)")
     }
 
     /// Succeeds when at least one master answers PING: the cluster is reachable (a single master

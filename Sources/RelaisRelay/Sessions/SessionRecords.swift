@@ -181,6 +181,70 @@ struct SessionRecord: JSONRecord, Sendable {
     }
 }
 
+extension SessionRecord {
+    /// The record's first byte in the store (JSON records, written before, start with `{`).
+    static let compactFormat: UInt8 = 0xC1
+
+    /// The stored form (``CompactWriter``): about 40% smaller than the JSON it replaced.
+    var stored: [UInt8] {
+        var writer = CompactWriter(format: Self.compactFormat, capacity: 160 + sealedIdentity.utf8.count * 3 / 4)
+        let flags: UInt8 = (acr == nil ? 0 : 1) | (attested == nil ? 0 : 2) | (origin.device == nil ? 0 : 4)
+        writer.byte(flags)
+        writer.string(clientID)
+        writer.string(subject)
+        writer.string(providerID)
+        writer.length(scopes.count)
+        for scope in scopes { writer.string(scope) }
+        writer.double(createdAt)
+        writer.double(expiresAt)
+        writer.sealed(sealedIdentity)
+        if let acr { writer.string(acr) }
+        if let attested {
+            writer.string(attested.platform)
+            writer.string(attested.thumbprint)
+        }
+        if let device = origin.device { writer.string(device) }
+        return writer.bytes
+    }
+
+    /// A stored record in either form; nil for anything else or anything cut short.
+    init?(stored bytes: [UInt8]?) {
+        guard let bytes else { return nil }
+        guard var reader = CompactReader(bytes, format: Self.compactFormat) else {
+            guard let record = StoredJSON.decode(SessionRecord.self, bytes) else { return nil }
+            self = record
+            return
+        }
+        guard let flags = reader.byte(), flags & ~7 == 0, let clientID = reader.string(), let subject = reader.string(),
+            let providerID = reader.string(), let count = reader.length()
+        else { return nil }
+        var scopes: [String] = []
+        for _ in 0..<count {
+            guard let scope = reader.string() else { return nil }
+            scopes.append(scope)
+        }
+        guard let createdAt = reader.double(), let expiresAt = reader.double(), let sealed = reader.sealed() else { return nil }
+        var acr: String?
+        if flags & 1 != 0 {
+            guard let value = reader.string() else { return nil }
+            acr = value
+        }
+        self.init(
+            clientID: clientID, subject: subject, providerID: providerID, scopes: scopes, acr: acr, createdAt: createdAt, expiresAt: expiresAt,
+            sealedIdentity: sealed
+        )
+        if flags & 2 != 0 {
+            guard let platform = reader.string(), let thumbprint = reader.string() else { return nil }
+            attested = ClientAttested(platform: platform, thumbprint: thumbprint)
+        }
+        if flags & 4 != 0 {
+            guard let device = reader.string() else { return nil }
+            origin.device = device
+        }
+        guard reader.isAtEnd else { return nil }
+    }
+}
+
 /// What a refresh token stands for. Once rotated, the record stays (until the session ends) so that
 /// a reuse is recognised: within the grace window it gets the same new pair, after it the session ends.
 struct RefreshRecord: Codable, Sendable {

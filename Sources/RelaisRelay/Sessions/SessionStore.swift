@@ -151,7 +151,7 @@ struct SessionStore: Sendable {
         }
         let lifetime = ttl(for: session) ?? .seconds(1)
         let opening: [StoreWrite] = [
-            .set(Key.session(sid), StoredJSON.encode(session), ttl: lifetime),
+            .set(Key.session(sid), session.stored, ttl: lifetime),
             .set(Key.refreshToken(refresh.token), StoredJSON.encode(refresh.record), ttl: lifetime),
         ]
         guard try await store.take(key, applying: opening + writes) != nil else {
@@ -191,7 +191,7 @@ struct SessionStore: Sendable {
     }
 
     func session(_ sid: String) async throws -> SessionRecord? {
-        guard let session = StoredJSON.decode(SessionRecord.self, try await store.get(Key.session(sid))), session.expiresAt > clock.now else { return nil }
+        guard let session = SessionRecord(stored: try await store.get(Key.session(sid))), session.expiresAt > clock.now else { return nil }
         return session
     }
 
@@ -224,7 +224,7 @@ struct SessionStore: Sendable {
     /// it). Counted under `reason` when it was still there; true when it was.
     @discardableResult
     func revoke(_ sid: String, reason: RelayMetrics.EndReason) async throws -> Bool {
-        if let session = StoredJSON.decode(SessionRecord.self, try await store.get(Key.session(sid))) {
+        if let session = SessionRecord(stored: try await store.get(Key.session(sid))) {
             _ = try await store.setRemove(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid)
         }
         let ended = try await deleteSession(sid)

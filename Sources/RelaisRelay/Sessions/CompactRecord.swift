@@ -1,0 +1,119 @@
+import RelaisCrypto
+
+/// A length-prefixed binary layout for the records kept for the whole life of a session: Redis holds
+/// one per signed-in person, and JSON field names plus base64url text made up about half of each.
+/// Strings are a LEB128 length then their UTF-8 bytes; numbers are fixed-width little-endian.
+/// The first byte is a format tag that JSON (`{`) never starts with, so records written before
+/// still read.
+struct CompactWriter {
+    private(set) var bytes: [UInt8]
+
+    init(format: UInt8, capacity: Int = 256) {
+        bytes = [format]
+        bytes.reserveCapacity(capacity)
+    }
+
+    mutating func length(_ value: Int) {
+        var value = UInt(value)
+        while value >= 0x80 {
+            bytes.append(UInt8(value & 0x7F) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    mutating func raw<Bytes: Collection<UInt8>>(_ value: Bytes) {
+        length(value.count)
+        bytes += value
+    }
+
+    mutating func string(_ value: String) { raw(value.utf8) }
+
+    mutating func byte(_ value: UInt8) { bytes.append(value) }
+
+    mutating func double(_ value: Double) {
+        withUnsafeBytes(of: value.bitPattern.littleEndian) { bytes += $0 }
+    }
+
+    /// A sealed payload (JWE compact, `dir`): its protected header, IV, ciphertext and tag as bytes
+    /// rather than base64url, a quarter smaller. Kept as text when it would not come back
+    /// identical (the header's base64url is the AES-GCM additional data).
+    mutating func sealed(_ compact: String) {
+        let parts = compact.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        let decoded = parts.map { Base64URL.decode(bytes: ArraySlice($0)) }
+        if parts.count == 5, parts[1].isEmpty, decoded.allSatisfy({ $0 != nil }),
+            zip(parts, decoded).allSatisfy({ part, bytes in Base64URL.encode(bytes!).utf8.elementsEqual(part) })
+        {
+            byte(1)
+            for index in [0, 2, 3, 4] { raw(decoded[index]!) }
+        } else {
+            byte(0)
+            string(compact)
+        }
+    }
+}
+
+/// Reads what ``CompactWriter`` wrote; every read checks the bounds and gives nil past them, so a
+/// damaged record reads as absent rather than trapping.
+struct CompactReader {
+    private let bytes: [UInt8]
+    private var offset: Int
+
+    /// Nil unless `bytes` starts with `format`.
+    init?(_ bytes: [UInt8], format: UInt8) {
+        guard bytes.first == format else { return nil }
+        self.bytes = bytes
+        offset = 1
+    }
+
+    var isAtEnd: Bool { offset == bytes.count }
+
+    mutating func length() -> Int? {
+        var value = 0
+        var shift = 0
+        while offset < bytes.count, shift < 35 {
+            let next = bytes[offset]
+            offset += 1
+            value |= Int(next & 0x7F) << shift
+            if next < 0x80 { return value }
+            shift += 7
+        }
+        return nil
+    }
+
+    mutating func raw() -> ArraySlice<UInt8>? {
+        guard let count = length(), count <= bytes.count - offset else { return nil }
+        defer { offset += count }
+        return bytes[offset..<offset + count]
+    }
+
+    mutating func string() -> String? {
+        guard let raw = raw() else { return nil }
+        return String(validating: raw, as: UTF8.self)
+    }
+
+    mutating func byte() -> UInt8? {
+        guard offset < bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func double() -> Double? {
+        guard bytes.count - offset >= 8 else { return nil }
+        var pattern: UInt64 = 0
+        for index in 0..<8 { pattern |= UInt64(bytes[offset + index]) << (8 * index) }
+        offset += 8
+        return Double(bitPattern: pattern)
+    }
+
+    mutating func sealed() -> String? {
+        switch byte() {
+        case 1:
+            guard let header = raw(), let iv = raw(), let ciphertext = raw(), let tag = raw() else { return nil }
+            // `dir` has no encrypted key: the second part is empty.
+            return "\(Base64URL.encode(header))..\(Base64URL.encode(iv)).\(Base64URL.encode(ciphertext)).\(Base64URL.encode(tag))"
+        case 0: return string()
+        default: return nil
+        }
+    }
+}
