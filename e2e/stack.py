@@ -237,6 +237,30 @@ def sign_in(stack, client_id, identity="angela", redirect_uri="http://127.0.0.1:
     return response.json()
 
 
+def write_nginx_config(directory, http_body, worker_processes=1):
+    """An nginx.conf in `directory` that keeps everything (pid, logs, temp files) inside it, with
+    `http_body` (server and upstream blocks) in its http block; its path."""
+    config = os.path.join(directory, "nginx.conf")
+    with open(config, "w") as handle:
+        handle.write(f"""
+daemon off;
+worker_processes {worker_processes};
+pid {directory}/nginx.pid;
+error_log {directory}/error.log warn;
+events {{}}
+http {{
+    access_log off;
+    client_body_temp_path {directory}/body;
+    proxy_temp_path {directory}/proxy;
+    fastcgi_temp_path {directory}/fastcgi;
+    uwsgi_temp_path {directory}/uwsgi;
+    scgi_temp_path {directory}/scgi;
+{http_body}
+}}
+""")
+    return config
+
+
 class Nginx:
     """Debian's nginx running the shipped forward-auth recipe (config/nginx-forward-auth.conf) in
     front of an upstream, on a free port."""
@@ -247,23 +271,7 @@ class Nginx:
         with open(os.path.join(ROOT, "config", "nginx-forward-auth.conf")) as handle:
             server = (handle.read().replace("RELAIS_URL", relay)
                       .replace("UPSTREAM_URL", f"http://127.0.0.1:{upstream_port}").replace("LISTEN_PORT", str(self.port)))
-        self.config = os.path.join(self.directory, "nginx.conf")
-        with open(self.config, "w") as handle:
-            handle.write(f"""
-daemon off;
-pid {self.directory}/nginx.pid;
-error_log {self.directory}/error.log warn;
-events {{}}
-http {{
-    access_log off;
-    client_body_temp_path {self.directory}/body;
-    proxy_temp_path {self.directory}/proxy;
-    fastcgi_temp_path {self.directory}/fastcgi;
-    uwsgi_temp_path {self.directory}/uwsgi;
-    scgi_temp_path {self.directory}/scgi;
-{server}
-}}
-""")
+        self.config = write_nginx_config(self.directory, server)
         self.process = None
 
     def start(self):
