@@ -347,7 +347,7 @@ public actor UpstreamProvider {
             // A compact JWT is ASCII: dropping ASCII whitespace (a trailing newline) byte by byte costs
             // nothing, where a Character filter broke the whole body into graphemes. Anything else
             // left in it fails the base64url parse below.
-            let text = String(decoding: response.body.filter { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }, as: UTF8.self)
+            let text = String(decoding: response.body.filter { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
             if settings.userinfoFormat == .jwe && text.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count != 4 {
                 throw JOSEError.malformedToken(reason: "userinfo is expected encrypted (JWE)")
             }

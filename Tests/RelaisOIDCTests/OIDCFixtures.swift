@@ -127,6 +127,8 @@ struct Scenario: Sendable {
         case json
         /// The `userinfo` token minted, served as `application/jwt`.
         case jwt
+        /// The `userinfo` token, with `before` and `after` around it (whitespace a provider may add).
+        case jwtWrapped(before: String, after: String)
         case raw(String, contentType: String)
     }
 
@@ -243,6 +245,9 @@ final class ProviderDouble: Sendable {
         switch scenario.userinfoBody {
         case .json: reply(.userinfo, Reply(status: scenario.userinfoStatus, body: JSONValue.object(scenario.userinfo.claims).serialized()))
         case .jwt: reply(.userinfo, Reply(status: scenario.userinfoStatus, body: Array(try scenario.userinfo.compact().utf8), contentType: "application/jwt"))
+        case .jwtWrapped(let before, let after):
+            let body = Array((before + (try scenario.userinfo.compact()) + after).utf8)
+            reply(.userinfo, Reply(status: scenario.userinfoStatus, body: body, contentType: "application/jwt"))
         case .raw(let text, let type): reply(.userinfo, Reply(status: scenario.userinfoStatus, body: Array(text.utf8), contentType: type))
         }
         return idToken

@@ -16,6 +16,10 @@ extension Case {
         Case("JSON, sub other than the id_token's", userinfoRejected("differs")) { $0.userinfo.claims["sub"] = .string("user-2") },
         Case("JSON, sub missing", userinfoRejected("differs")) { $0.userinfo.claims["sub"] = nil },
         Case("JWS, chosen by Content-Type", .accepted) { $0.userinfoBody = .jwt },
+        Case("JWS between ASCII spaces, tabs and a CRLF", .accepted) { $0.userinfoBody = .jwtWrapped(before: " \t", after: "\r\n") },
+        Case("JWS after a no-break space (not ASCII whitespace)", userinfoRejected("(jose_malformed)")) {
+            $0.userinfoBody = .jwtWrapped(before: "\u{A0}", after: "")
+        },
         Case("JWS, format jws", .accepted) {
             $0.settings.userinfoFormat = .jws
             $0.userinfoBody = .jwt
