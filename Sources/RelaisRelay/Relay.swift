@@ -37,7 +37,7 @@ public struct Relay: Sendable {
         let starter = SignInStarter(providers: providers, sessions: sessions, issuer: issuer)
         let development = configuration.server.environment == .development
         let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
-        let tokenSessions = TokenSessions(sessions: sessions, keys: keys, issuer: issuer)
+        let tokenSessions = TokenSessions(sessions: sessions, vault: vault, keys: keys, issuer: issuer)
         let attestation = ClientAttestationGuard(issuer: issuer, keys: keys, sessions: sessions, events: events)
         let now: @Sendable () -> Double = { clock.now }
         let platforms = try apps.filter { $0.value.attestation != .off }.mapValues { try PlatformAttesters($0, http: httpClient, now: now) }

@@ -167,6 +167,19 @@ public final class EmbeddedStore: KeyValueStore {
         try write { state, now in state.apply(writes, now) }
     }
 
+    public func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool {
+        try write { state, now in
+            guard try bytes(state.live(key, now), key: key) == expected else { return false }
+            state.apply(writes, now)
+            return true
+        }
+    }
+
+    /// The keys that have not expired, for tests and the operator's eye.
+    public func liveKeys() throws -> [String] {
+        try read { state, now in state.entries.filter { $0.value.isLive(at: now) }.map(\.key).sorted() }
+    }
+
     public func ping() async throws {
         try read { _, _ in () }
     }

@@ -40,6 +40,10 @@ public protocol KeyValueStore: Sendable {
     func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]?
     /// Applies every write or none, in one atomic step (same hash-tag rule as ``take(_:applying:)``).
     func apply(_ writes: [StoreWrite]) async throws
+    /// A compare-and-set: when `key` holds exactly `expected`, applies every write in the same atomic
+    /// step and returns true; otherwise changes nothing and returns false (also when `key` is
+    /// absent). Same hash-tag rule as ``take(_:applying:)``.
+    func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool
     /// Deletes `key` and, when it existed, announces `message` to every ``AnnouncementListener`` of
     /// every instance, in one atomic step (deleted exactly when announced). Returns whether it existed.
     func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool

@@ -137,12 +137,20 @@ public final class RedisStore: KeyValueStore {
     }
 
     public func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? {
-        try await execute("EVAL", key: key, RedisWriteScript.arguments(taking: key, writes, prefixed: prefixed)).optionalBytes()
+        try await execute("EVAL", key: key, RedisWriteScript.arguments(.take(key), writes, prefixed: prefixed)).optionalBytes()
+    }
+
+    public func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool {
+        switch try await execute("EVAL", key: key, RedisWriteScript.arguments(.ifEqual(key, expected), writes, prefixed: prefixed)) {
+        case .integer(1): return true
+        case .null: return false
+        default: throw StoreError.commandFailed(reason: "unexpected reply to a write script")
+        }
     }
 
     public func apply(_ writes: [StoreWrite]) async throws {
         guard !writes.isEmpty else { return }
-        guard case .integer = try await execute("EVAL", key: writes[0].key, RedisWriteScript.arguments(taking: nil, writes, prefixed: prefixed)) else {
+        guard case .integer = try await execute("EVAL", key: writes[0].key, RedisWriteScript.arguments(.none, writes, prefixed: prefixed)) else {
             throw StoreError.commandFailed(reason: "unexpected reply to a write script")
         }
     }

@@ -57,6 +57,9 @@ public struct TracedStore: KeyValueStore {
         try await traced("take", writes: writes.count) { try await base.take(key, applying: writes) }
     }
     public func apply(_ writes: [StoreWrite]) async throws { try await traced("apply", writes: writes.count) { try await base.apply(writes) } }
+    public func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool {
+        try await traced("apply_if_equal", writes: writes.count) { try await base.apply(writes, ifEqual: key, expected) }
+    }
     public func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool {
         try await traced("delete_announcing") { try await base.deleteAnnouncing(key, message) }
     }

@@ -17,10 +17,7 @@ import Testing
             clientID: "app", redirectURI: RelayRouteTests.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"],
             nonce: nil, providerID: "fc", acr: "eidas1", forceLogin: false
         )
-        let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions))
-            .seal(SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x"))
-        let code = SessionStore.newToken(for: SessionStore.newSessionID())
-        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: code)
+        let code = try await RelayRouteTests.saveCode(fixture, app: app, acr: "eidas1")
         return [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", RelayRouteTests.redirect), ("code_verifier", verifier)]
     }
 
@@ -202,6 +199,9 @@ final class InterposedStore: KeyValueStore {
     func setRemove(_ key: String, member: String) async throws -> Bool { try await call { try await base.setRemove(key, member: member) } }
     func setMembers(_ key: String) async throws -> Set<String> { try await call { try await base.setMembers(key) } }
     func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? { try await call { try await base.take(key, applying: writes) } }
+    func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool {
+        try await call { try await base.apply(writes, ifEqual: key, expected) }
+    }
     func apply(_ writes: [StoreWrite]) async throws { try await call { try await base.apply(writes) } }
     func ping() async throws { try await base.ping() }
     func shutdown() async throws { try await base.shutdown() }

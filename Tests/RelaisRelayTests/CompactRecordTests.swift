@@ -68,13 +68,47 @@ import Testing
         }
     }
 
+    /// Rotations (generation, last refresh) and the DPoP key of the refresh tokens.
+    @Test func theRefreshStateAndTheDPoPKeyComeBack() throws {
+        var record = Self.record(sealed: try Self.sealed(), device: "d")
+        record.origin.dpopKey = "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"
+        #expect(Self.same(SessionRecord(stored: record.stored), record))
+        record.span.generation = 300
+        record.span.refreshedAt = 1_795_561_503.25
+        #expect(Self.same(SessionRecord(stored: record.stored), record))
+        record.origin.dpopKey = nil
+        #expect(Self.same(SessionRecord(stored: record.stored), record))
+    }
+
+    /// Relais' own header is stored as its key id; any other header as bytes, and both come back
+    /// byte for byte (the header is the AES-GCM additional data).
+    @Test func aSealedHeaderIsStoredAsItsKeyIDOnlyWhenItIsRelaisOwn() throws {
+        let own = try Self.sealed()
+        let other = try JWE.encrypt(Array("{}".utf8), to: Self.key, keyAlgorithm: .direct, contentAlgorithm: .a256GCM, extraHeader: ["cty": .string("x")])
+        let noKeyID = try JWE.encrypt(Array("{}".utf8), to: JWK(symmetric: Array(repeating: 7, count: 32), keyID: nil, algorithm: "dir"), keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
+        for sealed in [own, other, noKeyID] {
+            let back = try #require(SessionRecord(stored: Self.record(sealed: sealed).stored))
+            #expect(back.sealedIdentity == sealed)
+        }
+        var writer = CompactWriter(format: 1)
+        writer.sealed(own)
+        #expect(writer.bytes[1] == 2)
+        writer = CompactWriter(format: 1)
+        writer.sealed(other)
+        #expect(writer.bytes[1] == 1)
+    }
+
     @Test func aDamagedRecordReadsAsAbsent() throws {
-        let stored = Self.record(sealed: try Self.sealed(), attested: ClientAttested(platform: "ios", thumbprint: "t"), device: "d").stored
+        var record = Self.record(sealed: try Self.sealed(), attested: ClientAttested(platform: "ios", thumbprint: "t"), device: "d")
+        record.span.generation = 2
+        record.span.refreshedAt = 1
+        record.origin.dpopKey = "k"
+        let stored = record.stored
         // Every truncation, a byte more, and unknown flags or sealed-form tags.
         for length in 0..<stored.count { #expect(SessionRecord(stored: Array(stored.prefix(length))) == nil, "cut at \(length)") }
         #expect(SessionRecord(stored: stored + [0]) == nil)
         var flags = stored
-        flags[1] |= 0x80
+        flags[1] |= 0x40
         #expect(SessionRecord(stored: flags) == nil)
         #expect(SessionRecord(stored: [SessionRecord.compactFormat] + Array(repeating: 0xFF, count: 40)) == nil)
         #expect(SessionRecord(stored: nil) == nil)

@@ -48,10 +48,7 @@ import Testing
         )
         app.dpopJKT = dpopJKT
         app.deviceName = deviceName
-        let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions))
-            .seal(SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x"))
-        let code = SessionStore.newToken(for: SessionStore.newSessionID())
-        try await fixture.sessions.saveCode(RelayCode(app: app, subject: subject, acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: code)
+        let code = try await RelayRouteTests.saveCode(fixture, app: app, subject: subject, acr: "eidas1")
         var all = Route.formHeaders
         all.append(contentsOf: headers)
         let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", Route.redirect), ("code_verifier", verifier)]

@@ -183,10 +183,7 @@ import Testing
         let opened = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<2 {
                 group.addTask {
-                    try await sessions.redeemDevice(
-                        deviceCode, opening: session, sid: sid, providerSessionID: nil,
-                        refresh: IssuedRefresh(token: SessionStore.newToken(for: sid), record: RefreshRecord(sid: sid, clientID: "tv", jkt: nil))
-                    ) != nil
+                    try await sessions.redeemDevice(deviceCode, opening: session, sid: sid, providerSessionID: nil) != nil
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }

@@ -91,7 +91,7 @@ import Testing
         TokenRefusal(code + [("code", "c"), ("redirect_uri", redirect)], "invalid_request", "code_verifier is missing (PKCE)"),
         TokenRefusal(code + [("code", "c"), ("redirect_uri", redirect), ("code_verifier", "v")], "invalid_grant", "the code is unknown or expired"),
         TokenRefusal([("grant_type", "refresh_token"), ("client_id", "app")], "invalid_request", "refresh_token is missing"),
-        TokenRefusal([("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "nope")], "invalid_grant", "the refresh token is unknown or expired"),
+        TokenRefusal([("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "nope")], "invalid_grant", "the refresh token is unknown, or its session has ended"),
     ]
 
     @Test(arguments: tokenRefusals)
@@ -127,12 +127,12 @@ import Testing
             clientID: "app", redirectURI: Self.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
             providerID: "fc", acr: "eidas1", forceLogin: false
         )
-        let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions))
-            .seal(SessionIdentity(claims: ["given_name": .string("Angela")], amr: nil, authTime: nil, providerIDToken: "x"))
-        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: Self.theCode)
+        let code = try await Self.saveCode(
+            fixture, app: app, acr: "eidas1", identity: SessionIdentity(claims: ["given_name": .string("Angela")], amr: nil, authTime: nil, providerIDToken: "x")
+        )
         fixture.clock.advance(by: .seconds(61))
         try await fixture.test { client in
-            let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", Self.theCode), ("redirect_uri", Self.redirect), ("code_verifier", verifier)]
+            let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", Self.redirect), ("code_verifier", verifier)]
             let response = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form(fields))
             #expect(Self.json(response)["error_description"] == .string("the code is unknown or expired"))
         }
@@ -146,12 +146,12 @@ import Testing
             clientID: "app", redirectURI: Self.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid", "profile"],
             nonce: "n-1", providerID: "fc", acr: "eidas1", forceLogin: false
         )
-        let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions))
-            .seal(SessionIdentity(claims: ["given_name": .string("Angela")], amr: ["fc"], authTime: 1, providerIDToken: "x"))
-        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: Self.theCode)
+        let code = try await Self.saveCode(
+            fixture, app: app, acr: "eidas1", identity: SessionIdentity(claims: ["given_name": .string("Angela")], amr: ["fc"], authTime: 1, providerIDToken: "x")
+        )
         fixture.clock.advance(by: .seconds(59))
         try await fixture.test { client in
-            let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", Self.theCode), ("redirect_uri", Self.redirect), ("code_verifier", verifier)]
+            let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", Self.redirect), ("code_verifier", verifier)]
             let response = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form(fields))
             #expect(response.status == .ok)
             let tokens = Self.json(response)
@@ -228,8 +228,18 @@ import Testing
 
     // MARK: - Forward-auth
 
+    /// A code stored as /callback leaves it: derived from the secret sealed in its identity.
+    static func saveCode(
+        _ fixture: Fixture, app: AppRequest, subject: String = "sub-1", acr: String?,
+        identity: SessionIdentity = SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x")
+    ) async throws -> String {
+        let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions)).seal(identity)
+        let code = SessionTokens.code(sid: SessionStore.newSessionID(), secret: try #require(identity.tokenSecret))
+        try await fixture.sessions.saveCode(RelayCode(app: app, subject: subject, acr: acr, sealedIdentity: sealed, providerSessionID: nil), code: code)
+        return code
+    }
+
     /// A session opened through a stored code (as /callback leaves it) and its access token.
-    static let theCode = SessionStore.newToken(for: SessionStore.newSessionID())
 
     static func accessToken(_ fixture: Fixture, _ client: any TestClientProtocol, provider: String = "fc", acr: String = "eidas1") async throws -> String {
         let verifier = SecureRandom.token(bits: 256)
@@ -237,10 +247,7 @@ import Testing
             clientID: "app", redirectURI: redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
             providerID: provider, acr: acr, forceLogin: false
         )
-        let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions))
-            .seal(SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x"))
-        let code = SessionStore.newToken(for: SessionStore.newSessionID())
-        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: acr, sealedIdentity: sealed, providerSessionID: nil), code: code)
+        let code = try await saveCode(fixture, app: app, acr: acr)
         let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", redirect), ("code_verifier", verifier)]
         let response = try await client.execute(uri: "/token", method: .post, headers: formHeaders, body: form(fields))
         return try #require(json(response)["access_token"]?.stringValue, "\(json(response))")

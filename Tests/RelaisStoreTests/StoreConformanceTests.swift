@@ -254,6 +254,53 @@ struct Stopwatch {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func applyIfEqualWritesOnlyOverTheExpectedValue(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            try await store.set("session:{s1}", bytes("v1"), ttl: .seconds(30))
+            try await store.set("grace:{s1}", bytes("g"), ttl: nil)
+            let writes: [StoreWrite] = [.set("session:{s1}", bytes("v2"), ttl: .seconds(60)), .delete("grace:{s1}")]
+            // Another value, a prefix of it, or nothing at all: no write.
+            #expect(try await store.apply(writes, ifEqual: "session:{s1}", bytes("v0")) == false)
+            #expect(try await store.apply(writes, ifEqual: "session:{s1}", bytes("v")) == false)
+            #expect(try await store.apply(writes, ifEqual: "absent:{s1}", []) == false)
+            #expect(try await store.get("session:{s1}") == bytes("v1"))
+            #expect(try await store.get("grace:{s1}") == bytes("g"))
+
+            #expect(try await store.apply(writes, ifEqual: "session:{s1}", bytes("v1")))
+            #expect(try await store.get("session:{s1}") == bytes("v2"))
+            #expect(try await store.get("grace:{s1}") == nil)
+            guard case .expiresIn(let ttl) = try await store.timeToLive("session:{s1}") else { Issue.record("no TTL on the session"); return }
+            #expect(ttl <= .seconds(60) && ttl > .seconds(30))
+            // The old value no longer matches: a second swap from it is refused.
+            #expect(try await store.apply([.set("session:{s1}", bytes("v3"), ttl: nil)], ifEqual: "session:{s1}", bytes("v1")) == false)
+            #expect(try await store.get("session:{s1}") == bytes("v2"))
+
+            try await store.setAdd("set:{s2}", member: "m", ttl: nil)
+            await #expect(throws: StoreError.wrongType(key: "set:{s2}")) {
+                try await store.apply([.set("w:{s2}", bytes("w"), ttl: nil)], ifEqual: "set:{s2}", bytes("m"))
+            }
+            #expect(try await store.get("w:{s2}") == nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func concurrentSwapsFromOneValueHaveExactlyOneWinner(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            try await store.set("counter:{c}", bytes("0"), ttl: nil)
+            let winners = try await withThrowingTaskGroup(of: Int?.self) { group in
+                for contender in 1...8 {
+                    group.addTask {
+                        try await store.apply([.set("counter:{c}", bytes("\(contender)"), ttl: nil)], ifEqual: "counter:{c}", bytes("0")) ? contender : nil
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { if let winner = $1 { $0.append(winner) } }
+            }
+            #expect(winners.count == 1)
+            #expect(try await store.get("counter:{c}") == bytes("\(winners.first ?? -1)"))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func concurrentTakesHaveExactlyOneWinnerAndOnlyItsWrites(kind: StoreKind) async throws {
         try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
             for round in 0..<10 {

@@ -27,15 +27,17 @@ struct DeviceCodeGrant: Sendable {
             guard decision.approved, let subject = decision.subject, let providerID = decision.providerID, let sealed = decision.sealedIdentity else {
                 throw RelayError(.accessDenied, "the request was denied")
             }
-            let identity = try await vault.openForGrant(sealed, what: "the approving sign-in", logger: logger)
+            let opened = try await vault.openForGrant(sealed, what: "the approving sign-in", logger: logger)
+            let (identity, resealed, secret) = try vault.withTokenSecret(opened, sealed: sealed)
             let now = sessions.clock.now
             var session = SessionRecord(
                 clientID: app.clientID, subject: subject, providerID: providerID, scopes: request.scopes, acr: decision.acr, createdAt: now,
-                expiresAt: now + Double(sessions.settings.sessionLifetime.components.seconds), sealedIdentity: sealed
+                expiresAt: now + Double(sessions.settings.sessionLifetime.components.seconds), sealedIdentity: resealed
             )
             session.attested = attested
-            let issued = try issuer.issue(sid: sid, session: session, identity: identity, app: app, nonce: nil, jkt: proof?.thumbprint)
-            guard let evicted = try await sessions.redeemDevice(deviceCode, opening: session, sid: sid, providerSessionID: decision.providerSessionID, refresh: issued.refresh) else {
+            session.origin.dpopKey = proof?.thumbprint
+            let response = try issuer.issue(sid: sid, session: session, identity: identity, secret: secret, app: app, nonce: nil)
+            guard let evicted = try await sessions.redeemDevice(deviceCode, opening: session, sid: sid, providerSessionID: decision.providerSessionID) else {
                 throw RelayError.invalidGrant("the device code was already used")
             }
             RelayMetrics.sessionOpened(client: app.clientID)
@@ -44,7 +46,7 @@ struct DeviceCodeGrant: Sendable {
             )
             events.sessionsEvicted(evicted, client: app.clientID, provider: providerID, subject: subject, limit: sessions.settings.maxSessionsPerSubject)
             logger.info("session opened on another device", metadata: ["client_id": "\(app.clientID)", "provider": "\(providerID)", "via": "\(decision.via ?? "")"])
-            return issued.response
+            return response
         }
     }
 }

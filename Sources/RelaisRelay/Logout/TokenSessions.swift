@@ -6,13 +6,22 @@ import RelaisClock
 /// too: revocation and logout come late).
 struct TokenSessions: Sendable {
     let sessions: SessionStore
+    let vault: SessionVault
     let keys: RelayKeys
     let issuer: String
 
     /// The session a refresh or access token of `clientID` belongs to; nil for anything else.
     func session(ofToken token: String, clientID: String, hint: String?) async throws -> String? {
-        if hint != "access_token", let record = try await sessions.refresh(token) {
-            return record.clientID == clientID ? record.sid : nil
+        if hint != "access_token" {
+            // Any generation the session issued names it, as every rotated token did before.
+            if let (sid, generation) = SessionTokens.parseRefresh(token) {
+                guard let session = try await sessions.session(sid), session.clientID == clientID, generation <= session.span.generation,
+                    let secret = await vault.openIdentityAfterSync(session.sealedIdentity)?.tokenSecret,
+                    SessionTokens.isRefreshToken(token, sid: sid, generation: generation, secret: secret)
+                else { return nil }
+                return sid
+            }
+            if let record = try await sessions.legacyRefresh(token) { return record.clientID == clientID ? record.sid : nil }
         }
         // An expired access token still names its grant: revoking it ends the session when that
         // still exists (RFC 7009 §2.1 lets revocation reach the whole grant).

@@ -43,7 +43,7 @@ public enum SecurityEventKind: String, CaseIterable, Sendable {
         case .stepUpRefused: "A step-up was completed by another person than the session's: the session stays as it was."
         case .sessionOpened: "An app redeemed its code (or a device its approval) and got tokens: a session starts."
         case .codeReplayed: "A code was presented a second time: it may have been stolen, so the session it opened is revoked."
-        case .refreshReused: "A rotated refresh token came back after the grace window: it may have been stolen, so the session is revoked."
+        case .refreshReused: "A rotated refresh token came back: the previous one after the grace window, or any older one. It may have been stolen, so the session is revoked."
         case .sessionRevoked: "The app revoked a token at /revoke (RFC 7009), ending its session."
         case .logout: "The app ended a session at /logout; `scope` says whether the browser also went to the provider's logout."
         case .backchannelLogout: "The provider's back-channel logout token ended the sessions of a provider session."

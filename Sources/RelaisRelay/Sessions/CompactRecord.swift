@@ -38,18 +38,48 @@ struct CompactWriter {
     /// A sealed payload (JWE compact, `dir`): its protected header, IV, ciphertext and tag as bytes
     /// rather than base64url, a quarter smaller. Kept as text when it would not come back
     /// identical (the header's base64url is the AES-GCM additional data).
+    /// The header Relais' own sealing writes, but for its key id: stored as that id alone.
+    static let sealedHeaderPrefix = Array(#"{"alg":"dir","enc":"A256GCM","kid":""#.utf8)
+    static let sealedHeaderSuffix = Array(#""}"#.utf8)
+
     mutating func sealed(_ compact: String) {
-        let parts = compact.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        let decoded = parts.map { Base64URL.decode(bytes: ArraySlice($0)) }
-        if parts.count == 5, parts[1].isEmpty, decoded.allSatisfy({ $0 != nil }),
-            zip(parts, decoded).allSatisfy({ part, bytes in Base64URL.encode(bytes!).utf8.elementsEqual(part) })
-        {
-            byte(1)
-            for index in [0, 2, 3, 4] { raw(decoded[index]!) }
-        } else {
+        guard let decoded = Self.canonicalSegments(compact), decoded.count == 5, decoded[1].isEmpty else {
             byte(0)
-            string(compact)
+            return string(compact)
         }
+        let header = decoded[0]
+        if header.starts(with: Self.sealedHeaderPrefix), header.count >= Self.sealedHeaderPrefix.count + Self.sealedHeaderSuffix.count,
+            header.suffix(Self.sealedHeaderSuffix.count).elementsEqual(Self.sealedHeaderSuffix)
+        {
+            byte(2)
+            raw(header[Self.sealedHeaderPrefix.count..<header.count - Self.sealedHeaderSuffix.count])
+        } else {
+            byte(1)
+            raw(header)
+        }
+        for index in 2...4 { raw(decoded[index]) }
+    }
+
+    /// A JWS or any dot-separated base64url text: its segments as bytes when they come back
+    /// identical (a signature covers the text), else the text.
+    mutating func segments(_ compact: String) {
+        guard let decoded = Self.canonicalSegments(compact) else {
+            byte(0)
+            return string(compact)
+        }
+        byte(1)
+        length(decoded.count)
+        for segment in decoded { raw(segment) }
+    }
+
+    /// The decoded segments when re-encoding each gives back exactly the text.
+    private static func canonicalSegments(_ compact: String) -> [[UInt8]]? {
+        var decoded: [[UInt8]] = []
+        for part in compact.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
+            guard let bytes = Base64URL.decode(bytes: ArraySlice(part)), Base64URL.encode(bytes).utf8.elementsEqual(part) else { return nil }
+            decoded.append(bytes)
+        }
+        return decoded
     }
 }
 
@@ -107,12 +137,33 @@ struct CompactReader {
     }
 
     mutating func sealed() -> String? {
+        let header: [UInt8]
         switch byte() {
-        case 1:
-            guard let header = raw(), let iv = raw(), let ciphertext = raw(), let tag = raw() else { return nil }
-            // `dir` has no encrypted key: the second part is empty.
-            return "\(Base64URL.encode(header))..\(Base64URL.encode(iv)).\(Base64URL.encode(ciphertext)).\(Base64URL.encode(tag))"
         case 0: return string()
+        case 1:
+            guard let bytes = raw() else { return nil }
+            header = Array(bytes)
+        case 2:
+            guard let keyID = raw() else { return nil }
+            header = CompactWriter.sealedHeaderPrefix + keyID + CompactWriter.sealedHeaderSuffix
+        default: return nil
+        }
+        guard let iv = raw(), let ciphertext = raw(), let tag = raw() else { return nil }
+        // `dir` has no encrypted key: the second part is empty.
+        return "\(Base64URL.encode(header))..\(Base64URL.encode(iv)).\(Base64URL.encode(ciphertext)).\(Base64URL.encode(tag))"
+    }
+
+    mutating func segments() -> String? {
+        switch byte() {
+        case 0: return string()
+        case 1:
+            guard let count = length(), count <= bytes.count - offset else { return nil }
+            var encoded: [String] = []
+            for _ in 0..<count {
+                guard let segment = raw() else { return nil }
+                encoded.append(Base64URL.encode(segment))
+            }
+            return encoded.joined(separator: ".")
         default: return nil
         }
     }

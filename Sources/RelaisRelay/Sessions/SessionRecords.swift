@@ -125,6 +125,9 @@ struct SessionRecord: JSONRecord, Sendable {
         var attested: ClientAttested?
         /// The app's label for the device (`device_name` at /authorize), for the person's session list.
         var device: String?
+        /// The thumbprint of the DPoP key the session's refresh tokens are bound to (RFC 9449 §5):
+        /// a refresh needs a proof by it.
+        var dpopKey: String?
     }
 
     var attested: ClientAttested? {
@@ -132,10 +135,14 @@ struct SessionRecord: JSONRecord, Sendable {
         set { origin.attested = newValue }
     }
 
-    /// When the session began, and its absolute end: idle renewals never go past it.
+    /// When the session began, its absolute end (idle renewals never go past it), and its refreshes.
     struct Span: Sendable, Equatable {
         var createdAt: Double
         var expiresAt: Double
+        /// The generation of the live refresh token (``SessionTokens``): 0 at sign-in, one more per rotation.
+        var generation = 0
+        /// When the last rotation happened; nil before the first.
+        var refreshedAt: Double?
     }
 
     var createdAt: Double { span.createdAt }
@@ -188,7 +195,8 @@ extension SessionRecord {
     /// The stored form (``CompactWriter``): about 40% smaller than the JSON it replaced.
     var stored: [UInt8] {
         var writer = CompactWriter(format: Self.compactFormat, capacity: 160 + sealedIdentity.utf8.count * 3 / 4)
-        let flags: UInt8 = (acr == nil ? 0 : 1) | (attested == nil ? 0 : 2) | (origin.device == nil ? 0 : 4)
+        let flags: UInt8 = (acr == nil ? 0 : 1) | (attested == nil ? 0 : 2) | (origin.device == nil ? 0 : 4) | (span.refreshedAt == nil ? 0 : 8)
+            | (origin.dpopKey == nil ? 0 : 16)
         writer.byte(flags)
         writer.string(clientID)
         writer.string(subject)
@@ -204,6 +212,11 @@ extension SessionRecord {
             writer.string(attested.thumbprint)
         }
         if let device = origin.device { writer.string(device) }
+        if let refreshedAt = span.refreshedAt {
+            writer.length(span.generation)
+            writer.double(refreshedAt)
+        }
+        if let dpopKey = origin.dpopKey { writer.string(dpopKey) }
         return writer.bytes
     }
 
@@ -215,7 +228,7 @@ extension SessionRecord {
             self = record
             return
         }
-        guard let flags = reader.byte(), flags & ~7 == 0, let clientID = reader.string(), let subject = reader.string(),
+        guard let flags = reader.byte(), flags & ~31 == 0, let clientID = reader.string(), let subject = reader.string(),
             let providerID = reader.string(), let count = reader.length()
         else { return nil }
         var scopes: [String] = []
@@ -241,12 +254,21 @@ extension SessionRecord {
             guard let device = reader.string() else { return nil }
             origin.device = device
         }
+        if flags & 8 != 0 {
+            guard let generation = reader.length(), let refreshedAt = reader.double() else { return nil }
+            span.generation = generation
+            span.refreshedAt = refreshedAt
+        }
+        if flags & 16 != 0 {
+            guard let dpopKey = reader.string() else { return nil }
+            origin.dpopKey = dpopKey
+        }
         guard reader.isAtEnd else { return nil }
     }
 }
 
-/// What a refresh token stands for. Once rotated, the record stays (until the session ends) so that
-/// a reuse is recognised: within the grace window it gets the same new pair, after it the session ends.
+/// What a random refresh token, minted before derived tokens (``SessionTokens``), stands for:
+/// read for sessions opened by an earlier version until they move to derived tokens.
 struct RefreshRecord: Codable, Sendable {
     var sid: String
     var clientID: String
@@ -255,34 +277,6 @@ struct RefreshRecord: Codable, Sendable {
     var sealedSuccessor: String?
     /// The thumbprint of the DPoP key the token is bound to: a refresh needs a proof by it.
     var jkt: String?
-}
-
-/// The sealed part of a session.
-struct SessionIdentity: JSONRecord, Sendable {
-    var claims: [String: JSONValue]
-    var amr: [String]?
-    var authTime: Double?
-    /// The provider's id_token, for the logout `id_token_hint`.
-    var providerIDToken: String
-
-    init(claims: [String: JSONValue], amr: [String]?, authTime: Double?, providerIDToken: String) {
-        self.claims = claims
-        self.amr = amr
-        self.authTime = authTime
-        self.providerIDToken = providerIDToken
-    }
-
-    init?(json: [String: JSONValue]) {
-        guard let claims = json["claims"]?.objectValue, let idToken = json["provider_id_token"]?.stringValue else { return nil }
-        self.init(claims: claims, amr: json["amr"]?.arrayValue?.compactMap(\.stringValue), authTime: json["auth_time"]?.numberValue, providerIDToken: idToken)
-    }
-
-    var json: JSONValue {
-        var object: [String: JSONValue] = ["claims": .object(claims), "provider_id_token": .string(providerIDToken)]
-        if let amr { object["amr"] = .array(amr.map { .string($0) }) }
-        if let authTime { object["auth_time"] = .number(authTime) }
-        return .object(object)
-    }
 }
 
 /// A record written with Relais' own JSON code rather than Codable: these are read on every

@@ -100,10 +100,10 @@ extension SessionStore {
 
     /// Opens the device's session and consumes its device code in one step; nil when another poll
     /// did first, otherwise the sessions ended to keep the person within the limit.
-    func redeemDevice(_ deviceCode: String, opening session: SessionRecord, sid: String, providerSessionID: String?, refresh: IssuedRefresh) async throws -> [String]? {
+    func redeemDevice(_ deviceCode: String, opening session: SessionRecord, sid: String, providerSessionID: String?) async throws -> [String]? {
         let hash = SHA256.hexHash(deviceCode)
         return try await open(
-            session, sid: sid, providerSessionID: providerSessionID, refresh: refresh, consuming: Key.deviceCode(sid: sid, hash: hash),
+            session, sid: sid, providerSessionID: providerSessionID, consuming: Key.deviceCode(sid: sid, hash: hash),
             also: [.set(Key.usedDeviceCode(sid: sid, hash: hash), [1], ttl: settings.deviceCodeLifetime), .delete(Key.deviceDecision(sid))]
         )
     }

@@ -4,33 +4,23 @@ import RelaisConfig
 
 /// Refresh tokens, their rotation locks, logout transactions and replay memory.
 extension SessionStore {
-    /// Rotation in one atomic step: the successor refresh token exists exactly when the old one is
-    /// marked rotated, and the session's last use is now (all carry the session's hash tag).
-    func rotate(_ token: String, to rotated: RefreshRecord, successor: IssuedRefresh, ttl: Duration) async throws {
-        try await store.apply([
-            .set(Key.refreshToken(successor.token), StoredJSON.encode(successor.record), ttl: ttl),
-            .set(Key.refreshToken(token), StoredJSON.encode(rotated), ttl: ttl),
-            .set(Key.lastUsed(successor.record.sid), Array(String(Int(clock.now)).utf8), ttl: ttl),
-        ])
-    }
-
     /// When the session's tokens were last refreshed; nil when they never were.
-    func lastUsed(_ sid: String) async throws -> Double? {
-        try await store.get(Key.lastUsed(sid)).flatMap { Double(String(decoding: $0, as: UTF8.self)) }
+    func lastRefreshed(_ sid: String, _ session: SessionRecord) async throws -> Double? {
+        if let refreshedAt = session.span.refreshedAt { return refreshedAt }
+        return try await store.get(Key.lastUsed(sid)).flatMap { Double(String(decoding: $0, as: UTF8.self)) }
     }
 
-    func refresh(_ token: String) async throws -> RefreshRecord? {
+    /// The record of a random refresh token minted before derived tokens (``SessionTokens``).
+    func legacyRefresh(_ token: String) async throws -> RefreshRecord? {
         StoredJSON.decode(RefreshRecord.self, try await store.get(Key.refreshToken(token)))
     }
 
-    /// One rotation per token across every instance: true when `owner` now holds the lock.
-    func lockRefresh(_ token: String, owner: [UInt8], lifetime: Duration) async throws -> Bool {
-        try await store.setIfAbsent(Key.refreshLock(token), owner, ttl: lifetime)
-    }
-
-    /// Releases the lock if `owner` still holds it (it may have expired and passed to another).
-    func unlockRefresh(_ token: String, owner: [UInt8]) async {
-        _ = try? await store.deleteIfEqual(Key.refreshLock(token), owner)
+    /// Moves a session from a random refresh token to derived ones: the session (with its new
+    /// identity and generation) replaces the record read as `stored`, and the old token is marked
+    /// rotated, so that a later use of it is recognised as a replay.
+    func adopt(_ token: String, _ sid: String, stored: [UInt8], with session: SessionRecord, rotated: RefreshRecord) async throws -> Bool {
+        guard let ttl = ttl(for: session) else { return false }
+        return try await replace(sid, stored: stored, with: session, also: [.set(Key.refreshToken(token), StoredJSON.encode(rotated), ttl: ttl)])
     }
 
     func saveLogout(_ transaction: LogoutTransaction, state: String) async throws {

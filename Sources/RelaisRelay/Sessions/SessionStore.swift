@@ -18,12 +18,11 @@ struct SessionStore: Sendable {
     enum Key {
         static func transaction(_ state: String) -> String { "tx:\(SHA256.hexHash(state))" }
         static func code(_ code: String) -> String { "code:\(tag(of: code)):\(SHA256.hexHash(code))" }
-        static func usedCode(_ code: String) -> String { "code-used:\(tag(of: code)):\(SHA256.hexHash(code))" }
         static func session(_ sid: String) -> String { "session:{\(sid)}" }
-        /// When the session's tokens were last refreshed (the session record itself never changes).
+        /// Written by versions before derived tokens (``SessionTokens``), read for their sessions:
+        /// the last refresh, and one record per random refresh token.
         static func lastUsed(_ sid: String) -> String { "used:{\(sid)}" }
         static func refreshToken(_ token: String) -> String { "rt:\(tag(of: token)):\(SHA256.hexHash(token))" }
-        static func refreshLock(_ token: String) -> String { "rt-lock:\(tag(of: token)):\(SHA256.hexHash(token))" }
         static func subjectSessions(provider: String, subject: String) -> String { "sub:\(SHA256.hexHash(provider + "\u{0}" + subject))" }
         /// Relais sessions opened from one provider session (its `sid`).
         static func providerSessions(provider: String, sid: String) -> String { "psid:\(SHA256.hexHash(provider + "\u{0}" + sid))" }
@@ -101,10 +100,6 @@ struct SessionStore: Sendable {
         try await store.delete(Key.code(code))
     }
 
-    func sessionOpened(byUsedCode code: String) async throws -> String? {
-        try await store.get(Key.usedCode(code)).map { String(decoding: $0, as: UTF8.self) }
-    }
-
     // MARK: - Sessions
 
     /// How long the session record lives from now: the idle timeout, never past the absolute end.
@@ -125,36 +120,29 @@ struct SessionStore: Sendable {
         return session
     }
 
-    /// Opens session `sid` for `code` in one atomic step: the code is consumed and, with it, the
-    /// session, its first refresh token and the code's used-mark (naming the session, so a replay
-    /// can end it) are written, or nothing is. False when another request consumed the code first.
+    /// Opens session `sid` for `code` in one atomic step: the code is consumed and the session
+    /// written, or neither. A replayed code is then recognised by the session it opened (the code
+    /// is derived from the session's secret, ``SessionTokens``).
     /// The person's indexes are written before: an index entry without its session is harmless
     /// (readers skip ended sessions), a session missing from its index could not be found by a
     /// back-channel logout. All of the atomic step's keys carry the session's hash tag.
     /// Nil when another request consumed the code first; otherwise the sessions ended to keep the
     /// person within `sessions.max_per_subject`.
-    func redeem(code: String, opening session: SessionRecord, sid: String, providerSessionID: String?, refresh: IssuedRefresh) async throws -> [String]? {
-        try await open(
-            session, sid: sid, providerSessionID: providerSessionID, refresh: refresh, consuming: Key.code(code),
-            also: [.set(Key.usedCode(code), Array(sid.utf8), ttl: settings.codeLifetime * 2)]
-        )
+    func redeem(code: String, opening session: SessionRecord, sid: String, providerSessionID: String?) async throws -> [String]? {
+        try await open(session, sid: sid, providerSessionID: providerSessionID, consuming: Key.code(code), also: [])
     }
 
     /// Opens session `sid` by consuming `key` (a code, a device code), writing `writes` with it.
     /// Nil when `key` was gone; otherwise the sessions ended to keep the person within the limit.
     func open(
-        _ session: SessionRecord, sid: String, providerSessionID: String?, refresh: IssuedRefresh, consuming key: String, also writes: [StoreWrite]
+        _ session: SessionRecord, sid: String, providerSessionID: String?, consuming key: String, also writes: [StoreWrite]
     ) async throws -> [String]? {
         let indexed = try await store.setAdd(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime)
         if let providerSessionID {
             try await store.setAdd(Key.providerSessions(provider: session.providerID, sid: providerSessionID), member: sid, ttl: settings.sessionLifetime)
         }
         let lifetime = ttl(for: session) ?? .seconds(1)
-        let opening: [StoreWrite] = [
-            .set(Key.session(sid), session.stored, ttl: lifetime),
-            .set(Key.refreshToken(refresh.token), StoredJSON.encode(refresh.record), ttl: lifetime),
-        ]
-        guard try await store.take(key, applying: opening + writes) != nil else {
+        guard try await store.take(key, applying: [.set(Key.session(sid), session.stored, ttl: lifetime)] + writes) != nil else {
             _ = try? await store.setRemove(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid)
             return nil
         }
@@ -191,8 +179,21 @@ struct SessionStore: Sendable {
     }
 
     func session(_ sid: String) async throws -> SessionRecord? {
-        guard let session = SessionRecord(stored: try await store.get(Key.session(sid))), session.expiresAt > clock.now else { return nil }
-        return session
+        try await storedSession(sid)?.record
+    }
+
+    /// The session and the bytes it was read from, for ``replace(_:stored:with:)``.
+    func storedSession(_ sid: String) async throws -> (record: SessionRecord, stored: [UInt8])? {
+        guard let stored = try await store.get(Key.session(sid)), let session = SessionRecord(stored: stored), session.expiresAt > clock.now else { return nil }
+        return (session, stored)
+    }
+
+    /// Writes `session` in place of the record read as `stored`, pushing its idle deadline back,
+    /// with `writes` in the same atomic step; false when the record changed or ended since the read
+    /// (another rotation, a revocation), in which case nothing is written.
+    func replace(_ sid: String, stored: [UInt8], with session: SessionRecord, also writes: [StoreWrite] = []) async throws -> Bool {
+        guard let ttl = ttl(for: session) else { return false }
+        return try await store.apply([.set(Key.session(sid), session.stored, ttl: ttl)] + writes, ifEqual: Key.session(sid), stored)
     }
 
     /// Whether the session exists, without reading it: the store's TTL already enforces both the

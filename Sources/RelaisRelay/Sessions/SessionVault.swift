@@ -41,27 +41,26 @@ struct SessionVault: Sendable {
         return openIdentity(sealed)
     }
 
-    func seal<Value: Encodable>(_ value: Value) throws -> String {
-        try JWE.encrypt(Array(try JSONEncoder().encode(value)), to: keys.ring.activeSessionKey, keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
+    func seal(_ identity: SessionIdentity) throws -> String {
+        try JWE.encrypt(identity.plaintext, to: keys.ring.activeSessionKey, keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
     }
 
-    func open<Value: Decodable>(_ type: Value.Type, _ sealed: String) -> Value? {
+    func open(_ type: SessionIdentity.Type, _ sealed: String) -> SessionIdentity? {
         guard let decrypted = try? JWE.parse(sealed).decrypt(with: keys.ring.sessionKeys) else { return nil }
-        return try? JSONDecoder().decode(type, from: Data(decrypted.plaintext))
+        return SessionIdentity(plaintext: decrypted.plaintext)
     }
 
-    func seal<Value: JSONRecord>(_ value: Value) throws -> String {
-        try seal(json: value.json)
+    /// The identity with a token secret and its sealed form: one sealed before secrets existed
+    /// (a sign-in or session from an earlier version) gets one now, sealed anew.
+    func withTokenSecret(_ identity: SessionIdentity, sealed: String) throws -> (identity: SessionIdentity, sealed: String, secret: [UInt8]) {
+        if let secret = identity.tokenSecret { return (identity, sealed, secret) }
+        var identity = identity
+        let secret = SessionTokens.newSecret()
+        identity.tokenSecret = secret
+        return (identity, try seal(identity), secret)
     }
 
-    func open<Value: JSONRecord>(_ type: Value.Type, _ sealed: String) -> Value? {
-        open(json: sealed)?.objectValue.flatMap(Value.init(json:))
-    }
-
-    func seal(json value: JSONValue) throws -> String {
-        try JWE.encrypt(value.serialized(), to: keys.ring.activeSessionKey, keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
-    }
-
+    /// A token response sealed by an earlier version for its refresh grace window.
     func open(json sealed: String) -> JSONValue? {
         guard let decrypted = try? JWE.parse(sealed).decrypt(with: keys.ring.sessionKeys) else { return nil }
         return JSONValue.parse(decrypted.plaintext)

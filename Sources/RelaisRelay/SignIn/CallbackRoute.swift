@@ -116,11 +116,16 @@ struct CallbackRoute: RelayRoutes {
                 return fail(RelayError(.temporarilyUnavailable, "Relais cannot read the app's session right now; try again shortly"), outcome: "store_unavailable")
             }
         }
-        // The code names the session it will open, so both live under one store hash tag.
-        let relayCode = SessionStore.newToken(for: SessionStore.newSessionID())
+        // The code names the session it will open, so both live under one store hash tag; it is
+        // derived from the session's secret, so a replay is recognised once the session exists.
+        let secret = SessionTokens.newSecret()
+        let sealedIdentity = SessionIdentity(
+            claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken, tokenSecret: secret
+        )
+        let relayCode = SessionTokens.code(sid: SessionStore.newSessionID(), secret: secret)
         do {
             await vault.keys.synchronize()
-            let sealed = try vault.seal(SessionIdentity(claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken))
+            let sealed = try vault.seal(sealedIdentity)
             let record = RelayCode(
                 app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: sealed, providerSessionID: identity.sessionID, replaces: replaces
             )

@@ -15,7 +15,7 @@ struct AuthorizationCodeGrant: Sendable {
         guard let redirectURI = form["redirect_uri"], !redirectURI.isEmpty else { throw RelayError.invalidRequest("redirect_uri is missing") }
         guard let verifier = form["code_verifier"], !verifier.isEmpty else { throw RelayError.invalidRequest("code_verifier is missing (PKCE)") }
         guard let record = try await sessions.peekCode(code) else {
-            if let sid = try await sessions.sessionOpened(byUsedCode: code) { throw try await replayed(sid, app: app, logger: logger) }
+            if let sid = try await sessionOpened(by: code) { throw try await replayed(sid, app: app, logger: logger) }
             throw RelayError.invalidGrant("the code is unknown or expired")
         }
         do {
@@ -30,17 +30,20 @@ struct AuthorizationCodeGrant: Sendable {
             try await sessions.discardCode(code)
             throw error
         }
-        let identity = try await vault.openForGrant(record.sealedIdentity, what: "the sign-in", logger: logger)
+        let opened = try await vault.openForGrant(record.sealedIdentity, what: "the sign-in", logger: logger)
         await vault.keys.synchronize()
         // Found under its session's tag, so the code names its session.
         guard let sid = SessionStore.sessionID(in: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
+        let (identity, sealed, secret) = try vault.withTokenSecret(opened, sealed: record.sealedIdentity)
         var session = sessions.newSession(for: record)
+        session.sealedIdentity = sealed
         session.attested = attested
-        let issued = try issuer.issue(sid: sid, session: session, identity: identity, app: app, nonce: record.app.nonce, jkt: proof?.thumbprint)
+        session.origin.dpopKey = proof?.thumbprint
+        let response = try issuer.issue(sid: sid, session: session, identity: identity, secret: secret, app: app, nonce: record.app.nonce)
         // The code is consumed in the same atomic step that writes the session: a request that lost
-        // the race finds the used-mark, and so the session to end (RFC 6749 §4.1.2), in every interleaving.
-        guard let evicted = try await sessions.redeem(code: code, opening: session, sid: sid, providerSessionID: record.providerSessionID, refresh: issued.refresh) else {
-            guard let winner = try await sessions.sessionOpened(byUsedCode: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
+        // the race finds the session the code opened, and ends it (RFC 6749 §4.1.2), in every interleaving.
+        guard let evicted = try await sessions.redeem(code: code, opening: session, sid: sid, providerSessionID: record.providerSessionID) else {
+            guard let winner = try await sessionOpened(by: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
             throw try await replayed(winner, app: app, logger: logger)
         }
         RelayMetrics.sessionOpened(client: app.clientID)
@@ -52,7 +55,15 @@ struct AuthorizationCodeGrant: Sendable {
             (session.acr.map { [("acr", $0)] } ?? []) + [("via", "code")]
         )
         events.sessionsEvicted(evicted, client: app.clientID, provider: session.providerID, subject: session.subject, limit: sessions.settings.maxSessionsPerSubject)
-        return issued.response
+        return response
+    }
+
+    /// The live session `code` opened, when it is that session's code (derived from its secret).
+    private func sessionOpened(by code: String) async throws -> String? {
+        guard let sid = SessionStore.sessionID(in: code), let session = try await sessions.session(sid),
+            let secret = await vault.openIdentityAfterSync(session.sealedIdentity)?.tokenSecret, SessionTokens.isCode(code, sid: sid, secret: secret)
+        else { return nil }
+        return sid
     }
 
     /// A code used twice is a stolen or replayed code: the session it opened ends.

@@ -5,8 +5,11 @@ import RelaisHTTPClient
 import RelaisJOSE
 import RelaisClock
 
-/// `grant_type=refresh_token`: the refresh token rotates on every use, with a grace window for a
-/// lost response and one rotation across instances (a lock in the store).
+/// `grant_type=refresh_token`: the refresh token rotates on every use. A session's refresh tokens
+/// are generations derived from its secret (``SessionTokens``), and a rotation is one
+/// compare-and-set of the session record, so exactly one request rotates each generation across
+/// every instance. The previous generation gets an answer within the grace window (the app lost
+/// the response); any older one, or the previous after the window, ends the session (a replay).
 struct RefreshGrant: Sendable {
     let sessions: SessionStore
     let vault: SessionVault
@@ -14,65 +17,104 @@ struct RefreshGrant: Sendable {
     let grace: Duration
     let events: SecurityEventLog
 
-    /// How long a request waits for another instance that is rotating the same refresh token.
-    static let rotationWait: Duration = .seconds(3)
-    static let lockLifetime: Duration = .seconds(10)
-    static let lockPoll: Duration = .milliseconds(25)
+    /// Compare-and-set attempts: each lost one means another rotation or a revocation landed
+    /// since the read, and a fresh read then decides.
+    static let attempts = 3
+
+    struct Request {
+        let token: String
+        let scopes: [String]?
+        let app: AppSettings
+        let proof: DPoPProof?
+        let attested: ClientAttested?
+    }
 
     func rotate(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
         guard let token = form["refresh_token"], !token.isEmpty else { throw RelayError.invalidRequest("refresh_token is missing") }
         // RFC 6749 §6: a refresh may repeat or narrow the granted scopes, never widen them.
-        let requestedScopes = form["scope"].map { $0.split(separator: " ").map(String.init) }
-        let owner = Array(SecureRandom.token(bits: 96).utf8)
-        // Waiting for another instance's store write takes real time, whatever the injected clock says.
-        let deadline = ContinuousClock.now + Self.rotationWait
-        // The lock holder rotates; the others wait for its result and answer from the grace cache.
-        while !(try await sessions.lockRefresh(token, owner: owner, lifetime: Self.lockLifetime)) {
-            if let record = try await sessions.refresh(token), record.rotatedAt != nil {
-                return try await answerRotated(record, app: app, proof: proof, attested: attested, logger: logger)
-            }
-            guard ContinuousClock.now < deadline else { throw RelayError.storeUnavailable }
-            try await Task.sleep(for: Self.lockPoll)
+        let scopes = form["scope"].map { $0.split(separator: " ").map(String.init) }
+        let request = Request(token: token, scopes: scopes, app: app, proof: proof, attested: attested)
+        guard let (sid, generation) = SessionTokens.parseRefresh(token) else { return try await rotateLegacy(request, logger: logger) }
+        for _ in 0..<Self.attempts {
+            if let response = try await rotate(request, sid: sid, generation: generation, logger: logger) { return response }
         }
-        let response: JSONValue
-        do {
-            response = try await rotateLocked(token, scopes: requestedScopes, app: app, proof: proof, attested: attested, logger: logger)
-        } catch {
-            await sessions.unlockRefresh(token, owner: owner)
-            throw error
-        }
-        await sessions.unlockRefresh(token, owner: owner)
-        return response
+        throw RelayError.storeUnavailable
     }
 
-    private func rotateLocked(_ token: String, scopes: [String]?, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
-        guard let record = try await sessions.refresh(token) else { throw RelayError.invalidGrant("the refresh token is unknown or expired") }
-        guard record.clientID == app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client") }
-        try Self.checkBinding(record, proof)
-        if record.rotatedAt != nil { return try await answerRotated(record, app: app, proof: proof, attested: attested, logger: logger) }
-        guard let session = try await sessions.session(record.sid), session.clientID == app.clientID else {
-            throw RelayError.invalidGrant("the session has ended")
-        }
-        try Self.checkAttestation(session, attested)
+    /// One read and compare-and-set; nil when the session changed in between.
+    private func rotate(_ request: Request, sid: String, generation: Int, logger: Logger) async throws -> JSONValue? {
+        guard let (session, stored) = try await sessions.storedSession(sid) else { throw Self.unknown }
         let identity = try await vault.openForGrant(session.sealedIdentity, what: "the session", logger: logger)
-        await vault.keys.synchronize()
-        if let scopes, let wider = scopes.first(where: { !session.scopes.contains($0) }) {
+        // The token is checked before anything about its session is told.
+        guard let secret = identity.tokenSecret, generation <= session.span.generation,
+            SessionTokens.isRefreshToken(request.token, sid: sid, generation: generation, secret: secret)
+        else { throw Self.unknown }
+        guard session.clientID == request.app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client") }
+        try Self.checkBinding(session.origin.dpopKey, request.proof)
+        if generation < session.span.generation {
+            guard generation == session.span.generation - 1, let refreshedAt = session.span.refreshedAt,
+                sessions.clock.now - refreshedAt <= Double(grace.components.seconds)
+            else { throw try await replayed(sid, session, app: request.app, logger: logger) }
+            // Within the grace window: the live generation again, with a new access token.
+            return try issue(request, sid: sid, session: session, identity: identity, secret: secret)
+        }
+        var next = session
+        next.span.generation += 1
+        next.span.refreshedAt = sessions.clock.now
+        let response = try issue(request, sid: sid, session: next, identity: identity, secret: secret)
+        return try await sessions.replace(sid, stored: stored, with: next) ? response : nil
+    }
+
+    private func issue(_ request: Request, sid: String, session: SessionRecord, identity: SessionIdentity, secret: [UInt8]) throws -> JSONValue {
+        try Self.checkAttestation(session, request.attested)
+        if let scopes = request.scopes, let wider = scopes.first(where: { !session.scopes.contains($0) }) {
             throw RelayError(.invalidScope, "scope '\(wider)' was not granted at sign-in")
         }
-        let issued = try issuer.issue(sid: record.sid, session: session, identity: identity, app: app, nonce: nil, scopes: scopes, jkt: record.jkt)
-        var rotated = record
-        rotated.rotatedAt = sessions.clock.now
-        rotated.sealedSuccessor = try vault.seal(json: issued.response)
-        try await sessions.rotate(token, to: rotated, successor: issued.refresh, ttl: sessions.ttl(for: session) ?? .seconds(1))
-        try await sessions.touch(record.sid, session)
-        return issued.response
+        return try issuer.issue(sid: sid, session: session, identity: identity, secret: secret, app: request.app, nonce: nil, scopes: request.scopes)
     }
 
+    /// A random refresh token of a session opened by an earlier version: the session moves to
+    /// derived tokens (its first is generation 1) and the old token is marked rotated.
+    private func rotateLegacy(_ request: Request, logger: Logger, attempt: Int = 1) async throws -> JSONValue {
+        guard let record = try await sessions.legacyRefresh(request.token) else { throw Self.unknown }
+        guard record.clientID == request.app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client") }
+        try Self.checkBinding(record.jkt, request.proof)
+        guard let (session, stored) = try await sessions.storedSession(record.sid), session.clientID == request.app.clientID else {
+            throw RelayError.invalidGrant("the session has ended")
+        }
+        let opened = try await vault.openForGrant(session.sealedIdentity, what: "the session", logger: logger)
+        await vault.keys.synchronize()
+        if let rotatedAt = record.rotatedAt {
+            guard sessions.clock.now - rotatedAt <= Double(grace.components.seconds) else {
+                throw try await replayed(record.sid, session, app: request.app, logger: logger)
+            }
+            try Self.checkAttestation(session, request.attested)
+            // Rotated by an earlier version, which sealed its answer in the record; or moved to derived tokens.
+            if let sealed = record.sealedSuccessor, let response = vault.open(json: sealed) { return response }
+            guard let secret = opened.tokenSecret else { throw try await replayed(record.sid, session, app: request.app, logger: logger) }
+            return try issue(request, sid: record.sid, session: session, identity: opened, secret: secret)
+        }
+        let (identity, sealed, secret) = try vault.withTokenSecret(opened, sealed: session.sealedIdentity)
+        var next = session
+        next.sealedIdentity = sealed
+        next.origin.dpopKey = record.jkt
+        next.span.generation = 1
+        next.span.refreshedAt = sessions.clock.now
+        let response = try issue(request, sid: record.sid, session: next, identity: identity, secret: secret)
+        var rotated = record
+        rotated.rotatedAt = sessions.clock.now
+        if try await sessions.adopt(request.token, record.sid, stored: stored, with: next, rotated: rotated) { return response }
+        guard attempt < Self.attempts else { throw RelayError.storeUnavailable }
+        return try await rotateLegacy(request, logger: logger, attempt: attempt + 1)
+    }
+
+    static let unknown = RelayError.invalidGrant("the refresh token is unknown, or its session has ended")
+
     /// RFC 9449 §5: a bound refresh token needs a proof by its key; an unbound one stays unbound.
-    static func checkBinding(_ record: RefreshRecord, _ proof: DPoPProof?) throws {
-        guard record.jkt == proof?.thumbprint else {
+    static func checkBinding(_ jkt: String?, _ proof: DPoPProof?) throws {
+        guard jkt == proof?.thumbprint else {
             throw RelayError.invalidGrant(
-                record.jkt == nil ? "the refresh token is not bound to a DPoP key: refresh without a DPoP proof" : "the refresh token is bound to a DPoP key: send a proof by that key"
+                jkt == nil ? "the refresh token is not bound to a DPoP key: refresh without a DPoP proof" : "the refresh token is bound to a DPoP key: send a proof by that key"
             )
         }
     }
@@ -86,25 +128,13 @@ struct RefreshGrant: Sendable {
         }
     }
 
-    /// A refresh token that was already rotated: the same answer within the grace window (the app
-    /// lost the first one), the end of the session after it (the token was stolen and replayed).
-    private func answerRotated(_ record: RefreshRecord, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
-        guard record.clientID == app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client") }
-        try Self.checkBinding(record, proof)
-        let age = sessions.clock.now - (record.rotatedAt ?? 0)
-        if age <= Double(grace.components.seconds), let sealed = record.sealedSuccessor,
-            let response = vault.open(json: sealed), let session = try await sessions.session(record.sid)
-        {
-            try Self.checkAttestation(session, attested)
-            return response
-        }
-        let session = try? await sessions.session(record.sid)
-        try await sessions.revoke(record.sid, reason: .refreshReuse)
-        events.record(
-            .refreshReused, reason: RelayError.Code.invalidGrant.rawValue, client: app.clientID, provider: session?.providerID, sid: record.sid, subject: session?.subject
-        )
+    /// A refresh token used again after its rotation's grace window: it was stolen and replayed
+    /// (or the app misbehaves), so the session ends.
+    private func replayed(_ sid: String, _ session: SessionRecord, app: AppSettings, logger: Logger) async throws -> RelayError {
+        try await sessions.revoke(sid, reason: .refreshReuse)
+        events.record(.refreshReused, reason: RelayError.Code.invalidGrant.rawValue, client: app.clientID, provider: session.providerID, sid: sid, subject: session.subject)
         RelayMetrics.securityEvent(.refreshReuse)
         logger.warning("refresh token reused after rotation; session revoked", metadata: ["client_id": "\(app.clientID)"])
-        throw RelayError.invalidGrant("the refresh token was already used; the session is revoked")
+        return RelayError.invalidGrant("the refresh token was already used; the session is revoked")
     }
 }
