@@ -56,6 +56,8 @@ public enum JSONValue: Sendable, Equatable, Codable {
     public var stringValue: String? { if case .string(let value) = self { value } else { nil } }
     /// The number, or nil when the value is not a number.
     public var numberValue: Double? { if case .number(let value) = self { value } else { nil } }
+    /// The boolean, or nil when the value is not `true` or `false`.
+    public var boolValue: Bool? { if case .bool(let value) = self { value } else { nil } }
     /// The members, or nil when the value is not an object.
     public var objectValue: [String: JSONValue]? { if case .object(let value) = self { value } else { nil } }
     /// The elements, or nil when the value is not an array.

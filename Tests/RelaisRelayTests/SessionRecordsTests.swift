@@ -15,4 +15,35 @@ import Testing
         #expect(Set(written.keys) == ["clientID", "redirectURI", "codeChallenge", "state", "scopes", "providerID", "acr", "forceLogin"])
         #expect(StoredJSON.decode(LoginTransaction.self, StoredJSON.encode(transaction))?.app == transaction.app)
     }
+
+    /// Every optional member, as Codable wrote it before Relais wrote these records itself.
+    @Test func everyMemberOfATransactionAndACodeComesBack() throws {
+        let app = #"{"clientID":"app","redirectURI":"com.example.app:\/cb","codeChallenge":"c","state":"s","scopes":["openid","profile"],"nonce":"n1","providerID":"fc","acr":"eidas2","forceLogin":false,"stepUpOf":"old-sid","idpHint":"hint","dpopJKT":"jkt","deviceName":"Pixel de Léa"}"#
+        let transaction = try #require(StoredJSON.decode(LoginTransaction.self, Array(#"{"app":\#(app),"providerNonce":"pn","providerCodeVerifier":"v","deviceSID":"dsid"}"#.utf8)))
+        #expect(transaction.app.redirectURI == "com.example.app:/cb" && transaction.app.scopes == ["openid", "profile"] && transaction.app.nonce == "n1")
+        #expect(transaction.app.upstream.stepUpOf == "old-sid" && transaction.app.upstream.idpHint == "hint" && transaction.app.dpopJKT == "jkt")
+        #expect(transaction.app.deviceName == "Pixel de Léa" && !transaction.app.forceLogin && transaction.app.acr == "eidas2")
+        #expect(transaction.providerNonce == "pn" && transaction.providerCodeVerifier == "v" && transaction.deviceSID == "dsid")
+        let again = try #require(StoredJSON.decode(LoginTransaction.self, StoredJSON.encode(transaction)))
+        #expect(again.app == transaction.app && again.providerCodeVerifier == "v" && again.deviceSID == "dsid")
+
+        let code = try #require(StoredJSON.decode(RelayCode.self, Array(#"{"app":\#(app),"subject":"sub","acr":"eidas2","sealedIdentity":"x.y","providerSessionID":"psid","replaces":"old"}"#.utf8)))
+        #expect(code.app == transaction.app && code.subject == "sub" && code.acr == "eidas2" && code.sealedIdentity == "x.y")
+        #expect(code.providerSessionID == "psid" && code.replaces == "old")
+        let back = try #require(StoredJSON.decode(RelayCode.self, StoredJSON.encode(code)))
+        #expect(back.app == code.app && back.subject == "sub" && back.providerSessionID == "psid" && back.replaces == "old")
+    }
+
+    /// A record missing a member it needs, or with one of another type, reads as absent.
+    @Test(arguments: [
+        #"{"app":{"clientID":"app","redirectURI":"r","codeChallenge":"c","scopes":["openid"],"providerID":"fc"},"providerNonce":"n"}"#,
+        #"{"app":{"clientID":"app","redirectURI":"r","codeChallenge":"c","scopes":["openid",3],"providerID":"fc","forceLogin":false},"providerNonce":"n"}"#,
+        #"{"app":{"clientID":"app","redirectURI":"r","codeChallenge":"c","scopes":"openid","providerID":"fc","forceLogin":false},"providerNonce":"n"}"#,
+        #"{"app":{"clientID":"app","redirectURI":"r","codeChallenge":"c","scopes":[],"providerID":"fc","forceLogin":"no"},"providerNonce":"n"}"#,
+        #"{"app":{"clientID":"app","redirectURI":"r","codeChallenge":"c","scopes":[],"providerID":"fc","forceLogin":false}}"#,
+        #"{"providerNonce":"n"}"#, "[]", "",
+    ])
+    func anIncompleteTransactionReadsAsAbsent(_ stored: String) {
+        #expect(StoredJSON.decode(LoginTransaction.self, Array(stored.utf8)) == nil)
+    }
 }

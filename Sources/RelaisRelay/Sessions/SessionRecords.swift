@@ -8,7 +8,7 @@ import RelaisStore
 /// themselves; identity claims and the provider's id_token travel sealed (`SessionVault`).
 
 /// The app's validated authorization request.
-struct AppRequest: Codable, Sendable, Equatable {
+struct AppRequest: Sendable, Equatable {
     var clientID: String
     var redirectURI: String
     var codeChallenge: String
@@ -23,7 +23,7 @@ struct AppRequest: Codable, Sendable, Equatable {
     /// The label the app gave its device (`device_name`), shown in the person's session list.
     var deviceName: String?
 
-    struct Upstream: Codable, Sendable, Equatable {
+    struct Upstream: Sendable, Equatable {
         var providerID: String
         var acr: String?
         var forceLogin: Bool
@@ -51,51 +51,72 @@ struct AppRequest: Codable, Sendable, Equatable {
         upstream = Upstream(providerID: providerID, acr: acr, forceLogin: forceLogin)
     }
 
-    // One flat JSON object, as stored before `upstream` was grouped: sign-ins in flight during an
-    // upgrade still read.
-    private enum CodingKeys: String, CodingKey {
-        case clientID, redirectURI, codeChallenge, state, scopes, nonce, dpopJKT, deviceName
+    // One flat JSON object with Codable's member names, as stored before: sign-ins in flight
+    // during an upgrade read either way.
+    init?(json: [String: JSONValue]) {
+        guard let clientID = json["clientID"]?.stringValue, let redirectURI = json["redirectURI"]?.stringValue,
+            let codeChallenge = json["codeChallenge"]?.stringValue, let scopes = json["scopes"]?.arrayValue,
+            let providerID = json["providerID"]?.stringValue, let forceLogin = json["forceLogin"]?.boolValue
+        else { return nil }
+        let scopeNames = scopes.compactMap(\.stringValue)
+        guard scopeNames.count == scopes.count else { return nil }
+        self.init(
+            clientID: clientID, redirectURI: redirectURI, codeChallenge: codeChallenge, state: json["state"]?.stringValue, scopes: scopeNames,
+            nonce: json["nonce"]?.stringValue, providerID: providerID, acr: json["acr"]?.stringValue, forceLogin: forceLogin
+        )
+        dpopJKT = json["dpopJKT"]?.stringValue
+        deviceName = json["deviceName"]?.stringValue
+        upstream.stepUpOf = json["stepUpOf"]?.stringValue
+        upstream.idpHint = json["idpHint"]?.stringValue
     }
 
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        clientID = try container.decode(String.self, forKey: .clientID)
-        redirectURI = try container.decode(String.self, forKey: .redirectURI)
-        codeChallenge = try container.decode(String.self, forKey: .codeChallenge)
-        state = try container.decodeIfPresent(String.self, forKey: .state)
-        scopes = try container.decode([String].self, forKey: .scopes)
-        nonce = try container.decodeIfPresent(String.self, forKey: .nonce)
-        dpopJKT = try container.decodeIfPresent(String.self, forKey: .dpopJKT)
-        deviceName = try container.decodeIfPresent(String.self, forKey: .deviceName)
-        upstream = try Upstream(from: decoder)
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(clientID, forKey: .clientID)
-        try container.encode(redirectURI, forKey: .redirectURI)
-        try container.encode(codeChallenge, forKey: .codeChallenge)
-        try container.encodeIfPresent(state, forKey: .state)
-        try container.encode(scopes, forKey: .scopes)
-        try container.encodeIfPresent(nonce, forKey: .nonce)
-        try container.encodeIfPresent(dpopJKT, forKey: .dpopJKT)
-        try container.encodeIfPresent(deviceName, forKey: .deviceName)
-        try upstream.encode(to: encoder)
+    var json: [String: JSONValue] {
+        var object: [String: JSONValue] = [
+            "clientID": .string(clientID), "redirectURI": .string(redirectURI), "codeChallenge": .string(codeChallenge),
+            "scopes": .array(scopes.map { .string($0) }), "providerID": .string(upstream.providerID), "forceLogin": .bool(upstream.forceLogin),
+        ]
+        object["state"] = state.map { .string($0) }
+        object["nonce"] = nonce.map { .string($0) }
+        object["dpopJKT"] = dpopJKT.map { .string($0) }
+        object["deviceName"] = deviceName.map { .string($0) }
+        object["acr"] = upstream.acr.map { .string($0) }
+        object["stepUpOf"] = upstream.stepUpOf.map { .string($0) }
+        object["idpHint"] = upstream.idpHint.map { .string($0) }
+        return object
     }
 }
 
 /// Between /authorize and /callback, keyed by the provider `state`.
-struct LoginTransaction: Codable, Sendable {
+struct LoginTransaction: JSONRecord, Sendable {
     var app: AppRequest
     var providerNonce: String
     var providerCodeVerifier: String?
     /// A sign-in at `/device` that approves this device request (the session id it will open),
     /// instead of one that returns a code to the app.
     var deviceSID: String?
+
+    init(app: AppRequest, providerNonce: String, providerCodeVerifier: String?, deviceSID: String?) {
+        self.app = app
+        self.providerNonce = providerNonce
+        self.providerCodeVerifier = providerCodeVerifier
+        self.deviceSID = deviceSID
+    }
+
+    init?(json: [String: JSONValue]) {
+        guard let app = json["app"]?.objectValue.flatMap(AppRequest.init(json:)), let nonce = json["providerNonce"]?.stringValue else { return nil }
+        self.init(app: app, providerNonce: nonce, providerCodeVerifier: json["providerCodeVerifier"]?.stringValue, deviceSID: json["deviceSID"]?.stringValue)
+    }
+
+    var json: JSONValue {
+        var object: [String: JSONValue] = ["app": .object(app.json), "providerNonce": .string(providerNonce)]
+        object["providerCodeVerifier"] = providerCodeVerifier.map { .string($0) }
+        object["deviceSID"] = deviceSID.map { .string($0) }
+        return .object(object)
+    }
 }
 
 /// Relais' authorization code: everything /token needs to open the session.
-struct RelayCode: Codable, Sendable {
+struct RelayCode: JSONRecord, Sendable {
     var app: AppRequest
     var subject: String
     var acr: String?
@@ -104,6 +125,33 @@ struct RelayCode: Codable, Sendable {
     var providerSessionID: String?
     /// The session this sign-in steps up: it ends when the new one opens.
     var replaces: String?
+
+    init(app: AppRequest, subject: String, acr: String?, sealedIdentity: String, providerSessionID: String?, replaces: String? = nil) {
+        self.app = app
+        self.subject = subject
+        self.acr = acr
+        self.sealedIdentity = sealedIdentity
+        self.providerSessionID = providerSessionID
+        self.replaces = replaces
+    }
+
+    init?(json: [String: JSONValue]) {
+        guard let app = json["app"]?.objectValue.flatMap(AppRequest.init(json:)), let subject = json["subject"]?.stringValue,
+            let sealed = json["sealedIdentity"]?.stringValue
+        else { return nil }
+        self.init(
+            app: app, subject: subject, acr: json["acr"]?.stringValue, sealedIdentity: sealed, providerSessionID: json["providerSessionID"]?.stringValue,
+            replaces: json["replaces"]?.stringValue
+        )
+    }
+
+    var json: JSONValue {
+        var object: [String: JSONValue] = ["app": .object(app.json), "subject": .string(subject), "sealedIdentity": .string(sealedIdentity)]
+        object["acr"] = acr.map { .string($0) }
+        object["providerSessionID"] = providerSessionID.map { .string($0) }
+        object["replaces"] = replaces.map { .string($0) }
+        return .object(object)
+    }
 }
 
 /// A signed-in person, for one app: what the refresh token, the access token's `sid`, /userinfo,
