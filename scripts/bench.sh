@@ -26,6 +26,7 @@ provider_port=$(free_port)
 cleanup() {
     [ -n "${relais_pid:-}" ] && kill "$relais_pid" 2>/dev/null && wait "$relais_pid" 2>/dev/null || true
     [ -n "${relais_tls_pid:-}" ] && kill "$relais_tls_pid" 2>/dev/null && wait "$relais_tls_pid" 2>/dev/null || true
+    [ -n "${relais_count_pid:-}" ] && kill "$relais_count_pid" 2>/dev/null && wait "$relais_count_pid" 2>/dev/null || true
     [ -n "${provider_pid:-}" ] && kill "$provider_pid" 2>/dev/null && wait "$provider_pid" 2>/dev/null || true
     [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
     rm -rf "$work"
@@ -137,8 +138,8 @@ key_usage() {  # average MEMORY USAGE of up to 100 keys matching a pattern
         | awk '{t += $1; n++} END {printf "%d", n ? t / n : 0}'
 }
 session_bytes=$(key_usage 'relais:session:*')
-refresh_bytes=$(key_usage 'relais:rt:*')
-marker_bytes=$(key_usage 'relais:code-used:*')
+# Keys of any other kind the sign-ins left per session (none since derived tokens; a regression shows here).
+other_keys=$(( $(redis-cli -p "$redis_port" dbsize) - $(wc -l <"$work/keys.txt") ))
 per_signin_bytes=$(( (redis_memory1 - redis_memory0) / signins ))
 commands_per_signin=$(python3 -c "print(f'{($redis_commands1 - $redis_commands0) / $signins:.1f}')")
 network_per_signin=$(( (redis_in1 - redis_in0 + redis_out1 - redis_out0) / signins ))
@@ -215,6 +216,41 @@ echo "App Attest verification..."
 .build/release/relais-bench app-attest --count 400 >"$work/appattest.txt"
 appattest_field() { awk -v f="$1" '{for (i=1;i<=NF;i++) if (index($i, f"=")==1) print substr($i, length(f)+2)}' "$work/appattest.txt"; }
 
+# Allocations per request: a third relay, the same public URL and store (so the token above is
+# valid there), with scripts/malloc-count.c preloaded; wrk's requests divide the allocations counted
+# during each run.
+echo "Allocations per request (a relay with a malloc counter preloaded)..."
+gcc -O2 -shared -fPIC -o "$work/malloc-count.so" scripts/malloc-count.c -lpthread
+relais_count_port=$(free_port)
+sed -e "s|port: $relais_port,|port: $relais_count_port,|" "$work/relais.yaml" >"$work/relais-count.yaml"
+MALLOC_COUNT_FILE="$work/allocations" LD_PRELOAD="$work/malloc-count.so" .build/release/relais serve --config "$work/relais-count.yaml" >"$work/relais-count.log" 2>&1 &
+relais_count_pid=$!
+wait_for "http://127.0.0.1:$relais_count_port/readyz"
+allocations_now() { sleep 0.2; awk '{print $1 + 0}' "$work/allocations"; }
+allocations_per_request() {  # URL and wrk arguments; prints allocations per request
+    local url=$1; shift
+    wrk -t1 -c8 -d2s "$@" "$url" >/dev/null  # warm: caches filled, connections open
+    local before after requests
+    before=$(allocations_now)
+    wrk -t1 -c8 -d5s "$@" "$url" >"$work/wrk-count.txt"
+    after=$(allocations_now)
+    requests=$(awk '/requests in/ {print $1}' "$work/wrk-count.txt")
+    python3 -c "print(f'{($after - $before) / $requests:.1f}')"
+}
+alloc_healthz=$(allocations_per_request "http://127.0.0.1:$relais_count_port/healthz")
+alloc_auth=$(allocations_per_request "http://127.0.0.1:$relais_count_port/auth?session=1" -H "Authorization: Bearer $access_token")
+alloc_userinfo=$(allocations_per_request "http://127.0.0.1:$relais_count_port/userinfo" -H "Authorization: Bearer $access_token")
+alloc_introspect=$(allocations_per_request "http://127.0.0.1:$relais_count_port/introspect" -s "$work/introspect.lua")
+kill "$relais_count_pid"; wait "$relais_count_pid" 2>/dev/null || true
+
+# The soak (issue 15): app instances refreshing and calling /userinfo flat out against the main
+# relay, its resident memory sampled every 10 s.
+soak_seconds=${BENCH_SOAK_SECONDS:-600}
+echo "Soak: 6 app instances refreshing and calling /userinfo for $soak_seconds s..."
+.build/release/relais-bench soak --relay "http://127.0.0.1:$relais_port" --pid "$relais_pid" --seconds "$soak_seconds" >"$work/soak.txt"
+soak_field() { awk -v f="$1" '$1=="summary" {for (i=1;i<=NF;i++) if (index($i, f"=")==1) print substr($i, length(f)+2)}' "$work/soak.txt"; }
+mib() { python3 -c "print(f'{$1 / 1024:.1f}')"; }
+
 mkdir -p bench
 {
     echo "# Relais benchmark results"
@@ -260,13 +296,14 @@ mkdir -p bench
     echo "Redis traffic per sign-in (INFO stats over the run; a script counts as its EVALSHA plus the commands it runs):"
     echo "$commands_per_signin commands, $network_per_signin bytes in and out."
     echo
-    echo "Redis memory per signed-in session (issue 15 goal ≤ 1 KB for the session, its refresh token and the code marker):"
-    echo "MEMORY USAGE averaged over 100 keys of each kind, and used_memory's growth per sign-in (which adds this person's"
-    echo "session index, one set holding all $signins sessions here)."
+    echo "Redis memory per signed-in session (issue 15 goal ≤ 1 KB for the session, its refresh token and the code marker:"
+    echo "since derived tokens, a session is one key, its code and refresh tokens need none). MEMORY USAGE averaged over 100"
+    echo "session keys, the keys of other kinds left beside the $signins sessions, and used_memory's growth per sign-in (which"
+    echo "adds this person's session index, one set holding all of them here)."
     echo
-    echo "| session | refresh token | code marker | the three | used_memory growth per sign-in |"
-    echo "|---:|---:|---:|---:|---:|"
-    echo "| $session_bytes B | $refresh_bytes B | $marker_bytes B | $((session_bytes + refresh_bytes + marker_bytes)) B | $per_signin_bytes B |"
+    echo "| session key (all of it) | other keys left beside the sessions (the person's index, the relay's shared keys) | used_memory growth per sign-in |"
+    echo "|---:|---:|---:|"
+    echo "| $session_bytes B | $other_keys | $per_signin_bytes B |"
     echo
     echo "## JWS verification, one thread"
     echo
@@ -326,5 +363,27 @@ mkdir -p bench
     echo "|---|---:|---:|---:|---:|"
     echo "| quiet | $(slow_field quiet failures) | $(slow_field quiet p50_ms) ms | $(slow_field quiet p99_ms) ms | |"
     echo "| 3,500 hostile connections | $(slow_field hostile failures) | $(slow_field hostile p50_ms) ms | $(slow_field hostile p99_ms) ms | $(slow_field hostile cut_by_server) of $(slow_field hostile opened) |"
+    echo
+    echo "## Allocations per request"
+    echo
+    echo 'Heap allocations (malloc, calloc, realloc, aligned) counted by scripts/malloc-count.c preloaded into a second relay'
+    echo 'on the same store, over a 5 s wrk run (8 connections, after 2 s of warm-up), divided by the requests wrk sent.'
+    echo
+    echo "| request | allocations per request |"
+    echo "|---|---:|"
+    echo "| GET /healthz | $alloc_healthz |"
+    echo "| GET /auth, session checked | $alloc_auth |"
+    echo "| GET /userinfo | $alloc_userinfo |"
+    echo "| POST /introspect | $alloc_introspect |"
+    echo
+    echo "## Soak: resident memory under refreshes"
+    echo
+    echo "relais-bench soak: 6 app instances, each signed in once, refresh then call /userinfo 4 times with the new access token,"
+    echo "flat out for $soak_seconds s against the main relay (every refresh mints an access token the verified-token cache has"
+    echo "not seen). VmRSS of the relay every 10 s. Issue 15's goal: ≤ 64 MiB, and < 2 MiB growth over the last 5 minutes."
+    echo
+    echo "| refreshes (new access tokens) | per second | /userinfo | errors | RSS at start | after $(soak_field warm_at) s | peak | at the end | growth since $(soak_field window_from) s |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| $(soak_field refreshes) | $(soak_field tokens_per_second) | $(soak_field userinfo) | $(soak_field errors) | $(mib "$(soak_field rss_start_kib)") MiB | $(mib "$(soak_field rss_warm_kib)") MiB | $(mib "$(soak_field rss_peak_kib)") MiB | $(mib "$(soak_field rss_end_kib)") MiB | $(mib "$(soak_field window_growth_kib)") MiB |"
 } > bench/results.md
 cat bench/results.md
