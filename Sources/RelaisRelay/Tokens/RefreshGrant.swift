@@ -51,6 +51,8 @@ struct RefreshGrant: Sendable {
         else { throw Self.unknown }
         guard session.clientID == request.app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client") }
         try Self.checkBinding(session.origin.dpopKey, request.proof)
+        // Generated development keys may have moved on another instance: sign with the shared one.
+        await vault.keys.synchronize()
         if generation < session.span.generation {
             guard generation == session.span.generation - 1, let refreshedAt = session.span.refreshedAt,
                 sessions.clock.now - refreshedAt <= Double(grace.components.seconds)
