@@ -103,7 +103,8 @@ import Testing
 }
 
 /// The embedded store, interposed: the request marked `.first` stops after its n-th store call
-/// until the test releases it, or its n-th store call fails as if Redis were unreachable.
+/// until the test releases it, or its n-th store call fails as if Redis were unreachable; or every
+/// compare-and-set finds the value changed (another instance keeps winning).
 final class InterposedStore: KeyValueStore {
     enum Caller: Sendable { case first, second }
     @TaskLocal static var caller: Caller?
@@ -168,12 +169,14 @@ final class InterposedStore: KeyValueStore {
     private let pauseFirstAfter: Int?
     private let failFirstAt: Int?
     private let gate: Gate
+    private let losesEverySwap: Bool
 
-    init(base: EmbeddedStore, pauseFirstAfter: Int? = nil, failFirstAt: Int? = nil, gate: Gate = Gate()) {
+    init(base: EmbeddedStore, pauseFirstAfter: Int? = nil, failFirstAt: Int? = nil, gate: Gate = Gate(), losesEverySwap: Bool = false) {
         self.base = base
         self.pauseFirstAfter = pauseFirstAfter
         self.failFirstAt = failFirstAt
         self.gate = gate
+        self.losesEverySwap = losesEverySwap
     }
 
     private func call<Result>(_ body: () async throws -> Result) async throws -> Result {
@@ -200,7 +203,7 @@ final class InterposedStore: KeyValueStore {
     func setMembers(_ key: String) async throws -> Set<String> { try await call { try await base.setMembers(key) } }
     func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? { try await call { try await base.take(key, applying: writes) } }
     func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool {
-        try await call { try await base.apply(writes, ifEqual: key, expected) }
+        try await call { losesEverySwap ? false : try await base.apply(writes, ifEqual: key, expected) }
     }
     func apply(_ writes: [StoreWrite]) async throws { try await call { try await base.apply(writes) } }
     func ping() async throws { try await base.ping() }

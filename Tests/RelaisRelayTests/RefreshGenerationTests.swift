@@ -123,6 +123,20 @@ import Testing
         }
     }
 
+    /// A rotation that keeps losing its compare-and-set (every read is overtaken) gives up with a
+    /// 503 after its attempts, and leaves the session and its live token as they were.
+    @Test func aRotationThatKeepsLosingItsSwapAnswers503AndChangesNothing() async throws {
+        let fixture = Route.Fixture(serving: { InterposedStore(base: $0, losesEverySwap: true) })
+        try await fixture.test { client in
+            let signed = try await Sessions.signIn(fixture, client)
+            let refused = try await Self.refresh(client, signed.refresh)
+            #expect(refused.status == .serviceUnavailable && refused.body["error"]?.stringValue == "temporarily_unavailable")
+            let session = try #require(try await fixture.sessions.session(signed.sid))
+            #expect(session.span.generation == 0 && session.span.refreshedAt == nil)
+            #expect(fixture.events.named(.refreshReused).isEmpty)
+        }
+    }
+
     // MARK: - Sessions opened by an earlier version
 
     /// What an earlier version left: a session whose sealed identity is JSON without a token
@@ -164,6 +178,29 @@ import Testing
             let next = try await Self.refresh(client, derived)
             #expect(next.status == .ok && SessionTokens.parseRefresh(next.body["refresh_token"]?.stringValue ?? "")?.generation == 2)
             fixture.clock.advance(by: .seconds(31))
+            #expect(try await Self.refresh(client, legacy).body["error_description"]?.stringValue == "the refresh token was already used; the session is revoked")
+            #expect(try await fixture.sessions.session(sid) == nil)
+        }
+    }
+
+    /// An earlier version's token whose session has ended: refused, nothing else happens.
+    @Test func anEarlierVersionsTokenWhoseSessionEndedIsRefused() async throws {
+        let fixture = Route.Fixture()
+        try await fixture.test { client in
+            let (sid, legacy) = try await Self.legacySession(fixture)
+            try await fixture.store.delete(SessionStore.Key.session(sid))
+            let refused = try await Self.refresh(client, legacy)
+            #expect(refused.status == .badRequest && refused.body["error_description"]?.stringValue == "the session has ended")
+        }
+    }
+
+    /// A token marked rotated, within the window, whose session has no secret and no sealed answer
+    /// (a state no version writes): nothing to answer with, so it is treated as a replay.
+    @Test func aRotatedTokenWithNothingToAnswerWithEndsTheSession() async throws {
+        let fixture = Route.Fixture()
+        let rotated = RefreshRecord(sid: "", clientID: "app", rotatedAt: fixture.clock.now, sealedSuccessor: nil, jkt: nil)
+        try await fixture.test { client in
+            let (sid, legacy) = try await Self.legacySession(fixture, rotated: rotated)
             #expect(try await Self.refresh(client, legacy).body["error_description"]?.stringValue == "the refresh token was already used; the session is revoked")
             #expect(try await fixture.sessions.session(sid) == nil)
         }

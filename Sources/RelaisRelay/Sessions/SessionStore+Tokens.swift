@@ -2,7 +2,7 @@ import RelaisClock
 import RelaisStore
 import RelaisConfig
 
-/// Refresh tokens, their rotation locks, logout transactions and replay memory.
+/// Refresh tokens written by earlier versions, logout transactions and replay memory.
 extension SessionStore {
     /// When the session's tokens were last refreshed; nil when they never were.
     func lastRefreshed(_ sid: String, _ session: SessionRecord) async throws -> Double? {

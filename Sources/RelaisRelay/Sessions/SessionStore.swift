@@ -62,7 +62,8 @@ struct SessionStore: Sendable {
     /// A new session id: 128 random bits, lowercase hex.
     static func newSessionID() -> String { Hex.encode(SecureRandom.bytes(16)) }
 
-    /// A one-time code or refresh token for session `sid`: the id, a dot, 256 random bits.
+    /// A random one-time token for session `sid` (a device code): the id, a dot, 256 random bits.
+    /// Codes and refresh tokens are derived instead (``SessionTokens``).
     static func newToken(for sid: String) -> String { sid + "." + SecureRandom.token(bits: 256) }
 
     /// The session id a code or refresh token starts with, when it has the shape Relais mints.
