@@ -126,13 +126,24 @@ public enum Hex {
 /// Standard base64 with padding (RFC 4648 §4), for HTTP Basic credentials.
 public enum Base64 {
     public static func encode<Bytes: Collection<UInt8>>(_ data: Bytes) -> String {
-        var text = String(Base64URL.encode(data).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
-        while text.utf8.count % 4 != 0 { text += "=" }
-        return text
+        var text = Array(Base64URL.encode(data).utf8)
+        for index in text.indices {
+            if text[index] == UInt8(ascii: "-") { text[index] = UInt8(ascii: "+") } else if text[index] == UInt8(ascii: "_") { text[index] = UInt8(ascii: "/") }
+        }
+        while text.count % 4 != 0 { text.append(UInt8(ascii: "=")) }
+        return String(decoding: text, as: UTF8.self)
     }
 
-    /// Decodes standard base64 (padding optional); base64url text is accepted too, as people paste either.
+    /// Decodes standard base64, padding optional (at most two `=`, at the end only); base64url text
+    /// is accepted too, as people paste either. Read on the bytes: HTTP Basic credentials come with
+    /// every introspection request.
     public static func decode(_ text: String) -> [UInt8]? {
-        Base64URL.decode(String(text.filter { $0 != "=" }.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 }))
+        var bytes = Array(text.utf8)
+        if bytes.last == UInt8(ascii: "=") { bytes.removeLast() }
+        if bytes.last == UInt8(ascii: "=") { bytes.removeLast() }
+        for index in bytes.indices {
+            if bytes[index] == UInt8(ascii: "+") { bytes[index] = UInt8(ascii: "-") } else if bytes[index] == UInt8(ascii: "/") { bytes[index] = UInt8(ascii: "_") }
+        }
+        return bytes.withUnsafeBufferPointer { Base64URL.decode(buffer: $0) }
     }
 }

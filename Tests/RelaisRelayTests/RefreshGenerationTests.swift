@@ -188,7 +188,7 @@ import Testing
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let (sid, legacy) = try await Self.legacySession(fixture)
-            try await fixture.store.delete(SessionStore.Key.session(sid))
+            _ = try await fixture.store.delete(SessionStore.Key.session(sid))
             let refused = try await Self.refresh(client, legacy)
             #expect(refused.status == .badRequest && refused.body["error_description"]?.stringValue == "the session has ended")
         }

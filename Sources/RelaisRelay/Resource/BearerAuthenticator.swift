@@ -8,7 +8,10 @@ import RelaisServer
 /// DPoP-bound (`cnf.jkt`), as `Authorization: DPoP` with a proof by its key (RFC 9449 §7):
 /// signature with Relais' keys, `typ: at+jwt`, issuer, expiry, the proof, and optionally that its
 /// session is still live. `/userinfo`, `/auth`, `/introspect` and `POST /logout` share it.
-struct BearerAuthenticator: Sendable {
+///
+/// A final class: every route shares one, and a gateway asks `/auth` for each of its requests, so
+/// passing it around should cost one reference count, not one per member.
+final class BearerAuthenticator: Sendable {
     let issuer: String
     let keys: RelayKeys
     let sessions: SessionStore
@@ -21,20 +24,59 @@ struct BearerAuthenticator: Sendable {
     /// Clock skew tolerated between Relais instances (they sign and check each other's tokens).
     static let leeway: Duration = .seconds(2)
 
+    init(issuer: String, keys: RelayKeys, sessions: SessionStore, dpop: DPoPGuard) {
+        (self.issuer, self.keys, self.sessions, self.dpop) = (issuer, keys, sessions, dpop)
+    }
+
     var clock: any RelaisClock { sessions.clock }
 
-    /// What a verified access token says.
-    struct AccessToken: Sendable {
-        var subject: String
-        var clientID: String
-        var sid: String
-        var scopes: [String]
-        var acr: String?
-        var claims: VerifiedClaims
-        /// The thumbprint of the DPoP key the token is bound to.
-        var jkt: String? { claims["cnf"]?.objectValue?["jkt"]?.stringValue }
-        /// How the app instance was attested, when it was.
-        var attested: String? { claims.string("attested") }
+    /// What a verified access token says, read out of its claims once when it is verified (the
+    /// verified-token cache hands the same object to every later request with the token).
+    final class AccessToken: Sendable {
+        let subject: String
+        let clientID: String
+        let sid: String
+        let scopes: [String]
+        let claims: VerifiedClaims
+        /// acr, idp, auth_time, aud, scope as issued, cnf.jkt and attested.
+        let facts: Facts
+        /// The RFC 7662 answer for this token while its session lives (`active`, `token_type` and
+        /// its claims), serialised once.
+        let introspection: [UInt8]
+
+        struct Facts: Sendable {
+            var acr: String?
+            /// The provider the person signed in with (`idp`).
+            var providerID: String?
+            var authTime: Double?
+            var audiences: [String]
+            /// `scope` as issued: space-separated.
+            var scope: String
+            /// The thumbprint of the DPoP key the token is bound to.
+            var jkt: String?
+            /// How the app instance was attested, when it was.
+            var attested: String?
+        }
+
+        var acr: String? { facts.acr }
+        var jkt: String? { facts.jkt }
+        var attested: String? { facts.attested }
+
+        /// The claims a resource server is told (RFC 7662 §2.2, RFC 9449 §6.2 for `cnf`).
+        static let introspected = ["sub", "client_id", "scope", "exp", "iat", "iss", "aud", "acr", "sid", "jti", "idp", "cnf", "attested"]
+
+        init(subject: String, clientID: String, sid: String, claims: VerifiedClaims) {
+            let scope = claims.string("scope") ?? ""
+            (self.subject, self.clientID, self.sid, self.claims) = (subject, clientID, sid, claims)
+            scopes = scope.split(separator: " ").map(String.init)
+            facts = Facts(
+                acr: claims.acr, providerID: claims.string("idp"), authTime: claims["auth_time"]?.numberValue, audiences: claims.audience, scope: scope,
+                jkt: claims["cnf"]?.objectValue?["jkt"]?.stringValue, attested: claims.string("attested")
+            )
+            var answer: [String: JSONValue] = ["active": .bool(true), "token_type": .string(facts.jkt == nil ? "Bearer" : "DPoP")]
+            for name in Self.introspected { answer[name] = claims[name] }
+            introspection = JSONValue.object(answer).serialized()
+        }
     }
 
     /// The request a DPoP proof must be for: this endpoint's, or at `/auth` the one the gateway guards.
@@ -52,10 +94,7 @@ struct BearerAuthenticator: Sendable {
     /// then refused).
     func authenticate(_ request: Request, session check: SessionCheck, target: DPoPTarget?) async throws(RelayError) -> AccessToken {
         guard let header = request.headers[.authorization] else { throw .missingToken }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        let scheme = parts.first?.lowercased()
-        guard parts.count == 2, scheme == "bearer" || scheme == "dpop" else { throw .invalidRequest("use the Bearer or DPoP scheme") }
-        let token = String(parts[1].trimmingCharacters(in: " "))
+        guard let (presentedAsDPoP, token) = Self.credentials(header) else { throw .invalidRequest("use the Bearer or DPoP scheme") }
         let access: AccessToken
         do {
             access = try verify(token)
@@ -64,7 +103,7 @@ struct BearerAuthenticator: Sendable {
             await keys.synchronize(afterFailure: true)
             access = try verify(token)
         }
-        try await checkBinding(access, token: token, presentedAsDPoP: scheme == "dpop", request: request, target: target)
+        try await checkBinding(access, token: token, presentedAsDPoP: presentedAsDPoP, request: request, target: target)
         guard check == .alive else { return access }
         let live: Bool
         do {
@@ -74,6 +113,33 @@ struct BearerAuthenticator: Sendable {
         }
         guard live else { throw .invalidToken("the session has ended") }
         return access
+    }
+
+    /// The scheme (case-insensitive, RFC 9110 §11.1) and the token of an `Authorization` header:
+    /// `Bearer <token>` or `DPoP <token>`, spaces around the token ignored. Read on the bytes: this
+    /// runs for every request a gateway forwards.
+    static func credentials(_ header: String) -> (dpop: Bool, token: String)? {
+        var utf8 = Substring(header).utf8
+        guard let space = utf8.firstIndex(of: UInt8(ascii: " ")) else { return nil }
+        let scheme = utf8[..<space]
+        let dpop: Bool
+        if Self.equalsIgnoringCase(scheme, "bearer") {
+            dpop = false
+        } else if Self.equalsIgnoringCase(scheme, "dpop") {
+            dpop = true
+        } else {
+            return nil
+        }
+        utf8 = utf8[utf8.index(after: space)...]
+        while utf8.first == UInt8(ascii: " ") { utf8.removeFirst() }
+        while utf8.last == UInt8(ascii: " ") { utf8.removeLast() }
+        guard !utf8.isEmpty else { return nil }
+        return (dpop, String(Substring(utf8)))
+    }
+
+    private static func equalsIgnoringCase(_ bytes: Substring.UTF8View, _ lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        return zip(bytes, UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)).allSatisfy { $0 | 0x20 == $1 }
     }
 
     /// RFC 9449 §7: a bound token comes with the DPoP scheme and a fresh proof by its key, for this
@@ -123,12 +189,10 @@ struct BearerAuthenticator: Sendable {
         guard let subject = claims.subject, let clientID = claims.string("client_id"), let sid = claims.string("sid"), let expiration = claims.expiration else {
             throw .invalidToken("the access token lacks sub, client_id, sid or exp")
         }
-        let access = AccessToken(
-            subject: subject, clientID: clientID, sid: sid, scopes: (claims.string("scope") ?? "").split(separator: " ").map(String.init),
-            acr: claims.acr, claims: claims
-        )
-        // The claims are a view over the decoded payload plus its index: about twice the token.
-        verified.put(key, access, bytes: 2 * token.utf8.count + 256, expiresAt: expiration + Double(Self.leeway.components.seconds), now: now)
+        let access = AccessToken(subject: subject, clientID: clientID, sid: sid, claims: claims)
+        // The claims are a view over the decoded payload plus its index (about twice the token),
+        // the facts and the introspection answer about one payload more.
+        verified.put(key, access, bytes: 3 * token.utf8.count + 512, expiresAt: expiration + Double(Self.leeway.components.seconds), now: now)
         return access
     }
 }

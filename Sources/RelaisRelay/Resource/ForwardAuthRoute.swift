@@ -55,7 +55,8 @@ struct ForwardAuthRoute: RelayRoutes {
         }
     }
 
-    private struct Check: Sendable {
+    /// A final class: one per relay, used by every request a gateway forwards.
+    private final class Check: Sendable {
         let bearer: BearerAuthenticator
         let webSessions: WebSessionAuthenticator
         let apps: [String: AppSettings]
@@ -64,6 +65,14 @@ struct ForwardAuthRoute: RelayRoutes {
         let names: [HTTPField.Name]
         let acrOrders: [String: [String]]
         let trustedProxies: [IPNetwork]
+
+        init(
+            bearer: BearerAuthenticator, webSessions: WebSessionAuthenticator, apps: [String: AppSettings], checkSession: Bool, audiences: [String], names: [HTTPField.Name],
+            acrOrders: [String: [String]], trustedProxies: [IPNetwork]
+        ) {
+            (self.bearer, self.webSessions, self.apps, self.checkSession) = (bearer, webSessions, apps, checkSession)
+            (self.audiences, self.names, self.acrOrders, self.trustedProxies) = (audiences, names, acrOrders, trustedProxies)
+        }
 
         func respond(to request: Request, context: RelaisRequestContext, options: FormParameters?) async throws -> Response {
             try await RelayError.rendering(.bearer, context) { try await authorize(request, options: options, target: guardedRequest(request, context)) }
@@ -82,7 +91,7 @@ struct ForwardAuthRoute: RelayRoutes {
         /// Who the guarded request comes from, by its access token or its web session cookie.
         private func principal(_ request: Request, options: FormParameters?, target: BearerAuthenticator.DPoPTarget?) async throws -> Principal {
             let via = options?["via"] ?? "token"
-            guard ["token", "cookie", "both"].contains(via) else { throw RelayError.invalidRequest("via must be token, cookie or both") }
+            guard via == "token" || via == "cookie" || via == "both" else { throw RelayError.invalidRequest("via must be token, cookie or both") }
             if via == "token" || (via == "both" && request.headers[.authorization] != nil) {
                 let checkSession = options?["session"].map { $0 != "0" } ?? checkSession
                 return Principal(try await bearer.authenticate(request, session: checkSession ? .alive : .none, target: target))
@@ -96,7 +105,7 @@ struct ForwardAuthRoute: RelayRoutes {
             let access = try await principal(request, options: options, target: target)
             // A token minted for one API must not open another (RFC 9068 §4).
             let wanted = options?["aud"].map { $0.split(separator: " ").map(String.init) } ?? audiences
-            if !wanted.isEmpty && Set(access.audiences).isDisjoint(with: wanted) {
+            if !wanted.isEmpty && !access.audiences.contains(where: wanted.contains) {
                 throw RelayError.invalidToken("the access token is not for this API (aud)")
             }
             if let required = options?["scope"]?.split(separator: " ").map(String.init), let missing = required.first(where: { !access.scopes.contains($0) }) {
@@ -119,7 +128,7 @@ struct ForwardAuthRoute: RelayRoutes {
             headers[names[0]] = access.subject
             headers[names[1]] = access.clientID
             headers[names[2]] = access.acr ?? ""
-            headers[names[3]] = access.scopes.joined(separator: " ")
+            headers[names[3]] = access.scope
             headers[names[4]] = access.sid
             headers[names[5]] = access.attested ?? ""
             headers[.cacheControl] = "no-store"
@@ -134,23 +143,27 @@ private struct Principal {
     var clientID: String
     var sid: String
     var scopes: [String]
-    var acr: String?
-    var attested: String?
-    var providerID: String?
-    var audiences: [String]
+    var facts: BearerAuthenticator.AccessToken.Facts
+
+    var acr: String? { facts.acr }
+    var attested: String? { facts.attested }
+    var providerID: String? { facts.providerID }
+    var audiences: [String] { facts.audiences }
+    var scope: String { facts.scope }
     /// When the person signed in; nil for a web session (not kept in its record), which fails any max_age.
-    var authTime: Double?
-    var dpopBound = false
+    var authTime: Double? { facts.authTime }
+    var dpopBound: Bool { facts.jkt != nil }
 
     init(_ access: BearerAuthenticator.AccessToken) {
-        (subject, clientID, sid, scopes, acr) = (access.subject, access.clientID, access.sid, access.scopes, access.acr)
-        (attested, providerID, audiences) = (access.attested, access.claims.string("idp"), access.claims.audience)
-        (authTime, dpopBound) = (access.claims["auth_time"]?.numberValue, access.jkt != nil)
+        (subject, clientID, sid, scopes, facts) = (access.subject, access.clientID, access.sid, access.scopes, access.facts)
     }
 
     init(sid: String, session: SessionRecord, audiences: [String]) {
-        (subject, clientID, self.sid, scopes, acr) = (session.subject, session.clientID, sid, session.scopes, session.acr)
-        (attested, providerID, self.audiences) = (session.attested?.platform, session.providerID, audiences)
+        (subject, clientID, self.sid, scopes) = (session.subject, session.clientID, sid, session.scopes)
+        facts = .init(
+            acr: session.acr, providerID: session.providerID, authTime: nil, audiences: audiences, scope: session.scopes.joined(separator: " "), jkt: nil,
+            attested: session.attested?.platform
+        )
     }
 }
 

@@ -15,15 +15,15 @@ struct IntrospectRoute: RelayRoutes {
     let sessions: SessionStore
     let resourceServers: [ResourceServerSettings]
 
-    static let inactive = JSONValue.object(["active": .bool(false)])
+    static let inactive = JSONValue.object(["active": .bool(false)]).serialized()
 
     func register(on router: Router<RelaisRequestContext>) {
         router.post("/introspect") { request, context in
-            try await RelayError.rendering(.json, context) { RelayResponse.json(.ok, try await introspect(request)) }
+            try await RelayError.rendering(.json, context) { RelayResponse.json(.ok, serialized: try await introspect(request)) }
         }
     }
 
-    private func introspect(_ request: Request) async throws -> JSONValue {
+    private func introspect(_ request: Request) async throws -> [UInt8] {
         guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.firstRepeatedName == nil else {
             throw RelayError.invalidRequest("the body must be a form without repeated parameters")
         }
@@ -34,30 +34,39 @@ struct IntrospectRoute: RelayRoutes {
         return try await introspectAccessToken(token, for: server) ?? Self.inactive
     }
 
-    /// RFC 7662 §2.1: the caller authenticates; secrets are compared in constant time.
+    /// RFC 7662 §2.1: the caller authenticates; secrets are compared in constant time. A Basic
+    /// header that cannot be read fails, whatever the form holds (fail closed).
     private func authenticate(_ request: Request, _ form: FormParameters) -> ResourceServerSettings? {
         var id = form["client_id"], secret = form["client_secret"]
-        if let header = request.headers[.authorization], header.lowercased().hasPrefix("basic "),
-            let decoded = Base64.decode(String(header.dropFirst(6))),
-            let text = String(validating: decoded, as: UTF8.self), let colon = text.firstIndex(of: ":")
-        {
-            id = FormParameters(encoded: "i=" + text[..<colon])?["i"]
-            secret = FormParameters(encoded: "s=" + text[text.index(after: colon)...])?["s"]
+        if let header = request.headers[.authorization], Self.isBasic(header) {
+            guard let basic = Self.basicCredentials(header) else { return nil }
+            (id, secret) = basic
         }
         guard let id, let secret, let server = resourceServers.first(where: { $0.id == id }), ConstantTime.equals(secret, server.secret) else { return nil }
         return server
     }
 
-    private func introspectAccessToken(_ token: String, for server: ResourceServerSettings) async throws -> JSONValue? {
-        // Not a Relais JWT at all: perhaps a refresh token.
-        guard let jws = try? JWS.parse(token), jws.keyID != nil || bearer.keys.ring.signingKeys.keys.count == 1 else { return nil }
-        guard let access = try? bearer.verify(token) else { return Self.inactive }
-        let claims = access.claims
-        if !server.audiences.isEmpty && Set(claims.audience).isDisjoint(with: server.audiences) { return Self.inactive }
-        guard try await sessions.isLive(access.sid) else { return Self.inactive }
-        // RFC 9449 §6.2: a bound token's `cnf.jkt` lets the API check the proof itself.
-        var result: [String: JSONValue] = ["active": .bool(true), "token_type": .string(access.jkt == nil ? "Bearer" : "DPoP")]
-        for name in ["sub", "client_id", "scope", "exp", "iat", "iss", "aud", "acr", "sid", "jti", "idp", "cnf", "attested"] { result[name] = claims[name] }
-        return .object(result)
+    static func isBasic(_ header: String) -> Bool {
+        header.utf8.count >= 6 && header.utf8.prefix(6).map { $0 | 0x20 }.elementsEqual("basic ".utf8)
+    }
+
+    /// `Basic base64(id:secret)`, each side form-encoded (RFC 6749 §2.3.1), read on the bytes.
+    static func basicCredentials(_ header: String) -> (id: String, secret: String)? {
+        guard isBasic(header), let decoded = Base64.decode(String(Substring(header.utf8.dropFirst(6)))),
+            let text = String(validating: decoded, as: UTF8.self), let colon = text.utf8.firstIndex(of: UInt8(ascii: ":")),
+            let id = FormParameters(encoded: "i=" + text[..<colon])?["i"],
+            let secret = FormParameters(encoded: "s=" + text[text.utf8.index(after: colon)...])?["s"]
+        else { return nil }
+        return (id, secret)
+    }
+
+    /// An access token's answer: its own introspection (serialised when it was first verified)
+    /// while it verifies, is for this resource server and its session lives; inactive otherwise,
+    /// refresh tokens and anything else included.
+    private func introspectAccessToken(_ token: String, for server: ResourceServerSettings) async throws -> [UInt8]? {
+        guard let access = try? bearer.verify(token) else { return nil }
+        if !server.audiences.isEmpty && !access.facts.audiences.contains(where: server.audiences.contains) { return nil }
+        guard try await sessions.isLive(access.sid) else { return nil }
+        return access.introspection
     }
 }

@@ -38,12 +38,12 @@ struct UserinfoRoute: RelayRoutes {
         }
         if let requirement = try StepUpRequirement(query) {
             try requirement.check(
-                acr: access.acr, acrOrder: access.claims.string("idp").flatMap { acrOrders[$0] } ?? [], authTime: access.claims["auth_time"]?.numberValue,
+                acr: access.acr, acrOrder: access.facts.providerID.flatMap { acrOrders[$0] } ?? [], authTime: access.facts.authTime,
                 now: sessions.clock.now, dpop: access.jkt != nil
             )
         }
-        guard access.claims.audience.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais' /userinfo (aud)") }
-        let key = [access.sid, access.clientID, access.subject, access.scopes.joined(separator: " ")].joined(separator: "\u{0}")
+        guard access.facts.audiences.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais' /userinfo (aud)") }
+        let key = [access.sid, access.clientID, access.subject, access.facts.scope].joined(separator: "\u{0}")
         let now = sessions.clock.now
         if let body = bodies.get(key, now: now) { return body }
         guard let session = try await sessions.session(access.sid), session.subject == access.subject, session.clientID == access.clientID,

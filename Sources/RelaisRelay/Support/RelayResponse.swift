@@ -15,7 +15,7 @@ enum RelayResponse {
         var headers = extra
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"
-        headers[HTTPField.Name("Pragma")!] = "no-cache"
+        headers[.pragma] = "no-cache"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
@@ -66,4 +66,8 @@ enum RelayResponse {
 extension HTTPField.Name {
     static let xFrameOptions = Self("X-Frame-Options")!
     static let contentSecurityPolicy = Self("Content-Security-Policy")!
+}
+
+extension HTTPField.Name {
+    static let pragma = Self("Pragma")!
 }

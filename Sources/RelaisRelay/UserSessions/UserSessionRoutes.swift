@@ -27,13 +27,13 @@ struct UserSessionRoutes: RelayRoutes {
     /// The caller: a live session's token, minted for Relais, with its proof when it is DPoP-bound.
     private func caller(_ request: Request) async throws -> BearerAuthenticator.AccessToken {
         let access = try await bearer.authenticate(request, session: .alive, target: .init(method: request.method.rawValue, url: bearer.issuer + request.uri.path))
-        guard access.claims.audience.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais (aud)") }
+        guard access.facts.audiences.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais (aud)") }
         return access
     }
 
     private func list(_ request: Request) async throws -> [UInt8] {
         let access = try await caller(request)
-        guard let provider = access.claims.string("idp") else { throw RelayError.invalidToken("the access token names no provider (idp)") }
+        guard let provider = access.facts.providerID else { throw RelayError.invalidToken("the access token names no provider (idp)") }
         var listed: [(createdAt: Double, entry: JSONValue)] = []
         for sid in try await sessions.sessions(ofSubject: access.subject, provider: provider) {
             guard let session = try await sessions.session(sid), session.subject == access.subject else { continue }  // ended since it was indexed
@@ -54,7 +54,7 @@ struct UserSessionRoutes: RelayRoutes {
     private func end(_ request: Request, id: String, context: RelaisRequestContext) async throws -> Response {
         let access = try await caller(request)
         // Someone else's session, or none: the same answer, so ids cannot be probed.
-        guard let session = try await sessions.session(id), session.subject == access.subject, session.providerID == access.claims.string("idp") else {
+        guard let session = try await sessions.session(id), session.subject == access.subject, session.providerID == access.facts.providerID else {
             throw RelayError(.sessionNotFound, "no live session of yours has this id")
         }
         try await sessions.revoke(id, reason: .endedByUser)
