@@ -76,6 +76,11 @@ extension ValueReader {
                 problem("forward_auth.\(key)", "'\(name)' is not a valid header name (letters, digits and '-')")
             }
         }
+        // Each identity header says one thing: two settings naming one header would send both values.
+        let names = [forward.subjectHeader, forward.clientHeader, forward.acrHeader, forward.scopeHeader, forward.sessionHeader, forward.attestedHeader, "Cache-Control"]
+        if Set(names.map { $0.lowercased() }).count != names.count {
+            problem("forward_auth", "the identity headers (subject_header, client_header, acr_header, scope_header, session_header, attested_header) must be distinct, and none Cache-Control")
+        }
         result.forwardAuth = forward
 
         var limits = result.rateLimit

@@ -270,6 +270,11 @@ import Testing
         #expect(bad.contains("rate_limit.per_ip: must be between 1 and 1000000, got 0"))
         #expect(bad.contains("forward_auth.acr_header: 'X Acr' is not a valid header name (letters, digits and '-')"))
         #expect(bad.contains { $0.hasPrefix("well_known.assetlinks_file: ") && $0.hasSuffix("is not valid JSON") })
+        #expect(!bad.contains { $0.hasPrefix("forward_auth: ") })
+        for clash in ["scope_header: x-relais-sub", "session_header: cache-control"] {
+            let clashing = try await problems("forward_auth:\n  \(clash)")
+            #expect(clashing.contains("forward_auth: the identity headers (subject_header, client_header, acr_header, scope_header, session_header, attested_header) must be distinct, and none Cache-Control"), "\(clash)")
+        }
     }
 
     private func found(_ problems: [String], _ prefix: String, _ suffix: String) -> Bool {

@@ -94,7 +94,7 @@ struct ForwardAuthRoute: RelayRoutes {
             guard via == "token" || via == "cookie" || via == "both" else { throw RelayError.invalidRequest("via must be token, cookie or both") }
             if via == "token" || (via == "both" && request.headers[.authorization] != nil) {
                 let checkSession = options?["session"].map { $0 != "0" } ?? checkSession
-                return Principal(try await bearer.authenticate(request, session: checkSession ? .alive : .none, target: target))
+                return .token(try await bearer.authenticate(request, session: checkSession ? .alive : .none, target: target))
             }
             let (sid, session) = try await webSessions.authenticate(request)
             guard let app = apps[session.clientID] else { throw RelayError.invalidToken("the web session's app is no longer registered") }
@@ -103,67 +103,93 @@ struct ForwardAuthRoute: RelayRoutes {
 
         private func authorize(_ request: Request, options: FormParameters?, target: BearerAuthenticator.DPoPTarget?) async throws -> Response {
             let access = try await principal(request, options: options, target: target)
+            let facts = access.facts
             // A token minted for one API must not open another (RFC 9068 §4).
             let wanted = options?["aud"].map { $0.split(separator: " ").map(String.init) } ?? audiences
-            if !wanted.isEmpty && !access.audiences.contains(where: wanted.contains) {
+            if !wanted.isEmpty && !facts.audiences.contains(where: wanted.contains) {
                 throw RelayError.invalidToken("the access token is not for this API (aud)")
             }
             if let required = options?["scope"]?.split(separator: " ").map(String.init), let missing = required.first(where: { !access.scopes.contains($0) }) {
                 throw RelayError.insufficientScope("the token lacks the scope '\(missing)'")
             }
             // `?attested=1`: only tokens of app instances that proved they are the genuine app.
-            if options?["attested"] == "1", access.attested == nil {
+            if options?["attested"] == "1", facts.attested == nil {
                 throw RelayError(.attestationRequired, "the token was issued to an app instance that did not attest")
             }
             // RFC 9470: too low or too old a sign-in is a 401 that says what the next one needs.
             if let requirement = try StepUpRequirement(options) {
                 try requirement.check(
-                    acr: access.acr, acrOrder: access.providerID.flatMap { acrOrders[$0] } ?? [], authTime: access.authTime, now: bearer.clock.now,
-                    dpop: access.dpopBound
+                    acr: facts.acr, acrOrder: facts.providerID.flatMap { acrOrders[$0] } ?? [], authTime: facts.authTime, now: bearer.clock.now,
+                    dpop: facts.jkt != nil
                 )
             }
             // Every identity header on every 200, empty when there is no value: a gateway that
             // copies Relais' headers then overwrites any the client forged.
+            // Appended, not set: the names are distinct (checked by configuration), so no search.
             var headers = HTTPFields()
-            headers[names[0]] = access.subject
-            headers[names[1]] = access.clientID
-            headers[names[2]] = access.acr ?? ""
-            headers[names[3]] = access.scope
-            headers[names[4]] = access.sid
-            headers[names[5]] = access.attested ?? ""
-            headers[.cacheControl] = "no-store"
+            headers.reserveCapacity(7)
+            headers.append(HTTPField(name: names[0], value: access.subject))
+            headers.append(HTTPField(name: names[1], value: access.clientID))
+            headers.append(HTTPField(name: names[2], value: facts.acr ?? ""))
+            headers.append(HTTPField(name: names[3], value: facts.scope))
+            headers.append(HTTPField(name: names[4], value: access.sid))
+            headers.append(HTTPField(name: names[5], value: facts.attested ?? ""))
+            headers.append(HTTPField(name: .cacheControl, value: "no-store"))
             return Response(status: .ok, headers: headers)
         }
     }
 }
 
-/// What `/auth` needs of the person, whichever proved them.
-private struct Principal {
-    var subject: String
-    var clientID: String
-    var sid: String
-    var scopes: [String]
-    var facts: BearerAuthenticator.AccessToken.Facts
-
-    var acr: String? { facts.acr }
-    var attested: String? { facts.attested }
-    var providerID: String? { facts.providerID }
-    var audiences: [String] { facts.audiences }
-    var scope: String { facts.scope }
-    /// When the person signed in; nil for a web session (not kept in its record), which fails any max_age.
-    var authTime: Double? { facts.authTime }
-    var dpopBound: Bool { facts.jkt != nil }
-
-    init(_ access: BearerAuthenticator.AccessToken) {
-        (subject, clientID, sid, scopes, facts) = (access.subject, access.clientID, access.sid, access.scopes, access.facts)
-    }
+/// What `/auth` needs of the person, whichever proved them: the verified token itself (shared
+/// with the verified-token cache, nothing copied), or what a web session's record says.
+private enum Principal {
+    case token(BearerAuthenticator.AccessToken)
+    case webSession(sid: String, session: SessionRecord, facts: BearerAuthenticator.AccessToken.Facts)
 
     init(sid: String, session: SessionRecord, audiences: [String]) {
-        (subject, clientID, self.sid, scopes) = (session.subject, session.clientID, sid, session.scopes)
-        facts = .init(
-            acr: session.acr, providerID: session.providerID, authTime: nil, audiences: audiences, scope: session.scopes.joined(separator: " "), jkt: nil,
-            attested: session.attested?.platform
+        // No auth_time in a web session's record: any max_age fails.
+        self = .webSession(
+            sid: sid, session: session,
+            facts: .init(
+                acr: session.acr, providerID: session.providerID, authTime: nil, audiences: audiences, scope: session.scopes.joined(separator: " "), jkt: nil,
+                attested: session.attested?.platform
+            )
         )
+    }
+
+    var subject: String {
+        switch self {
+        case .token(let access): access.subject
+        case .webSession(_, let session, _): session.subject
+        }
+    }
+
+    var clientID: String {
+        switch self {
+        case .token(let access): access.clientID
+        case .webSession(_, let session, _): session.clientID
+        }
+    }
+
+    var sid: String {
+        switch self {
+        case .token(let access): access.sid
+        case .webSession(let sid, _, _): sid
+        }
+    }
+
+    var scopes: [String] {
+        switch self {
+        case .token(let access): access.scopes
+        case .webSession(_, let session, _): session.scopes
+        }
+    }
+
+    var facts: BearerAuthenticator.AccessToken.Facts {
+        switch self {
+        case .token(let access): access.facts
+        case .webSession(_, _, let facts): facts
+        }
     }
 }
 
