@@ -17,6 +17,7 @@ public struct RelaisConfiguration: Sendable {
     public var forwardAuth = ForwardAuthSettings()
     public var rateLimit = RateLimitSettings()
     public var wellKnown = WellKnownSettings()
+    public var memory = MemorySettings()
     /// The credential of `POST /admin/sessions/revoke` (`admin.token_file`); nil: the endpoint is off.
     public var adminToken: String?
     public var securityEvents = SecurityEvents()

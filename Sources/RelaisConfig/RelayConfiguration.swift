@@ -312,6 +312,24 @@ public struct RateLimitSettings: Sendable, Equatable {
     public init() {}
 }
 
+/// Byte budgets of the in-process caches (`memory.*`), per instance: what each keeps to spare a
+/// store read or a cryptographic operation. Past its budget a cache drops its oldest entries, which
+/// are then read or verified again; 0 turns a cache off.
+public struct MemorySettings: Sendable, Equatable {
+    /// Verified access tokens (about 1.5 KB each): an ES256 verification is skipped while cached.
+    public var verifiedTokens = 6 << 20
+    /// Opened session identities (about 2 KB each): an AES-GCM open and decode at /userinfo and grants.
+    public var identities = 3 << 20
+    /// Rendered /userinfo bodies, one per session and scope set.
+    public var userinfoBodies = 3 << 20
+    /// Sessions known live (about 100 bytes each): the store lookup of a session check.
+    public var sessionLiveness = 2 << 20
+    public init() {}
+
+    /// The most any one budget may be.
+    public static let maxBudget = 1 << 30
+}
+
 /// Files served under `/.well-known/` so claimed https redirects open the app (`well_known.*`).
 public struct WellKnownSettings: Sendable, Equatable {
     /// iOS universal links: `/.well-known/apple-app-site-association`.

@@ -83,6 +83,15 @@ extension ValueReader {
         }
         result.forwardAuth = forward
 
+        var memory = result.memory
+        for (key, path) in [
+            ("verified_tokens", \MemorySettings.verifiedTokens), ("identities", \.identities), ("userinfo_bodies", \.userinfoBodies),
+            ("session_liveness", \.sessionLiveness),
+        ] {
+            memory[keyPath: path] = byteSize("memory.\(key)", atMost: MemorySettings.maxBudget) ?? memory[keyPath: path]
+        }
+        result.memory = memory
+
         var limits = result.rateLimit
         limits.enabled = boolean("rate_limit.enabled") ?? limits.enabled
         limits.window = duration("rate_limit.window") ?? limits.window

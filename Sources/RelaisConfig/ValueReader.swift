@@ -303,6 +303,16 @@ struct ValueReader {
         return parsed
     }
 
+    /// A size in bytes: `512KiB`, `8MiB`, `1GiB`, or a plain number of bytes.
+    mutating func byteSize(_ key: String, atMost limit: Int) -> Int? {
+        guard let raw = text(key) else { return nil }
+        guard let parsed = ByteSizeText.parse(raw), parsed <= limit else {
+            problem(key, "expected a size of at most \(ByteSizeText.format(limit)) (0, 512KiB, 8MiB, 1GiB or a number of bytes), got '\(raw)'")
+            return nil
+        }
+        return parsed
+    }
+
     /// A secret comes from its key or, preferably, from a file named by `<key>_file` (Docker and
     /// Kubernetes secrets); setting both is ambiguous and refused. The value is never echoed.
     mutating func secret(_ key: String) -> String? {

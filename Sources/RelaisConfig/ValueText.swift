@@ -15,6 +15,30 @@ enum DurationText {
     }
 }
 
+/// Sizes in bytes with binary units: `512KiB`, `8MiB`, `1GiB`, or a plain number of bytes.
+public enum ByteSizeText {
+    static let units: [(suffix: String, shift: Int)] = [("GiB", 30), ("MiB", 20), ("KiB", 10), ("B", 0)]
+
+    static func parse(_ text: String) -> Int? {
+        var number = Substring(text.trimmingSpaces()), shift = 0
+        if let unit = units.first(where: { number.hasSuffix($0.suffix) }) {
+            number = Substring(number.dropLast(unit.suffix.count).trimmingSpaces())
+            shift = unit.shift
+        }
+        // Digits only (no sign, no exponent), and small enough that the shift cannot overflow.
+        guard !number.isEmpty, number.utf8.count <= 12, number.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(number) else { return nil }
+        return value << shift
+    }
+
+    /// The largest exact binary unit: `1GiB`, `6MiB`, `1536B`.
+    public static func format(_ bytes: Int) -> String {
+        for unit in units where unit.shift > 0 && bytes >= 1 << unit.shift && bytes % (1 << unit.shift) == 0 {
+            return "\(bytes >> unit.shift)\(unit.suffix)"
+        }
+        return "\(bytes)B"
+    }
+}
+
 extension StringProtocol {
     func trimmingSpaces() -> String {
         var slice = Substring(self)

@@ -22,9 +22,9 @@ public struct Relay: Sendable {
         eventSink: (any SecurityEventSink)? = nil
     ) async throws {
         let issuer = configuration.server.publicBaseURL
-        let sessions = SessionStore(store: store, settings: configuration.relay, clock: clock, liveness: SessionLiveness(store: store))
+        let sessions = SessionStore(store: store, settings: configuration.relay, clock: clock, liveness: SessionLiveness(store: store, maxBytes: configuration.memory.sessionLiveness))
         let keys = try await RelayKeys.load(configuration.keys, store: sessions)
-        let vault = SessionVault(keys: keys)
+        let vault = SessionVault(keys: keys, cacheBytes: configuration.memory.identities)
         let apps = Dictionary(configuration.apps.map { ($0.clientID, $0) }, uniquingKeysWith: { first, _ in first })
         let providerSettings = Dictionary(configuration.providers.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let providers = providerSettings.mapValues { UpstreamProvider(settings: $0, http: httpClient, clock: clock) }
@@ -32,7 +32,7 @@ public struct Relay: Sendable {
         let events = try await Self.securityEvents(configuration.securityEvents, sink: eventSink, sessions: sessions, clock: clock)
         let limiter = RateLimiter(sessions: sessions, settings: configuration.rateLimit, trustedProxies: trustedProxies, events: events)
         let dpop = DPoPGuard(sessions: sessions, nonces: DPoPNonces(keys: keys, clock: clock), events: events)
-        let bearer = BearerAuthenticator(issuer: issuer, keys: keys, sessions: sessions, dpop: dpop)
+        let bearer = BearerAuthenticator(issuer: issuer, keys: keys, sessions: sessions, dpop: dpop, cacheBytes: configuration.memory.verifiedTokens)
         let webSessions = WebSessionAuthenticator(sessions: sessions)
         let starter = SignInStarter(providers: providers, sessions: sessions, issuer: issuer)
         let development = configuration.server.environment == .development
@@ -58,7 +58,10 @@ public struct Relay: Sendable {
                 apps: apps, platforms: platforms, limiter: limiter, sessions: sessions,
                 attestations: ClientAttestationIssuer(issuer: issuer, keys: keys, clock: clock), devAttester: configuration.relay.devAttester, events: events
             ),
-            UserinfoRoute(bearer: bearer, sessions: sessions, vault: vault, acrOrders: providerSettings.mapValues(\.acrOrder)),
+            UserinfoRoute(
+                bearer: bearer, sessions: sessions, vault: vault, acrOrders: providerSettings.mapValues(\.acrOrder),
+                bodies: MemoryCache(maxBytes: configuration.memory.userinfoBodies)
+            ),
             IntrospectRoute(bearer: bearer, sessions: sessions, resourceServers: configuration.resourceServers),
             UserSessionRoutes(bearer: bearer, sessions: sessions, events: events),
             AdminSessionRoutes(token: configuration.adminToken, providers: configuration.providers.map(\.id), sessions: sessions, limiter: limiter, events: events),

@@ -277,6 +277,27 @@ import Testing
         }
     }
 
+    @Test func cacheBudgetsAreSizesWithBinaryUnits() async throws {
+        let defaults = try await load("log: {level: info}").get().memory
+        #expect(defaults == MemorySettings() && defaults.verifiedTokens == 6 << 20 && defaults.sessionLiveness == 2 << 20)
+        let set = try await load(
+            """
+            memory:
+              verified_tokens: 12MiB
+              identities: 512 KiB
+              userinfo_bodies: 0
+              session_liveness: 1048576
+            """
+        ).get().memory
+        #expect(set.verifiedTokens == 12 << 20 && set.identities == 512 << 10 && set.userinfoBodies == 0 && set.sessionLiveness == 1 << 20)
+        let sizes: [(String, Int?)] = [("1GiB", 1 << 30), ("7B", 7), ("0KiB", 0), ("-1MiB", nil), ("1.5MiB", nil), ("MiB", nil), ("8 mb", nil), ("99999999999999MiB", nil), ("+3", nil)]
+        for (text, bytes) in sizes { #expect(ByteSizeText.parse(text) == bytes, "\(text)") }
+        #expect(ByteSizeText.format(1 << 30) == "1GiB" && ByteSizeText.format(6 << 20) == "6MiB" && ByteSizeText.format(1536) == "1536B")
+        let bad = try await problems("memory:\n  verified_tokens: 2GiB\n  identities: lots")
+        #expect(bad.contains("memory.verified_tokens: expected a size of at most 1GiB (0, 512KiB, 8MiB, 1GiB or a number of bytes), got '2GiB'"))
+        #expect(bad.contains("memory.identities: expected a size of at most 1GiB (0, 512KiB, 8MiB, 1GiB or a number of bytes), got 'lots'"))
+    }
+
     private func found(_ problems: [String], _ prefix: String, _ suffix: String) -> Bool {
         problems.contains { $0.hasPrefix(prefix) && $0.hasSuffix(suffix) }
     }

@@ -1,5 +1,6 @@
 import Hummingbird
 import RelaisClock
+import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
 import RelaisServer
@@ -18,26 +19,27 @@ final class BearerAuthenticator: Sendable {
     let dpop: DPoPGuard
     /// Verified access tokens by their SHA-256, until `exp` (plus the leeway): a gateway presents the
     /// same token many times, and an ES256 verification costs more than the rest of the request.
-    /// 16 MiB, whatever the token size: past it the oldest tokens go and are verified again.
-    let verified = MemoryCache<[UInt8], AccessToken>(maxBytes: 16 << 20)
+    /// Bounded in bytes (`memory.verified_tokens`): past it the oldest tokens go and are verified again.
+    let verified: MemoryCache<[UInt8], AccessToken>
 
     /// Clock skew tolerated between Relais instances (they sign and check each other's tokens).
     static let leeway: Duration = .seconds(2)
 
-    init(issuer: String, keys: RelayKeys, sessions: SessionStore, dpop: DPoPGuard) {
+    init(issuer: String, keys: RelayKeys, sessions: SessionStore, dpop: DPoPGuard, cacheBytes: Int = MemorySettings().verifiedTokens) {
         (self.issuer, self.keys, self.sessions, self.dpop) = (issuer, keys, sessions, dpop)
+        verified = MemoryCache(maxBytes: cacheBytes)
     }
 
     var clock: any RelaisClock { sessions.clock }
 
     /// What a verified access token says, read out of its claims once when it is verified (the
-    /// verified-token cache hands the same object to every later request with the token).
+    /// verified-token cache hands the same object to every later request with the token). The
+    /// claims themselves are not kept: what is read of them is here.
     final class AccessToken: Sendable {
         let subject: String
         let clientID: String
         let sid: String
         let scopes: [String]
-        let claims: VerifiedClaims
         /// acr, idp, auth_time, aud, scope as issued, cnf.jkt and attested.
         let facts: Facts
         /// The RFC 7662 answer for this token while its session lives (`active`, `token_type` and
@@ -67,7 +69,7 @@ final class BearerAuthenticator: Sendable {
 
         init(subject: String, clientID: String, sid: String, claims: VerifiedClaims) {
             let scope = claims.string("scope") ?? ""
-            (self.subject, self.clientID, self.sid, self.claims) = (subject, clientID, sid, claims)
+            (self.subject, self.clientID, self.sid) = (subject, clientID, sid)
             scopes = scope.split(separator: " ").map(String.init)
             facts = Facts(
                 acr: claims.acr, providerID: claims.string("idp"), authTime: claims["auth_time"]?.numberValue, audiences: claims.audience, scope: scope,
@@ -77,6 +79,17 @@ final class BearerAuthenticator: Sendable {
             for name in Self.introspected { answer[name] = claims[name] }
             introspection = JSONValue.object(answer).serialized()
         }
+
+        /// What the object holds on the heap, as glibc's allocator hands it out (each block rounded
+        /// up to 16 bytes with an 8-byte header, 32 at least): the object, each string too long to
+        /// be stored inline (over 15 bytes), the two arrays and the introspection answer.
+        var heapBytes: Int {
+            let strings = [subject, clientID, sid, facts.scope, facts.acr ?? "", facts.providerID ?? "", facts.jkt ?? "", facts.attested ?? ""] + scopes + facts.audiences
+            let outOfLine = strings.reduce(0) { $0 + ($1.utf8.count > 15 ? Self.block(32 + $1.utf8.count + 1) : 0) }
+            return Self.block(16 + 200) + outOfLine + Self.block(32 + 16 * scopes.count) + Self.block(32 + 16 * facts.audiences.count) + Self.block(32 + introspection.count)
+        }
+
+        static func block(_ bytes: Int) -> Int { max(32, (bytes + 8 + 15) & ~15) }
     }
 
     /// The request a DPoP proof must be for: this endpoint's, or at `/auth` the one the gateway guards.
@@ -190,9 +203,8 @@ final class BearerAuthenticator: Sendable {
             throw .invalidToken("the access token lacks sub, client_id, sid or exp")
         }
         let access = AccessToken(subject: subject, clientID: clientID, sid: sid, claims: claims)
-        // The claims are a view over the decoded payload plus its index (about twice the token),
-        // the facts and the introspection answer about one payload more.
-        verified.put(key, access, bytes: 3 * token.utf8.count + 512, expiresAt: expiration + Double(Self.leeway.components.seconds), now: now)
+        // The key (a 32-byte array) is one more block.
+        verified.put(key, access, bytes: access.heapBytes + AccessToken.block(32 + 32), expiresAt: expiration + Double(Self.leeway.components.seconds), now: now)
         return access
     }
 }

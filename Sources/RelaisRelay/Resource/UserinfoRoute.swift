@@ -15,7 +15,8 @@ struct UserinfoRoute: RelayRoutes {
     /// Rendered bodies by session, app, subject and scopes. A session record never changes once
     /// written, so its body is current for as long as the session is live, which is still checked
     /// on every call (one TTL lookup instead of reading, parsing and rendering the record).
-    let bodies = MemoryCache<String, [UInt8]>(maxBytes: 8 << 20)
+    /// Bounded in bytes (`memory.userinfo_bodies`).
+    let bodies: MemoryCache<String, [UInt8]>
 
     func register(on router: Router<RelaisRequestContext>) {
         router.get("/userinfo") { request, context in try await respond(request, context: context) }

@@ -1,3 +1,4 @@
+import RelaisConfig
 import RelaisStore
 import Synchronization
 
@@ -12,14 +13,13 @@ import Synchronization
 /// ``maxAge``, which bounds what a deletion behind Relais' back (`redis-cli DEL`) can leave.
 final class SessionLiveness: Sendable {
     static let maxAge: Double = 60
-    /// About 100 bytes an entry: tens of thousands of active sessions per instance.
-    static let maxBytes = 8 << 20
-
-    private let entries = Entries()
+    private let entries: Entries
     private let listener: AnnouncementListener
 
-    init(store: any KeyValueStore) {
-        let entries = self.entries
+    /// `maxBytes` (`memory.session_liveness`): about 100 bytes an entry.
+    init(store: any KeyValueStore, maxBytes: Int = MemorySettings().sessionLiveness) {
+        let entries = Entries(maxBytes: maxBytes)
+        self.entries = entries
         listener = AnnouncementListener(onMessage: { sid in entries.forget(sid) }, onReset: { entries.forgetAll() })
         store.listen(listener)
     }
@@ -49,9 +49,11 @@ final class SessionLiveness: Sendable {
 
     /// The cache and its epoch, which the listener's callbacks reach without holding the owner.
     private final class Entries: Sendable {
-        let cache = MemoryCache<String, Double>(maxBytes: SessionLiveness.maxBytes)
+        let cache: MemoryCache<String, Double>
         /// Moves on every announcement and reset: a store read that began before one is not cached.
         let epoch = Mutex<UInt64>(0)
+
+        init(maxBytes: Int) { cache = MemoryCache(maxBytes: maxBytes) }
 
         func forget(_ sid: String) {
             epoch.withLock { epoch in

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Logging
+import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
 
@@ -9,7 +10,13 @@ struct SessionVault: Sendable {
     let keys: RelayKeys
     /// Opened identities by the SHA-256 of their sealed form: /userinfo opens the same session's
     /// identity on every call, and unsealing costs more than the rest of the request.
-    let opened = MemoryCache<[UInt8], SessionIdentity>(maxBytes: 8 << 20)
+    /// Bounded in bytes (`memory.identities`).
+    let opened: MemoryCache<[UInt8], SessionIdentity>
+
+    init(keys: RelayKeys, cacheBytes: Int = MemorySettings().identities) {
+        self.keys = keys
+        opened = MemoryCache(maxBytes: cacheBytes)
+    }
 
     /// The identity of a session, from memory when this sealed form was opened before.
     func openIdentity(_ sealed: String) -> SessionIdentity? {

@@ -31,7 +31,9 @@ final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// What one entry costs beyond its value: the dictionary slot, the order slot, the key.
-    static var entryOverhead: Int { MemoryLayout<Key>.stride * 2 + MemoryLayout<Entry>.stride + 48 }
+    /// The dictionary keeps between 4/3 and 8/3 slots per entry (it grows by doubling past 3/4 full);
+    /// the order list up to three items per entry, counting the copy made when it is compacted.
+    static var entryOverhead: Int { (MemoryLayout<Key>.stride + MemoryLayout<Entry>.stride) * 8 / 3 + (MemoryLayout<Key>.stride + 8) * 3 }
 
     private let state = Mutex(State())
     let maxBytes: Int
