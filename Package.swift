@@ -49,6 +49,7 @@ let package = Package(
         // libssl, only for the TLS tunnel to rediss:// servers (hiredis 0.14 has no TLS of its own).
         .systemLibrary(name: "COpenSSLTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         // libqrencode, for the QR codes of sign-in on another device.
+        .systemLibrary(name: "CMalloc"),
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
 
         .target(name: "RelaisClock", swiftSettings: swiftSettings),
@@ -121,6 +122,7 @@ let package = Package(
         .target(
             name: "RelaisServer",
             dependencies: [
+                "CMalloc",
                 "RelaisClock",
                 "RelaisConfig",
                 "RelaisCrypto",

@@ -83,6 +83,7 @@ public enum RelaisRunner {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = tracing.map { [.init(service: $0)] } ?? []
         services.append(.init(service: application))
         if let reloader { services.append(.init(service: ReloadService(reloader: reloader))) }
+        services.append(.init(service: MemoryReturner()))
         if let metrics = RelaisApplication.makeMetricsApplication(configuration: configuration, logger: logger) { services.append(.init(service: metrics)) }
         var groupConfiguration = ServiceGroupConfiguration(
             // Graceful shutdown reaches services in reverse order: the drain flag flips first, then
