@@ -25,9 +25,11 @@ public enum ByteSizeText {
             number = Substring(number.dropLast(unit.suffix.count).trimmingSpaces())
             shift = unit.shift
         }
-        // Digits only (no sign, no exponent), and small enough that the shift cannot overflow.
+        // Digits only (no sign, no exponent). `<<` would drop overflowing bits silently and turn a
+        // huge size into a small one: multiply, and refuse an overflow.
         guard !number.isEmpty, number.utf8.count <= 12, number.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(number) else { return nil }
-        return value << shift
+        let (bytes, overflow) = value.multipliedReportingOverflow(by: 1 << shift)
+        return overflow ? nil : bytes
     }
 
     /// The largest exact binary unit: `1GiB`, `6MiB`, `1536B`.

@@ -290,12 +290,13 @@ import Testing
             """
         ).get().memory
         #expect(set.verifiedTokens == 12 << 20 && set.identities == 512 << 10 && set.userinfoBodies == 0 && set.sessionLiveness == 1 << 20)
-        let sizes: [(String, Int?)] = [("1GiB", 1 << 30), ("7B", 7), ("0KiB", 0), ("-1MiB", nil), ("1.5MiB", nil), ("MiB", nil), ("8 mb", nil), ("99999999999999MiB", nil), ("+3", nil)]
+        let sizes: [(String, Int?)] = [("1GiB", 1 << 30), ("7B", 7), ("0KiB", 0), ("-1MiB", nil), ("1.5MiB", nil), ("MiB", nil), ("8 mb", nil), ("99999999999999MiB", nil), ("+3", nil), ("999999999999GiB", nil), ("17179869184GiB", nil), ("8589934591GiB", 8_589_934_591 << 30)]
         for (text, bytes) in sizes { #expect(ByteSizeText.parse(text) == bytes, "\(text)") }
         #expect(ByteSizeText.format(1 << 30) == "1GiB" && ByteSizeText.format(6 << 20) == "6MiB" && ByteSizeText.format(1536) == "1536B")
-        let bad = try await problems("memory:\n  verified_tokens: 2GiB\n  identities: lots")
+        let bad = try await problems("memory:\n  verified_tokens: 2GiB\n  identities: lots\n  userinfo_bodies: 999999999999GiB")
         #expect(bad.contains("memory.verified_tokens: expected a size of at most 1GiB (0, 512KiB, 8MiB, 1GiB or a number of bytes), got '2GiB'"))
         #expect(bad.contains("memory.identities: expected a size of at most 1GiB (0, 512KiB, 8MiB, 1GiB or a number of bytes), got 'lots'"))
+        #expect(bad.contains("memory.userinfo_bodies: expected a size of at most 1GiB (0, 512KiB, 8MiB, 1GiB or a number of bytes), got '999999999999GiB'"))
     }
 
     private func found(_ problems: [String], _ prefix: String, _ suffix: String) -> Bool {
