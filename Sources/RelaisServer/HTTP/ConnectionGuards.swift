@@ -68,6 +68,12 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
 /// - between requests on a kept-alive connection, the next head must be complete within
 ///   `server.idle_timeout` of the previous response.
 /// Whatever is over its deadline is closed.
+///
+/// A request moves the deadline three times (head, end, response): it only records the new
+/// instant. The one timer fires at the earliest deadline it was set for; finding the deadline
+/// moved later, it re-arms for it. A timer is scheduled (and cancelled) only when the deadline
+/// comes sooner than the timer, so a busy kept-alive connection costs a clock read per request,
+/// not a timer.
 final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -76,7 +82,9 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
 
     private let headerTimeout: TimeAmount
     private let idleTimeout: TimeAmount
-    private var deadline: Scheduled<Void>?
+    /// When the connection is closed; nil while a whole request is being answered.
+    private var deadline: NIODeadline?
+    private var timer: (firesAt: NIODeadline, task: Scheduled<Void>)?
     private var requestsInProgress = 0
 
     init(headerTimeout: TimeAmount, idleTimeout: TimeAmount) {
@@ -85,16 +93,17 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { arm(context, headerTimeout) }
+        if context.channel.isActive { move(context, to: context.eventLoop.now + headerTimeout) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        arm(context, headerTimeout)
+        move(context, to: context.eventLoop.now + headerTimeout)
         context.fireChannelActive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        deadline?.cancel()
+        timer?.task.cancel()
+        timer = nil
         deadline = nil
     }
 
@@ -102,13 +111,12 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
         switch unwrapInboundIn(data) {
         case .head:
             requestsInProgress += 1
-            arm(context, idleTimeout)
+            move(context, to: context.eventLoop.now + idleTimeout)
         case .body:
             break
         case .end:
             // The request is whole: the handler's own work is bounded elsewhere (store budget,
             // provider timeouts).
-            deadline?.cancel()
             deadline = nil
         }
         context.fireChannelRead(data)
@@ -119,15 +127,30 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
             requestsInProgress -= 1
             if requestsInProgress <= 0 {
                 requestsInProgress = 0
-                arm(context, idleTimeout)
+                move(context, to: context.eventLoop.now + idleTimeout)
             }
         }
         context.write(data, promise: promise)
     }
 
-    private func arm(_ context: ChannelHandlerContext, _ timeout: TimeAmount) {
-        deadline?.cancel()
-        let channel = context.channel
-        deadline = context.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+    private func move(_ context: ChannelHandlerContext, to instant: NIODeadline) {
+        deadline = instant
+        if let timer, timer.firesAt <= instant { return }
+        arm(context, at: instant)
+    }
+
+    private func arm(_ context: ChannelHandlerContext, at instant: NIODeadline) {
+        timer?.task.cancel()
+        let task = context.eventLoop.assumeIsolated().scheduleTask(deadline: instant) { [self] in
+            timer = nil
+            // No deadline: a request is being answered; its response sets the next one.
+            guard let deadline else { return }
+            if deadline <= context.eventLoop.now {
+                context.close(promise: nil)
+            } else {
+                arm(context, at: deadline)
+            }
+        }
+        timer = (instant, task)
     }
 }

@@ -6,12 +6,14 @@ public struct RelaisRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// Set by ``RequestIDMiddleware`` before anything else runs.
     public var requestID: String
-    /// The TCP peer's address (a load balancer's, behind one; see ``ClientAddress``).
-    public let peerAddress: String?
+    /// The TCP peer's address (a load balancer's, behind one; see ``ClientAddress``). Formatted
+    /// when read: most requests (a session check, a health probe) never read it.
+    public var peerAddress: String? { peer?.ipAddress }
+    private let peer: SocketAddress?
 
     public init(source: Source) {
         self.coreContext = .init(source: source)
         self.requestID = ""
-        self.peerAddress = source.channel.remoteAddress?.ipAddress
+        self.peer = source.channel.remoteAddress
     }
 }
