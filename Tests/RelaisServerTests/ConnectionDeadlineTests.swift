@@ -23,12 +23,17 @@ import Testing
         try channel.writeOutbound(HTTPResponsePart.end(nil))
     }
 
+    /// The channel is still open 1 ms before `after` has passed, and closed when it has.
+    private static func expectClosed(_ channel: EmbeddedChannel, _ loop: EmbeddedEventLoop, after: TimeAmount, sourceLocation: SourceLocation = #_sourceLocation) {
+        loop.advanceTime(by: after - .milliseconds(1))
+        #expect(channel.isActive, "closed before its deadline", sourceLocation: sourceLocation)
+        loop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive, "still open at its deadline", sourceLocation: sourceLocation)
+    }
+
     @Test func aConnectionThatSendsNothingIsClosedAtTheHeaderTimeout() throws {
         let (channel, loop) = try Self.channel()
-        loop.advanceTime(by: .milliseconds(4_999))
-        #expect(channel.isActive)
-        loop.advanceTime(by: .milliseconds(1))
-        #expect(!channel.isActive)
+        Self.expectClosed(channel, loop, after: .seconds(5))
     }
 
     @Test func aStalledBodyIsClosedAtTheIdleTimeoutAfterItsHead() throws {
@@ -36,10 +41,7 @@ import Testing
         loop.advanceTime(by: .seconds(1))
         try channel.writeInbound(Self.head)
         // The head moved the deadline from 5 s after connecting to 2 s after the head: 3 s.
-        loop.advanceTime(by: .milliseconds(1_999))
-        #expect(channel.isActive)
-        loop.advanceTime(by: .milliseconds(1))
-        #expect(!channel.isActive)
+        Self.expectClosed(channel, loop, after: .seconds(2))
     }
 
     @Test func noDeadlineWhileARequestIsAnsweredThenTheIdleTimeoutFromTheResponse() throws {
@@ -50,10 +52,7 @@ import Testing
         loop.advanceTime(by: .seconds(30))
         #expect(channel.isActive)
         try Self.answer(channel)
-        loop.advanceTime(by: .milliseconds(1_999))
-        #expect(channel.isActive)
-        loop.advanceTime(by: .milliseconds(1))
-        #expect(!channel.isActive)
+        Self.expectClosed(channel, loop, after: .seconds(2))
     }
 
     @Test func aBusyKeptAliveConnectionOutlivesEveryTimeoutThenIdlesOut() throws {
@@ -67,10 +66,7 @@ import Testing
             try channel.writeInbound(HTTPRequestPart.end(nil))
             try Self.answer(channel)
         }
-        loop.advanceTime(by: .milliseconds(1_999))
-        #expect(channel.isActive)
-        loop.advanceTime(by: .milliseconds(1))
-        #expect(!channel.isActive)
+        Self.expectClosed(channel, loop, after: .seconds(2))
     }
 
     @Test func aPipelinedSecondRequestKeepsTheConnectionOpenUntilItsResponse() throws {
