@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev libqrencode-dev redis-server pkg-config openssl python3 python3-pip curl
-BENCH_PACKAGES := wrk curl
+BENCH_PACKAGES := wrk curl apache2 libapache2-mod-auth-openidc
 E2E_PACKAGES := chromium chromium-driver fonts-liberation nginx-light
 
 .PHONY: deps bench-deps e2e-deps build release test e2e demo bench check-config clean image image-test
@@ -45,7 +45,8 @@ demo: deps
 	$(SWIFT) build -c release --product relais
 	scripts/demo.sh
 
-## Throughput benchmarks (release build, wrk, real redis-server); writes bench/results.md.
+## Throughput benchmarks (release build, wrk, real redis-server), with Apache + mod_auth_openidc side
+## by side on the same provider; writes bench/results.md.
 bench: bench-deps
 	scripts/bench.sh
 

@@ -23,7 +23,11 @@ redis_tls_port=$(free_port)
 relais_port=$(free_port)
 relais_tls_port=$(free_port)
 provider_port=$(free_port)
+anchor_port=$(free_port)
+anchor_redis_port=$(free_port)
+source scripts/bench-anchor.sh
 cleanup() {
+    anchor_stop
     [ -n "${relais_pid:-}" ] && kill "$relais_pid" 2>/dev/null && wait "$relais_pid" 2>/dev/null || true
     [ -n "${relais_tls_pid:-}" ] && kill "$relais_tls_pid" 2>/dev/null && wait "$relais_tls_pid" 2>/dev/null || true
     [ -n "${relais_count_pid:-}" ] && kill "$relais_count_pid" 2>/dev/null && wait "$relais_count_pid" 2>/dev/null || true
@@ -52,6 +56,9 @@ clients:
   relais:
     secret: bench-provider-secret-0123456789-0123456789
     redirect_uris: [http://127.0.0.1:$relais_port/callback]
+  mod-auth-openidc:
+    secret: bench-provider-secret-0123456789-0123456789
+    redirect_uris: [http://127.0.0.1:$anchor_port/protected/redirect_uri]
 YAML
 cat >"$work/relais.yaml" <<YAML
 server: {environment: development, port: $relais_port, public_base_url: "http://127.0.0.1:$relais_port"}
@@ -125,7 +132,8 @@ redis_memory1=$(redis_memory)
 redis_commands1=$(redis_stat total_commands_processed); redis_in1=$(redis_stat total_net_input_bytes); redis_out1=$(redis_stat total_net_output_bytes)
 signin_field() { awk -v f="$1" '{for (i=1;i<=NF;i++) if (index($i, f"=")==1) print substr($i, length(f)+2)}' "$work/signin.txt"; }
 signins=$(signin_field signins)
-cpu_per_signin() { python3 -c "print(f'{($2 - $1) * 1000 / $(getconf CLK_TCK) / $signins:.2f}')"; }
+cpu_per() { python3 -c "print(f'{($2 - $1) * 1000 / $(getconf CLK_TCK) / $3:.2f}')"; }  # ticks0 ticks1 count: ms each
+cpu_per_signin() { cpu_per "$1" "$2" "$signins"; }
 relais_cpu=$(cpu_per_signin "$relais_ticks0" "$relais_ticks1")
 redis_cpu=$(cpu_per_signin "$redis_ticks0" "$redis_ticks1")
 provider_cpu=$(cpu_per_signin "$provider_ticks0" "$provider_ticks1")
@@ -144,6 +152,22 @@ other_keys=$(( $(redis-cli -p "$redis_port" dbsize) - $(wc -l <"$work/keys.txt")
 per_signin_bytes=$(( (redis_memory1 - redis_memory0) / signins ))
 commands_per_signin=$(python3 -c "print(f'{($redis_commands1 - $redis_commands0) / $signins:.1f}')")
 network_per_signin=$(( (redis_in1 - redis_in0 + redis_out1 - redis_out0) / signins ))
+
+echo "Sign-ins through Apache + mod_auth_openidc (the same provider)..."
+anchor_start "$anchor_port" "$anchor_redis_port" "http://127.0.0.1:$provider_port/api/v2" mod-auth-openidc \
+    bench-provider-secret-0123456789-0123456789
+anchor_url="http://127.0.0.1:$anchor_port/protected/"
+.build/release/relais-bench signin-mod-auth-openidc --protected "$anchor_url" --seconds 2 >/dev/null  # warm up
+anchor_ticks0=$(anchor_cpu_ticks); anchor_redis_ticks0=$(cpu_ticks "$anchor_redis_pid")
+.build/release/relais-bench signin-mod-auth-openidc --protected "$anchor_url" --seconds "${BENCH_SIGNIN_SECONDS:-10}" >"$work/anchor-signin.txt"
+anchor_ticks1=$(anchor_cpu_ticks); anchor_redis_ticks1=$(cpu_ticks "$anchor_redis_pid")
+anchor_signins=$(awk '{for (i=1;i<=NF;i++) if (index($i, "signins=")==1) print substr($i, 9)}' "$work/anchor-signin.txt")
+anchor_signin_rate=$(awk '{for (i=1;i<=NF;i++) if (index($i, "per_second=")==1) print substr($i, 12)}' "$work/anchor-signin.txt")
+anchor_cpu=$(cpu_per "$anchor_ticks0" "$anchor_ticks1" "$anchor_signins")
+anchor_redis_cpu=$(cpu_per "$anchor_redis_ticks0" "$anchor_redis_ticks1" "$anchor_signins")
+anchor_both_cpu=$(python3 -c "print(f'{$anchor_cpu + $anchor_redis_cpu:.2f}')")
+anchor_cookie=$(.build/release/relais-bench signin-mod-auth-openidc --protected "$anchor_url" --print-cookie)
+
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_port" --print-tokens >"$work/tokens.txt"
 access_token=$(awk -F= '$1=="access_token" {print $2}' "$work/tokens.txt")
 # The sign-ins leave thousands of fresh keys behind; let Redis' and the processes' background work
@@ -153,7 +177,20 @@ sleep 3
 echo "wrk /userinfo, /auth (JWT only and session-checked), /introspect..."
 read -r userinfo_rps userinfo_p50 userinfo_p99 < <(run_wrk "http://127.0.0.1:$relais_port/userinfo" -H "Authorization: Bearer $access_token")
 read -r authjwt_rps authjwt_p50 authjwt_p99 < <(run_wrk "http://127.0.0.1:$relais_port/auth?session=0" -H "Authorization: Bearer $access_token")
+wrk_requests() { awk '/ requests in / {print $1}' "$work/wrk.txt"; }
+auth_ticks0=$(( $(cpu_ticks "$relais_pid") + $(cpu_ticks "$redis_pid") ))
 read -r authsession_rps authsession_p50 authsession_p99 < <(run_wrk "http://127.0.0.1:$relais_port/auth?session=1" -H "Authorization: Bearer $access_token")
+auth_ticks1=$(( $(cpu_ticks "$relais_pid") + $(cpu_ticks "$redis_pid") ))
+authsession_requests=$(wrk_requests)
+authsession_cpu_us=$(python3 -c "print(f'{($auth_ticks1 - $auth_ticks0) * 1e6 / $(getconf CLK_TCK) / $authsession_requests:.0f}')")
+# The anchor's session-checked request, right after Relais' own: its protected page with the session cookie.
+anchor_ticks0=$(anchor_cpu_ticks); anchor_redis_ticks0=$(cpu_ticks "$anchor_redis_pid")
+read -r anchor_rps anchor_p50 anchor_p99 < <(run_wrk "$anchor_url" -H "Cookie: $anchor_cookie")
+anchor_ticks1=$(anchor_cpu_ticks); anchor_redis_ticks1=$(cpu_ticks "$anchor_redis_pid")
+anchor_requests=$(wrk_requests)
+anchor_request_cpu_us=$(python3 -c "print(f'{($anchor_ticks1 - $anchor_ticks0 + $anchor_redis_ticks1 - $anchor_redis_ticks0) * 1e6 / $(getconf CLK_TCK) / $anchor_requests:.0f}')")
+anchor_rss_kb=$(anchor_rss_kib)
+anchor_stop
 read -r authtls_rps authtls_p50 authtls_p99 < <(run_wrk "http://127.0.0.1:$relais_tls_port/auth?session=1" -H "Authorization: Bearer $access_token")
 cat >"$work/introspect.lua" <<LUA
 wrk.method = "POST"
@@ -298,7 +335,7 @@ mkdir -p bench
     echo
     echo "CPU per sign-in over the same run ($signins sign-ins): utime + stime of each process from /proc/PID/stat, all"
     echo "threads, divided by the sign-ins. Issue 15's goal is Relais and its Redis together ≤ 0.7 ms (Apache +"
-    echo "mod_auth_openidc measured 2.65–3.10 ms on these machines)."
+    echo "mod_auth_openidc: the side-by-side section below)."
     echo
     echo "| Relais | Redis | Relais + Redis (goal ≤ 0.7 ms) | development provider (not counted) |"
     echo "|---:|---:|---:|---:|"
@@ -315,6 +352,25 @@ mkdir -p bench
     echo "| session key (all of it) | other keys left beside the sessions (the person's index, the relay's shared keys) | used_memory growth per sign-in |"
     echo "|---:|---:|---:|"
     echo "| $session_bytes B | $other_keys | $per_signin_bytes B |"
+    echo
+    echo "## Side by side: Apache + mod_auth_openidc"
+    echo
+    echo "Debian's Apache 2.4 (mpm_event, Debian's thread settings) and mod_auth_openidc $(dpkg-query -W -f='${Version}' libapache2-mod-auth-openidc),"
+    echo "relying party of the same development provider in the same run: client_secret_post, ES256 id_token and signed userinfo"
+    echo "verified, sessions in a Redis of its own (server-cache). A sign-in is a protected page → provider login → its redirect"
+    echo "URI → the page again with the session cookie (relais-bench signin-mod-auth-openidc, 8 in flight, ${BENCH_SIGNIN_SECONDS:-10} s, right after"
+    echo "Relais' sign-ins above). The session-checked request is its protected page with that cookie, wrk as above, right after"
+    echo "Relais' /auth?session=1. CPU: utime + stime of every Apache process (reaped children included) and of its Redis."
+    echo
+    echo "| | Relais | Apache + mod_auth_openidc | Relais / anchor |"
+    echo "|---|---:|---:|---:|"
+    echo "| CPU per sign-in, relying party | $relais_cpu ms | $anchor_cpu ms | $(ratio "$relais_cpu" "$anchor_cpu") |"
+    echo "| CPU per sign-in, its Redis | $redis_cpu ms | $anchor_redis_cpu ms | |"
+    echo "| CPU per sign-in, both (issue 15 goal: Relais ≤ 0.7 ms, about a quarter) | $both_cpu ms | $anchor_both_cpu ms | $(ratio "$both_cpu" "$anchor_both_cpu") |"
+    echo "| sign-ins/s, 8 in flight | $(signin_field per_second) | $anchor_signin_rate | $(ratio "$(signin_field per_second)" "$anchor_signin_rate") |"
+    echo "| session-checked requests/s (/auth?session=1; the protected page) | $authsession_rps | $anchor_rps | $(ratio "$authsession_rps" "$anchor_rps") |"
+    echo "| CPU per session-checked request, relying party + Redis | $authsession_cpu_us µs | $anchor_request_cpu_us µs | $(ratio "$authsession_cpu_us" "$anchor_request_cpu_us") |"
+    echo "| resident memory after the sign-ins and wrk (Apache: all its processes) | $((relais_rss_kb / 1024)) MiB | $((anchor_rss_kb / 1024)) MiB | |"
     echo
     echo "## JWS verification, one thread"
     echo

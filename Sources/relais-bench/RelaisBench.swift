@@ -8,7 +8,7 @@ struct RelaisBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relais-bench",
         abstract: "Micro-benchmarks driven by `make bench`.",
-        subcommands: [HTTPClientBench.self, JOSEBench.self, SignInBench.self, FormBench.self, SlowClientBench.self, MobileBench.self, AttestBench.self, SoakBench.self]
+        subcommands: [HTTPClientBench.self, JOSEBench.self, SignInBench.self, FormBench.self, SlowClientBench.self, MobileBench.self, AttestBench.self, SoakBench.self, AnchorSignInBench.self]
     )
 }
 

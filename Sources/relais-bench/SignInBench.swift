@@ -66,13 +66,7 @@ struct SignInBench: AsyncParsableCommand {
             ("code_challenge", challenge), ("code_challenge_method", "S256"), ("scope", "openid profile email"),
         ]
         let authorize = try await http.send(.init(url: FormParameters.url(relay + "/authorize", adding: fields)))
-        let toProvider = try location(authorize, "authorize")
-        let interaction = try location(try await http.send(.init(url: toProvider)), "provider authorize")
-        let page = try await http.send(.init(url: interaction)).bodyText
-        guard let action = page.firstMatch(of: /action="([^"]+)"/)?.1 else { throw BenchError("no login form at the provider") }
-        let origin = String(interaction.prefix { $0 != "/" }) + "//" + interaction.split(separator: "/")[1]
-        let login = try await http.send(.form(url: origin + action, fields: [("identity", "angela")]))
-        let callbackURL = try location(login, "provider login")
+        let callbackURL = try await providerLogin(http, authorizeURL: try location(authorize, "authorize"))
         let callbackStart = ContinuousClock.now
         let callback = try await http.send(.init(url: callbackURL))
         let callbackTime = ContinuousClock.now - callbackStart
@@ -89,12 +83,24 @@ struct SignInBench: AsyncParsableCommand {
         return (object.compactMapValues(\.stringValue), Sample(callback: callbackTime, provider: providerTime))
     }
 
-    private func location(_ response: HTTPClientResponse, _ step: String) throws -> String {
-        guard (300..<400).contains(response.status), let location = response.header("location") else {
-            throw BenchError("\(step): HTTP \(response.status) \(response.bodyText.prefix(200))")
-        }
-        return location
+}
+
+/// The person's part at the development provider, from its /authorize URL: the login page, then
+/// angela's identity posted; returns where the provider sends the browser back (the callback).
+func providerLogin(_ http: HTTPClient, authorizeURL: String) async throws -> String {
+    let interaction = try location(try await http.send(.init(url: authorizeURL)), "provider authorize")
+    let page = try await http.send(.init(url: interaction)).bodyText
+    guard let action = page.firstMatch(of: /action="([^"]+)"/)?.1 else { throw BenchError("no login form at the provider") }
+    let origin = String(interaction.prefix { $0 != "/" }) + "//" + interaction.split(separator: "/")[1]
+    let login = try await http.send(.form(url: origin + action, fields: [("identity", "angela")]))
+    return try location(login, "provider login")
+}
+
+func location(_ response: HTTPClientResponse, _ step: String) throws -> String {
+    guard (300..<400).contains(response.status), let location = response.header("location") else {
+        throw BenchError("\(step): HTTP \(response.status) \(response.bodyText.prefix(200))")
     }
+    return location
 }
 
 struct BenchError: Error, CustomStringConvertible {
