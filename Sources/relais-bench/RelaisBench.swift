@@ -8,7 +8,7 @@ struct RelaisBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relais-bench",
         abstract: "Micro-benchmarks driven by `make bench`.",
-        subcommands: [HTTPClientBench.self, JOSEBench.self, SignInBench.self, FormBench.self, SlowClientBench.self, MobileBench.self, AttestBench.self, SoakBench.self, AnchorSignInBench.self]
+        subcommands: [HTTPClientBench.self, JOSEBench.self, SignInBench.self, FormBench.self, SlowClientBench.self, MobileBench.self, AttestBench.self, SoakBench.self, AnchorSignInBench.self, SignInPhasesBench.self]
     )
 }
 
@@ -27,8 +27,11 @@ struct HTTPClientBench: AsyncParsableCommand {
     @Option(help: "Requests in flight at once (each on its own client worker thread).")
     var concurrency = 4
 
+    @Flag(help: "Only the keep-alive mode (the one a relay uses with its providers).")
+    var keepAliveOnly = false
+
     func run() async throws {
-        for reuse in [true, false] {
+        for reuse in keepAliveOnly ? [true] : [true, false] {
             let client = HTTPClient(configuration: .init(reuseConnections: reuse, maxConcurrentRequests: concurrency))
             // Warm up: threads started, first connections open.
             for _ in 0..<concurrency * 4 { _ = try await client.send(.init(url: url)) }

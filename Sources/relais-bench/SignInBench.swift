@@ -59,6 +59,14 @@ struct SignInBench: AsyncParsableCommand {
     private func format(_ value: Double) -> String { String((value * 100).rounded() / 100) }
 
     func signIn(_ http: HTTPClient, tokenHeaders: [(name: String, value: String)] = []) async throws -> (tokens: [String: String], sample: Sample) {
+        let started = try await authorize(http)
+        let callbackURL = try await providerLogin(http, authorizeURL: started.providerURL)
+        let (code, sample) = try await callback(http, callbackURL)
+        return (try await token(http, code: code, verifier: started.verifier, headers: tokenHeaders), sample)
+    }
+
+    /// The app's /authorize: returns where Relais sends the browser (the provider) and the PKCE verifier.
+    func authorize(_ http: HTTPClient) async throws -> (providerURL: String, verifier: String) {
         let verifier = SecureRandom.token(bits: 256)
         let challenge = Base64URL.encode(SHA256.hash(Array(verifier.utf8)))
         let fields = [
@@ -66,7 +74,11 @@ struct SignInBench: AsyncParsableCommand {
             ("code_challenge", challenge), ("code_challenge_method", "S256"), ("scope", "openid profile email"),
         ]
         let authorize = try await http.send(.init(url: FormParameters.url(relay + "/authorize", adding: fields)))
-        let callbackURL = try await providerLogin(http, authorizeURL: try location(authorize, "authorize"))
+        return (try location(authorize, "authorize"), verifier)
+    }
+
+    /// The provider's return to Relais' /callback: returns the code Relais gives the app.
+    func callback(_ http: HTTPClient, _ callbackURL: String) async throws -> (code: String, sample: Sample) {
         let callbackStart = ContinuousClock.now
         let callback = try await http.send(.init(url: callbackURL))
         let callbackTime = ContinuousClock.now - callbackStart
@@ -75,14 +87,18 @@ struct SignInBench: AsyncParsableCommand {
             throw BenchError("the app got no code: \(toApp)")
         }
         let providerTime = callback.header("server-timing").flatMap { Double($0.split(separator: "=").last ?? "") }.map { Duration.microseconds(Int($0 * 1000)) } ?? .zero
+        return (code, Sample(callback: callbackTime, provider: providerTime))
+    }
+
+    /// The app's code exchange at /token: returns the token response's strings.
+    func token(_ http: HTTPClient, code: String, verifier: String, headers: [(name: String, value: String)] = []) async throws -> [String: String] {
         let token = try await http.send(.form(url: relay + "/token", fields: [
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
             ("client_id", clientID), ("code_verifier", verifier),
-        ], headers: tokenHeaders))
+        ], headers: headers))
         guard token.status == 200, let object = JSONValue.object(from: token.body) else { throw BenchError("token: \(token.status) \(token.bodyText)") }
-        return (object.compactMapValues(\.stringValue), Sample(callback: callbackTime, provider: providerTime))
+        return object.compactMapValues(\.stringValue)
     }
-
 }
 
 /// The person's part at the development provider, from its /authorize URL: the login page, then
