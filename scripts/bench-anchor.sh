@@ -79,7 +79,9 @@ anchor_cpu_ticks() {
     local total
     total=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$anchor_apache_pid/stat")
     for child in $(pgrep -P "$anchor_apache_pid"); do
-        total=$((total + $(awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || echo 0)))
+        # A child reaped since pgrep listed it has no file left: its time is in cutime from now on
+        # (a race of one reading, at most one child's time).
+        total=$((total + $(awk '{print $14 + $15} END {if (NR == 0) print 0}' "/proc/$child/stat" 2>/dev/null || echo 0)))
     done
     echo "$total"
 }
@@ -89,7 +91,8 @@ anchor_rss_kib() {
     local total
     total=$(awk '/^VmRSS:/ {print $2}' "/proc/$anchor_apache_pid/status")
     for child in $(pgrep -P "$anchor_apache_pid"); do
-        total=$((total + $(awk '/^VmRSS:/ {print $2}' "/proc/$child/status" 2>/dev/null || echo 0)))
+        # A zombie has no VmRSS line.
+        total=$((total + $(awk '/^VmRSS:/ {v=$2} END {print v+0}' "/proc/$child/status" 2>/dev/null || echo 0)))
     done
     echo "$total"
 }

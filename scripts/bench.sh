@@ -168,6 +168,13 @@ anchor_redis_cpu=$(cpu_per "$anchor_redis_ticks0" "$anchor_redis_ticks1" "$ancho
 anchor_both_cpu=$(python3 -c "print(f'{$anchor_cpu + $anchor_redis_cpu:.2f}')")
 anchor_cookie=$(.build/release/relais-bench signin-mod-auth-openidc --protected "$anchor_url" --print-cookie)
 
+echo "Relais' CPU per sign-in, step by step..."
+.build/release/relais-bench signin-phases --relay "http://127.0.0.1:$relais_port" --pid "$relais_pid" --provider-pid "$provider_pid" \
+    --rounds "${BENCH_PHASE_ROUNDS:-150}" >"$work/phases.txt"
+phase_field() { awk -v s="$1" -v f="$2" '$1=="step="s {for (i=1;i<=NF;i++) if (index($i, f"=")==1) print substr($i, length(f)+2)}' "$work/phases.txt"; }
+phases_total=$(awk '$1 ~ /^signins=/ {for (i=1;i<=NF;i++) if (index($i, "relais_ms=")==1) print substr($i, 11)}' "$work/phases.txt")
+phases_signins=$(awk '$1 ~ /^signins=/ {print substr($1, 9)}' "$work/phases.txt")
+
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_port" --print-tokens >"$work/tokens.txt"
 access_token=$(awk -F= '$1=="access_token" {print $2}' "$work/tokens.txt")
 # The sign-ins leave thousands of fresh keys behind; let Redis' and the processes' background work
@@ -230,6 +237,7 @@ openssl speed -seconds "${BENCH_JOSE_SECONDS:-2}" -hmac sha256 2>/dev/null >"$wo
 relais_rate() { awk -v alg="$1" '$1=="alg="alg {for (i=1;i<=NF;i++) if ($i ~ /^per_second=/) { v=substr($i,12)+0; if (v>best) best=v } } END {print best}' "$work/jose.txt"; }
 best_of() { awk -v pattern="$1" '$0 ~ pattern { v=$NF+0; if (v>best) best=v } END {print best}' "$work/speed.txt"; }
 openssl_es256=$(best_of 'ecdsa \\(nistp256\\)')
+openssl_es256_sign=$(awk '/ecdsa \(nistp256\)/ { v=$(NF-1)+0; if (v>best) best=v } END {print best}' "$work/speed.txt")
 openssl_rs256=$(best_of '^rsa 2048 bits')
 openssl_eddsa=$(best_of 'EdDSA \\(Ed25519\\)')
 # openssl reports HMAC in 1000s of bytes/s per block size; a token's signing input is ~300-600 bytes: use the 256-byte column.
@@ -371,6 +379,28 @@ mkdir -p bench
     echo "| session-checked requests/s (/auth?session=1; the protected page) | $authsession_rps | $anchor_rps | $(ratio "$authsession_rps" "$anchor_rps") |"
     echo "| CPU per session-checked request, relying party + Redis | $authsession_cpu_us µs | $anchor_request_cpu_us µs | $(ratio "$authsession_cpu_us" "$anchor_request_cpu_us") |"
     echo "| resident memory after the sign-ins and wrk (Apache: all its processes) | $((relais_rss_kb / 1024)) MiB | $((anchor_rss_kb / 1024)) MiB | |"
+    echo
+    echo "## Where a sign-in's CPU goes in Relais"
+    echo
+    echo "relais-bench signin-phases: $phases_signins sign-ins in rounds of 8; each step is taken by the whole round before the next"
+    echo "starts, and Relais' CPU time (/proc/PID/stat) is read between steps. Two calibration steps are taken the same way"
+    echo "in every round: a bare route (/healthz, no I/O) and one Redis round trip (/readyz, a PING through the pool). Every"
+    echo "step pays what the bare route pays (waking the event loop and a task, parsing and answering one HTTP request);"
+    echo "what a step costs beyond it is its own work."
+    echo
+    echo "| step | Relais CPU per sign-in | beyond the bare route | what the step does |"
+    echo "|---|---:|---:|---|"
+    healthz_step=$(phase_field healthz relais_ms)
+    beyond() { python3 -c "print(f'{float($1) - float($healthz_step):.3f}')"; }
+    echo "| /authorize | $(phase_field authorize relais_ms) ms | $(beyond "$(phase_field authorize relais_ms)") ms | validate the app's request, store the login transaction (1 Redis write) |"
+    echo "| /callback | $(phase_field callback relais_ms) ms | $(beyond "$(phase_field callback relais_ms)") ms | take the transaction; code exchange and userinfo at the provider (2 outbound HTTP exchanges); verify the id_token and the userinfo JWS (2 ES256 verifications); seal the identity (AES-GCM); open the session (1 script) |"
+    echo "| /token | $(phase_field token relais_ms) ms | $(beyond "$(phase_field token relais_ms)") ms | read the code, check PKCE, open and reseal the identity, sign the access token and id_token (2 ES256 signatures), redeem the code and write the session (1 script), security event |"
+    echo "| sign-in (the three steps) | $phases_total ms | | |"
+    echo "| calibration: GET /healthz | $healthz_step ms | 0 | |"
+    echo "| calibration: GET /readyz | $(phase_field readyz relais_ms) ms | $(beyond "$(phase_field readyz relais_ms)") ms | one Redis round trip |"
+    echo
+    echo "For scale, from openssl speed in this run: ES256 signing $(python3 -c "print(f'{1e6 / $openssl_es256_sign:.0f}')") µs, verifying $(python3 -c "print(f'{1e6 / $openssl_es256:.0f}')") µs;"
+    echo "a sign-in's two verifications and two signatures are $(python3 -c "print(f'{2e3 / $openssl_es256 + 2e3 / $openssl_es256_sign:.2f}')") ms of signature arithmetic alone."
     echo
     echo "## JWS verification, one thread"
     echo

@@ -17,6 +17,8 @@ struct SignInPhasesBench: AsyncParsableCommand {
     @Option(help: "The development provider's process id.") var providerPID: Int32
     @Option(help: "Rounds to run.") var rounds = 300
     @Option(help: "Sign-ins per round, in flight at once.") var concurrency = 8
+    @Option(help: "Write each step's start and end (CLOCK_MONOTONIC seconds) to this file, to cut a profile taken with `perf record -k CLOCK_MONOTONIC` by step.")
+    var windows: String?
 
     /// The sign-in's steps, and two calibration steps taken the same way: a bare route (/healthz)
     /// and one Redis round trip (/readyz), so a step's cost can be read against them.
@@ -28,8 +30,11 @@ struct SignInPhasesBench: AsyncParsableCommand {
         for _ in 0..<concurrency { _ = try await signIn.signIn(http) }  // warm up
         var relayTicks: [Step: Int] = [:]
         var providerTicks: [Step: Int] = [:]
+        var windowLines: [String] = []
         func timed<T: Sendable>(_ step: Step, _ work: @escaping @Sendable (Int) async throws -> T) async throws -> [T] {
             let relay0 = try cpuTicks(pid), provider0 = try cpuTicks(providerPID)
+            let start = monotonicSeconds()
+            defer { if windows != nil { windowLines.append("\(step.rawValue) \(start) \(monotonicSeconds())") } }
             let results = try await withThrowingTaskGroup(of: (Int, T).self) { group in
                 for index in 0..<concurrency { group.addTask { (index, try await work(index)) } }
                 return try await group.reduce(into: [(Int, T)]()) { $0.append($1) }.sorted { $0.0 < $1.0 }.map(\.1)
@@ -51,6 +56,12 @@ struct SignInPhasesBench: AsyncParsableCommand {
             }
         }
         try await http.shutdown()
+        if let windows {
+            let text = windowLines.joined(separator: "\n") + "\n"
+            guard let file = fopen(windows, "w") else { throw BenchError("cannot write \(windows)") }
+            fputs(text, file)
+            fclose(file)
+        }
         let signIns = Double(rounds * concurrency)
         let hertz = Double(sysconf(Int32(_SC_CLK_TCK)))
         func perSignIn(_ ticks: Int) -> String { String(((Double(ticks) * 1000 / hertz / signIns) * 1000).rounded() / 1000) }
@@ -60,6 +71,12 @@ struct SignInPhasesBench: AsyncParsableCommand {
         let signInSteps: [Step] = [.authorize, .providerLogin, .callback, .token]
         func total(_ ticks: [Step: Int]) -> Int { signInSteps.map { ticks[$0] ?? 0 }.reduce(0, +) }
         print("signins=\(Int(signIns)) relais_ms=\(perSignIn(total(relayTicks))) provider_ms=\(perSignIn(total(providerTicks)))")
+    }
+
+    private func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     /// utime + stime of every thread of a process, in clock ticks (/proc/PID/stat fields 14 and 15).
