@@ -73,29 +73,24 @@ CONF
     return 1
 }
 
-# CPU ticks (utime + stime) of Apache: the parent, its live children, and the children it has
-# reaped (cutime + cstime), so that a child ended by the MPM between two readings still counts.
-anchor_cpu_ticks() {
+# A number summed over Apache's processes: an awk program reads /proc/PID/FILE of the parent, another
+# that of each live child. A child reaped since pgrep listed it has no file left, and adds 0.
+anchor_sum() {  # FILE PARENT_PROGRAM CHILD_PROGRAM
     local total
-    total=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$anchor_apache_pid/stat")
+    total=$(awk "$2" "/proc/$anchor_apache_pid/$1")
     for child in $(pgrep -P "$anchor_apache_pid"); do
-        # A child reaped since pgrep listed it has no file left: its time is in cutime from now on
-        # (a race of one reading, at most one child's time).
-        total=$((total + $(awk '{print $14 + $15} END {if (NR == 0) print 0}' "/proc/$child/stat" 2>/dev/null || echo 0)))
+        total=$((total + $(awk "$3" "/proc/$child/$1" 2>/dev/null || echo 0)))
     done
     echo "$total"
 }
 
-# Resident memory of Apache, all its processes, in KiB.
-anchor_rss_kib() {
-    local total
-    total=$(awk '/^VmRSS:/ {print $2}' "/proc/$anchor_apache_pid/status")
-    for child in $(pgrep -P "$anchor_apache_pid"); do
-        # A zombie has no VmRSS line.
-        total=$((total + $(awk '/^VmRSS:/ {v=$2} END {print v+0}' "/proc/$child/status" 2>/dev/null || echo 0)))
-    done
-    echo "$total"
-}
+# CPU ticks (utime + stime) of Apache: the parent, its live children, and the children it has
+# reaped (cutime + cstime), so that a child ended by the MPM between two readings still counts
+# (a child reaped between pgrep and its reading is missed once: one child's time at most).
+anchor_cpu_ticks() { anchor_sum stat '{print $14 + $15 + $16 + $17}' '{v = $14 + $15} END {print v + 0}'; }
+
+# Resident memory of Apache, all its processes, in KiB (a zombie child has no VmRSS line).
+anchor_rss_kib() { anchor_sum status '/^VmRSS:/ {v = $2} END {print v + 0}' '/^VmRSS:/ {v = $2} END {print v + 0}'; }
 
 anchor_stop() {
     [ -n "${anchor_apache_pid:-}" ] && kill "$anchor_apache_pid" 2>/dev/null && wait "$anchor_apache_pid" 2>/dev/null || true
