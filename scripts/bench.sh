@@ -386,7 +386,8 @@ mkdir -p bench
     echo "starts, and Relais' CPU time (/proc/PID/stat) is read between steps. Two calibration steps are taken the same way"
     echo "in every round: a bare route (/healthz, no I/O) and one Redis round trip (/readyz, a PING through the pool). Every"
     echo "step pays what the bare route pays (waking the event loop and a task, parsing and answering one HTTP request);"
-    echo "what a step costs beyond it is its own work."
+    echo "what a step costs beyond it is its own work. CPU time comes in ticks of 1/$(getconf CLK_TCK) s: over $phases_signins sign-ins"
+    echo "a tick is $(python3 -c "print(f'{1000 / $(getconf CLK_TCK) / $phases_signins:.3f}')") ms per sign-in, so rows a few ticks apart (the two calibrations) are within noise."
     echo
     echo "| step | Relais CPU per sign-in | beyond the bare route | what the step does |"
     echo "|---|---:|---:|---|"

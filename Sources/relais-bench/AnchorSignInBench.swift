@@ -62,11 +62,6 @@ struct AnchorSignInBench: AsyncParsableCommand {
         }
         return "\(session.name)=\(session.value)"
     }
-
-    private func origin(of url: String) -> String {
-        let parts = url.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
-        return parts.count >= 3 ? "\(parts[0])//\(parts[2])" : url
-    }
 }
 
 /// The cookies one browser holds for one site: enough for the module's state and session cookies.
@@ -80,7 +75,8 @@ struct CookieJar {
             let name = String(pair[..<equals].drop { $0 == " " })
             let value = String(pair[pair.index(after: equals)...])
             cookies.removeAll { $0.name == name }
-            // An emptied or expired cookie is how the module deletes its state cookie.
+            // The module deletes its state cookie by setting it empty, or with Max-Age=0; a cookie
+            // deleted by a past Expires date stays here, which a bench client can afford.
             if !value.isEmpty && !header.value.lowercased().contains("max-age=0") { cookies.append((name, value)) }
         }
     }

@@ -107,9 +107,14 @@ func providerLogin(_ http: HTTPClient, authorizeURL: String) async throws -> Str
     let interaction = try location(try await http.send(.init(url: authorizeURL)), "provider authorize")
     let page = try await http.send(.init(url: interaction)).bodyText
     guard let action = page.firstMatch(of: /action="([^"]+)"/)?.1 else { throw BenchError("no login form at the provider") }
-    let origin = String(interaction.prefix { $0 != "/" }) + "//" + interaction.split(separator: "/")[1]
-    let login = try await http.send(.form(url: origin + action, fields: [("identity", "angela")]))
+    let login = try await http.send(.form(url: origin(of: interaction) + action, fields: [("identity", "angela")]))
     return try location(login, "provider login")
+}
+
+/// `scheme://host:port` of an absolute URL, where a path-only `Location` or form action is resolved.
+func origin(of url: String) -> String {
+    let parts = url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
+    return parts.count >= 3 ? "\(parts[0])//\(parts[2])" : url
 }
 
 func location(_ response: HTTPClientResponse, _ step: String) throws -> String {
