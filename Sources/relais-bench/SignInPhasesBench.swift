@@ -74,7 +74,7 @@ struct SignInPhasesBench: AsyncParsableCommand {
     }
 
     private func monotonicSeconds() -> Double {
-        var now = timespec()
+        var now = Glibc.timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
