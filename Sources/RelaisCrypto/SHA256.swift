@@ -5,23 +5,23 @@ public enum SHA256 {
     public static let byteCount = 32
 
     public static func hash<Bytes: Collection<UInt8>>(_ data: Bytes) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: byteCount)
-        var length: UInt32 = 0
-        let status: Int32 = Array(data).withUnsafeBytes { input in
-            digest.withUnsafeMutableBytes { output in
-                EVP_Digest(
-                    input.baseAddress, input.count,
-                    output.baseAddress!.assumingMemoryBound(to: UInt8.self), &length,
-                    EVP_sha256(), nil
-                )
-            }
-        }
-        precondition(status == 1 && length == UInt32(byteCount), "OpenSSL EVP_Digest(SHA-256) failed")
-        return digest
+        // Arrays and native strings' UTF-8 are contiguous already: hashed in place, not copied.
+        if let digest = data.withContiguousStorageIfAvailable({ digest(of: UnsafeRawBufferPointer($0)) }) { return digest }
+        return Array(data).withUnsafeBytes { digest(of: $0) }
     }
 
-    public static func hash(_ string: String) -> [UInt8] {
-        hash(Array(string.utf8))
+    public static func hash(_ string: some StringProtocol) -> [UInt8] {
+        hash(string.utf8)
+    }
+
+    private static func digest(of input: UnsafeRawBufferPointer) -> [UInt8] {
+        var length: UInt32 = 0
+        let digest = [UInt8](unsafeUninitializedCapacity: byteCount) { output, count in
+            let status = EVP_Digest(input.baseAddress, input.count, output.baseAddress!, &length, EVP_sha256(), nil)
+            precondition(status == 1 && length == UInt32(byteCount), "OpenSSL EVP_Digest(SHA-256) failed")
+            count = byteCount
+        }
+        return digest
     }
 
     /// Lowercase hex of the SHA-256 of `string`: the form used in store keys.

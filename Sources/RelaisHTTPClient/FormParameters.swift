@@ -66,6 +66,12 @@ public struct FormParameters: Sendable, Equatable {
     /// The first name seen a second time; nil when every name is given once. Stops at the first
     /// repeat, so a form of thousands of copies of one name costs two lookups.
     public var firstRepeatedName: String? {
+        // A gateway's query holds a few names: comparing each with those before it costs less
+        // than hashing them all. Past 8 the set keeps it linear.
+        if pairs.count <= 8 {
+            for index in pairs.indices.dropFirst() where pairs[..<index].contains(where: { $0.name == pairs[index].name }) { return pairs[index].name }
+            return nil
+        }
         var seen = Set<String>()
         seen.reserveCapacity(pairs.count)
         for pair in pairs where !seen.insert(pair.name).inserted { return pair.name }

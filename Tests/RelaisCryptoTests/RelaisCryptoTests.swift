@@ -7,6 +7,19 @@ import Testing
         #expect(SHA256.hexHash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
+    /// Contiguous input (arrays, native strings, substrings) is hashed in place, anything else
+    /// through a copy: the digest is the same whichever way the bytes come.
+    @Test func sha256IsTheSameForEveryFormOfTheSameBytes() {
+        let text = "prefix.abc"
+        let expected = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        let part = text.split(separator: ".")[1]
+        #expect(Hex.encode(SHA256.hash(part)) == expected)
+        #expect(Hex.encode(SHA256.hash(Array("abc".utf8))) == expected)
+        #expect(Hex.encode(SHA256.hash(Array("abc".utf8)[...])) == expected)
+        #expect(Hex.encode(SHA256.hash("abc".utf8.lazy.map { $0 })) == expected)
+        #expect(Hex.encode(SHA256.hash([UInt8]())) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    }
+
     @Test func base64URLRoundTripsEveryLength() {
         for length in 0..<70 {
             let bytes = SecureRandom.bytes(length)

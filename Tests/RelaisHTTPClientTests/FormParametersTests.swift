@@ -18,6 +18,18 @@ import Testing
         #expect(try #require(FormParameters(encoded: "a=1&b=2")).firstRepeatedName == nil)
     }
 
+    /// A short query is checked by comparing names, a longer one through a set: both find the
+    /// same first repeat, wherever it stands.
+    @Test func theFirstRepeatIsFoundInShortAndLongForms() throws {
+        for count in [2, 7, 8, 9, 40] {
+            let names = (0..<count).map { "n\($0)" }
+            #expect(try #require(FormParameters(encoded: names.map { "\($0)=1" }.joined(separator: "&"))).firstRepeatedName == nil, "\(count)")
+            let repeated = names + [names[count / 2], names[0]]
+            #expect(try #require(FormParameters(encoded: repeated.map { "\($0)=1" }.joined(separator: "&"))).firstRepeatedName == names[count / 2], "\(count)")
+        }
+        #expect(try #require(FormParameters(encoded: "session=1&session=0")).firstRepeatedName == "session")
+    }
+
     /// The worst case the outside review found, a 64 KB body of thousands of tiny fields, is refused
     /// as soon as it passes the field limit: it is never parsed whole.
     @Test func aFormOverTheFieldLimitIsRefused() {

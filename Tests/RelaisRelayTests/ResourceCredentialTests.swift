@@ -2,7 +2,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import RelaisCrypto
-import RelaisJOSE
+@testable import RelaisJOSE
 @testable import RelaisRelay
 import Testing
 
@@ -17,6 +17,78 @@ import Testing
         for refused in ["Bearer", "Bearer ", "Bearer    ", "Basic YTpi", "Bearerx abc", "Bear abc", "DPoPs abc", " Bearer abc", "Bearér abc", ""] {
             #expect(BearerAuthenticator.credentials(refused) == nil, "\(refused)")
         }
+    }
+
+    /// RFC 6750 §3.1: one method per request. Two Authorization headers are refused, not joined,
+    /// also when the token in them was verified before (the in-memory answer does not apply).
+    @Test func twoAuthorizationHeadersAreRefused() async throws {
+        let fixture = RelayRouteTests.Fixture()
+        try await fixture.test { client in
+            let token = try await RelayRouteTests.accessToken(fixture, client)
+            #expect(try await client.execute(uri: "/auth", method: .get, headers: [.authorization: "Bearer \(token)"]).status == .ok)
+            var twice = HTTPFields()
+            twice.append(HTTPField(name: .authorization, value: "Bearer \(token)"))
+            twice.append(HTTPField(name: .authorization, value: "Bearer \(token)"))
+            for uri in ["/auth", "/auth?session=0", "/userinfo"] {
+                let response = try await client.execute(uri: uri, method: .get, headers: twice)
+                #expect(response.status == .badRequest, "\(uri)")
+                #expect(RelayRouteTests.json(response)["error"] == .string("invalid_request"), "\(uri)")
+            }
+        }
+    }
+
+    /// A gateway's repeated checks of one token are answered from memory: the same identity
+    /// headers as the first, full check, and the same refusals for what the query asks.
+    @Test func repeatedForwardAuthChecksAnswerAsTheFirst() async throws {
+        let fixture = RelayRouteTests.Fixture()
+        try await fixture.test { client in
+            let token = try await RelayRouteTests.accessToken(fixture, client)
+            let bearer: HTTPFields = [.authorization: "Bearer \(token)"]
+            func identity(_ response: TestResponse) -> [String] {
+                response.headers.filter { $0.name.canonicalName.hasPrefix("x-relais-") || $0.name == .cacheControl }.map { "\($0.name)=\($0.value)" }
+            }
+            let first = try await client.execute(uri: "/auth", method: .get, headers: bearer)
+            #expect(first.status == .ok && identity(first).count == 7)
+            for _ in 0..<2 {
+                let again = try await client.execute(uri: "/auth", method: .get, headers: bearer)
+                #expect(again.status == .ok && identity(again) == identity(first))
+            }
+            let refusals: [(String, HTTPResponse.Status, String)] = [
+                ("/auth?scope=openid+orders", .forbidden, "insufficient_scope"), ("/auth?attested=1", .forbidden, "attestation_required"),
+                ("/auth?acr=eidas3", .unauthorized, "insufficient_user_authentication"), ("/auth?max_age=x", .badRequest, "invalid_request"),
+                ("/auth?via=other", .badRequest, "invalid_request"), ("/auth?aud=orders-api", .unauthorized, "invalid_token"),
+            ]
+            for (uri, status, code) in refusals {
+                let response = try await client.execute(uri: uri, method: .get, headers: bearer)
+                #expect(response.status == status && RelayRouteTests.json(response)["error"] == .string(code), "\(uri)")
+            }
+            // The session known live a moment ago ends: the next check is refused at once.
+            let revoke = try await client.execute(
+                uri: "/revoke", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form([("token", token), ("client_id", "app")])
+            )
+            #expect(revoke.status == .ok)
+            let ended = try await client.execute(uri: "/auth", method: .get, headers: bearer)
+            #expect(ended.status == .unauthorized && RelayRouteTests.json(ended)["error_description"] == .string("the session has ended"))
+            // Without the session check the token alone still answers, until it expires.
+            #expect(try await client.execute(uri: "/auth?session=0", method: .get, headers: bearer).status == .ok)
+        }
+    }
+
+    /// A token's forward-auth headers are built once, and again only for other header names
+    /// (a reload that renames them).
+    @Test func aTokensForwardHeadersAreBuiltOncePerSetOfNames() {
+        let claims = VerifiedClaims(claims: ["sub": .string("s"), "client_id": .string("app"), "sid": .string("sid"), "scope": .string("openid")])
+        let token = BearerAuthenticator.AccessToken(subject: "s", clientID: "app", sid: "sid", claims: claims)
+        var builds = 0
+        func headers(_ names: [String]) -> HTTPFields {
+            token.forwardHeaders(names: names.map { HTTPField.Name($0)! }) {
+                builds += 1
+                return HTTPFields(names.map { HTTPField(name: HTTPField.Name($0)!, value: "\(builds)") })
+            }
+        }
+        #expect(headers(["X-A"]) == [HTTPField.Name("X-A")!: "1"])
+        #expect(headers(["X-A"]) == [HTTPField.Name("X-A")!: "1"] && builds == 1)
+        #expect(headers(["X-B"]) == [HTTPField.Name("X-B")!: "2"] && builds == 2)
     }
 
     @Test func basicCredentialsAreFormDecodedOnBothSides() {

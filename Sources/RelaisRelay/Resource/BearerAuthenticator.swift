@@ -1,9 +1,11 @@
+import HTTPTypes
 import Hummingbird
 import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
 import RelaisServer
+import Synchronization
 
 /// Verifies a Relais access token presented as `Authorization: Bearer` (RFC 6750) or, when it is
 /// DPoP-bound (`cnf.jkt`), as `Authorization: DPoP` with a proof by its key (RFC 9449 §7):
@@ -20,7 +22,7 @@ final class BearerAuthenticator: Sendable {
     /// Verified access tokens by their SHA-256, until `exp` (plus the leeway): a gateway presents the
     /// same token many times, and an ES256 verification costs more than the rest of the request.
     /// Bounded in bytes (`memory.verified_tokens`): past it the oldest tokens go and are verified again.
-    let verified: MemoryCache<[UInt8], AccessToken>
+    let verified: MemoryCache<DigestKey, AccessToken>
 
     /// Clock skew tolerated between Relais instances (they sign and check each other's tokens).
     static let leeway: Duration = .seconds(2)
@@ -64,6 +66,19 @@ final class BearerAuthenticator: Sendable {
         var jkt: String? { facts.jkt }
         var attested: String? { facts.attested }
 
+        /// `/auth`'s answer headers for this token, built at its first forward-auth check and kept
+        /// with it (counted in ``heapBytes``): a gateway asks about the same token again and again.
+        private let forwardHeaders = Mutex<(names: [HTTPField.Name], fields: HTTPFields)?>(nil)
+
+        /// The headers `build` makes for these header names, built once per token (again if a
+        /// reload renamed them).
+        func forwardHeaders(names: [HTTPField.Name], build: () -> HTTPFields) -> HTTPFields {
+            if let kept = forwardHeaders.withLock({ $0 }), kept.names == names { return kept.fields }
+            let fields = build()
+            forwardHeaders.withLock { $0 = (names, fields) }
+            return fields
+        }
+
         /// The claims a resource server is told (RFC 7662 §2.2, RFC 9449 §6.2 for `cnf`).
         static let introspected = ["sub", "client_id", "scope", "exp", "iat", "iss", "aud", "acr", "sid", "jti", "idp", "cnf", "attested"]
 
@@ -82,11 +97,13 @@ final class BearerAuthenticator: Sendable {
 
         /// What the object holds on the heap, as glibc's allocator hands it out (each block rounded
         /// up to 16 bytes with an 8-byte header, 32 at least): the object, each string too long to
-        /// be stored inline (over 15 bytes), the two arrays and the introspection answer.
+        /// be stored inline (over 15 bytes), the two arrays, the introspection answer, and the
+        /// forward-auth headers it may be given (their strings are shared with its own).
         var heapBytes: Int {
             let strings = [subject, clientID, sid, facts.scope, facts.acr ?? "", facts.providerID ?? "", facts.jkt ?? "", facts.attested ?? ""] + scopes + facts.audiences
             let outOfLine = strings.reduce(0) { $0 + ($1.utf8.count > 15 ? Self.block(32 + $1.utf8.count + 1) : 0) }
-            return Self.block(16 + 200) + outOfLine + Self.block(32 + 16 * scopes.count) + Self.block(32 + 16 * facts.audiences.count) + Self.block(32 + introspection.count)
+            let headers = Self.block(64) + Self.block(32 + 7 * MemoryLayout<HTTPField>.stride)
+            return Self.block(16 + 240) + headers + outOfLine + Self.block(32 + 16 * scopes.count) + Self.block(32 + 16 * facts.audiences.count) + Self.block(32 + introspection.count)
         }
 
         static func block(_ bytes: Int) -> Int { max(32, (bytes + 8 + 15) & ~15) }
@@ -106,7 +123,7 @@ final class BearerAuthenticator: Sendable {
     /// `target`: where a DPoP proof must point; nil where none can be checked (a DPoP-bound token is
     /// then refused).
     func authenticate(_ request: Request, session check: SessionCheck, target: DPoPTarget?) async throws(RelayError) -> AccessToken {
-        guard let header = request.headers[.authorization] else { throw .missingToken }
+        guard let header = try Self.authorization(request) else { throw .missingToken }
         guard let (presentedAsDPoP, token) = Self.credentials(header) else { throw .invalidRequest("use the Bearer or DPoP scheme") }
         let access: AccessToken
         do {
@@ -116,8 +133,11 @@ final class BearerAuthenticator: Sendable {
             await keys.synchronize(afterFailure: true)
             access = try verify(token)
         }
-        try await checkBinding(access, token: token, presentedAsDPoP: presentedAsDPoP, request: request, target: target)
-        guard check == .alive else { return access }
+        // Awaited only for a DPoP-bound token or proof: a gateway's Bearer requests do not suspend here.
+        if access.jkt != nil || presentedAsDPoP {
+            try await checkBinding(access, token: String(token), presentedAsDPoP: presentedAsDPoP, request: request, target: target)
+        }
+        guard check == .alive, !sessions.knownLive(access.sid) else { return access }
         let live: Bool
         do {
             live = try await sessions.isLive(access.sid)
@@ -128,10 +148,33 @@ final class BearerAuthenticator: Sendable {
         return access
     }
 
+    /// ``authenticate(_:session:target:)``'s answer when memory alone gives it: a Bearer token
+    /// verified before (same cache, same expiry) and, when asked, a session this instance knows
+    /// live. nil means "authenticate", never "refused": every refusal is the full path's to word.
+    func authenticateFromMemory(_ request: Request, session check: SessionCheck) -> AccessToken? {
+        guard let header = try? Self.authorization(request), let (presentedAsDPoP, token) = Self.credentials(header), !presentedAsDPoP,
+            let access = verified.get(DigestKey(hashing: token), now: clock.now), access.jkt == nil,
+            check == .none || sessions.knownLive(access.sid)
+        else { return nil }
+        return access
+    }
+
+    /// The `Authorization` header's value; nil when there is none. Two of them are refused rather
+    /// than joined (RFC 6750 §3.1: one method per request). One pass over the fields: HTTPFields'
+    /// own lookup joins every value of the name, and a gateway asks this of every request.
+    static func authorization(_ request: Request) throws(RelayError) -> String? {
+        var value: String?
+        for field in request.headers where field.name == .authorization {
+            guard value == nil else { throw .invalidRequest("send one Authorization header, not several") }
+            value = field.value
+        }
+        return value
+    }
+
     /// The scheme (case-insensitive, RFC 9110 §11.1) and the token of an `Authorization` header:
     /// `Bearer <token>` or `DPoP <token>`, spaces around the token ignored. Read on the bytes: this
     /// runs for every request a gateway forwards.
-    static func credentials(_ header: String) -> (dpop: Bool, token: String)? {
+    static func credentials(_ header: String) -> (dpop: Bool, token: Substring)? {
         var utf8 = Substring(header).utf8
         guard let space = utf8.firstIndex(of: UInt8(ascii: " ")) else { return nil }
         let scheme = utf8[..<space]
@@ -147,7 +190,7 @@ final class BearerAuthenticator: Sendable {
         while utf8.first == UInt8(ascii: " ") { utf8.removeFirst() }
         while utf8.last == UInt8(ascii: " ") { utf8.removeLast() }
         guard !utf8.isEmpty else { return nil }
-        return (dpop, String(Substring(utf8)))
+        return (dpop, Substring(utf8))
     }
 
     private static func equalsIgnoringCase(_ bytes: Substring.UTF8View, _ lowercase: StaticString) -> Bool {
@@ -182,13 +225,13 @@ final class BearerAuthenticator: Sendable {
     }
 
     /// The signature and claims, remembered per token until it expires.
-    func verify(_ token: String) throws(RelayError) -> AccessToken {
+    func verify(_ token: some StringProtocol) throws(RelayError) -> AccessToken {
         let now = clock.now
-        let key = SHA256.hash(Array(token.utf8))
+        let key = DigestKey(hashing: token)
         if let cached = verified.get(key, now: now) { return cached }
         let claims: VerifiedClaims
         do {
-            let jws = try JWS.parse(token)
+            let jws = try JWS.parse(String(token))
             try jws.verify(with: keys.ring.signingKeys)
             var policy = ClaimsPolicy(issuer: issuer)
             policy.expectedType = "at+jwt"
@@ -203,8 +246,8 @@ final class BearerAuthenticator: Sendable {
             throw .invalidToken("the access token lacks sub, client_id, sid or exp")
         }
         let access = AccessToken(subject: subject, clientID: clientID, sid: sid, claims: claims)
-        // The key (a 32-byte array) is one more block.
-        verified.put(key, access, bytes: access.heapBytes + AccessToken.block(32 + 32), expiresAt: expiration + Double(Self.leeway.components.seconds), now: now)
+        // The key is inline in the cache's slots (counted in its entry overhead).
+        verified.put(key, access, bytes: access.heapBytes, expiresAt: expiration + Double(Self.leeway.components.seconds), now: now)
         return access
     }
 }

@@ -41,16 +41,16 @@ struct ForwardAuthRoute: RelayRoutes {
         for method in Self.methods {
             router.on("/auth", method: method) { request, context in
                 // `/auth/` is `/auth/…` with an empty guarded path: its query is the client's too.
-                guard !request.uri.path.hasSuffix("/") else { return try await check.respond(to: request, context: context, options: nil) }
+                guard !request.uri.path.hasSuffix("/") else { return try await check.answer(request, context: context, options: nil) }
                 // Fail closed: a gateway query that cannot be read must not drop its requirements.
                 guard let options = FormParameters.query(of: request), options.firstRepeatedName == nil else {
                     return RelayError.invalidRequest("the /auth query (scope, acr, aud, session) cannot be read or repeats a parameter")
                         .bearer(requestID: context.requestID)
                 }
-                return try await check.respond(to: request, context: context, options: options)
+                return try await check.answer(request, context: context, options: options)
             }
             router.on("/auth/**", method: method) { request, context in
-                try await check.respond(to: request, context: context, options: nil)
+                try await check.answer(request, context: context, options: nil)
             }
         }
     }
@@ -74,14 +74,39 @@ struct ForwardAuthRoute: RelayRoutes {
             (self.audiences, self.names, self.acrOrders, self.trustedProxies) = (audiences, names, acrOrders, trustedProxies)
         }
 
-        func respond(to request: Request, context: RelaisRequestContext, options: FormParameters?) async throws -> Response {
-            try await RelayError.rendering(.bearer, context) { try await authorize(request, options: options, target: guardedRequest(request, context)) }
+        /// The answer from memory when it is there (a Bearer token verified before, its session
+        /// known live): synchronous, so a gateway's repeated checks enter no async function and
+        /// allocate no async frame. Otherwise the full check, which may ask the store.
+        @inline(__always)
+        func answer(_ request: Request, context: RelaisRequestContext, options: FormParameters?) async throws -> Response {
+            if let response = answerFromMemory(request, context: context, options: options) { return response }
+            return try await respond(to: request, context: context, options: options)
+        }
+
+        private func answerFromMemory(_ request: Request, context: RelaisRequestContext, options: FormParameters?) -> Response? {
+            guard options?["via"].map({ $0 == "token" }) ?? true else { return nil }
+            let checkSession = options?["session"].map { $0 != "0" } ?? checkSession
+            guard let access = bearer.authenticateFromMemory(request, session: checkSession ? .alive : .none) else { return nil }
+            do {
+                return try decide(.token(access), options: options)
+            } catch {
+                return error.response(.bearer, requestID: context.requestID)
+            }
+        }
+
+        private func respond(to request: Request, context: RelaisRequestContext, options: FormParameters?) async throws -> Response {
+            do {
+                return try decide(await principal(request, options: options, target: guardedRequest(request, context)), options: options)
+            } catch {
+                return try RelayError.rendered(error, .bearer, context)
+            }
         }
 
         /// The request the gateway guards, as a trusted gateway describes it: a DPoP proof is for that
         /// request, not for `/auth` (RFC 9449 §7.1, forward-auth). nil from anyone else.
         private func guardedRequest(_ request: Request, _ context: RelaisRequestContext) -> BearerAuthenticator.DPoPTarget? {
-            guard let peer = context.peerAddress, trustedProxies.contains(where: { $0.contains(peer) }),
+            // No trusted gateway configured: the peer's address is not even formatted.
+            guard !trustedProxies.isEmpty, let peer = context.peerAddress, trustedProxies.contains(where: { $0.contains(peer) }),
                 let method = request.headers[.xForwardedMethod], let scheme = request.headers[.xForwardedProto],
                 let host = request.headers[.xForwardedHost], let uri = request.headers[.xForwardedURI], uri.hasPrefix("/")
             else { return nil }
@@ -92,7 +117,7 @@ struct ForwardAuthRoute: RelayRoutes {
         private func principal(_ request: Request, options: FormParameters?, target: BearerAuthenticator.DPoPTarget?) async throws -> Principal {
             let via = options?["via"] ?? "token"
             guard via == "token" || via == "cookie" || via == "both" else { throw RelayError.invalidRequest("via must be token, cookie or both") }
-            if via == "token" || (via == "both" && request.headers[.authorization] != nil) {
+            if try via == "token" || (via == "both" && BearerAuthenticator.authorization(request) != nil) {
                 let checkSession = options?["session"].map { $0 != "0" } ?? checkSession
                 return .token(try await bearer.authenticate(request, session: checkSession ? .alive : .none, target: target))
             }
@@ -101,16 +126,16 @@ struct ForwardAuthRoute: RelayRoutes {
             return Principal(sid: sid, session: session, audiences: TokenMinter.audiences(of: app, scopes: session.scopes, issuer: bearer.issuer))
         }
 
-        private func authorize(_ request: Request, options: FormParameters?, target: BearerAuthenticator.DPoPTarget?) async throws -> Response {
-            let access = try await principal(request, options: options, target: target)
+        /// What the gateway asked of `access` (audience, scopes, attestation, step-up), and the 200.
+        private func decide(_ access: Principal, options: FormParameters?) throws(RelayError) -> Response {
             let facts = access.facts
             // A token minted for one API must not open another (RFC 9068 §4).
             let wanted = options?["aud"].map { $0.split(separator: " ").map(String.init) } ?? audiences
             if !wanted.isEmpty && !facts.audiences.contains(where: wanted.contains) {
-                throw RelayError.invalidToken("the access token is not for this API (aud)")
+                throw .invalidToken("the access token is not for this API (aud)")
             }
             if let required = options?["scope"]?.split(separator: " ").map(String.init), let missing = required.first(where: { !access.scopes.contains($0) }) {
-                throw RelayError.insufficientScope("the token lacks the scope '\(missing)'")
+                throw .insufficientScope("the token lacks the scope '\(missing)'")
             }
             // `?attested=1`: only tokens of app instances that proved they are the genuine app.
             if options?["attested"] == "1", facts.attested == nil {
@@ -123,8 +148,14 @@ struct ForwardAuthRoute: RelayRoutes {
                     dpop: facts.jkt != nil
                 )
             }
-            // Every identity header on every 200, empty when there is no value: a gateway that
-            // copies Relais' headers then overwrites any the client forged.
+            if case .token(let token) = access { return Response(status: .ok, headers: token.forwardHeaders(names: names) { identityHeaders(access) }) }
+            return Response(status: .ok, headers: identityHeaders(access))
+        }
+
+        /// Every identity header on every 200, empty when there is no value: a gateway that copies
+        /// Relais' headers then overwrites any the client forged.
+        private func identityHeaders(_ access: Principal) -> HTTPFields {
+            let facts = access.facts
             // Appended, not set: the names are distinct (checked by configuration), so no search.
             var headers = HTTPFields()
             headers.reserveCapacity(7)
@@ -135,7 +166,7 @@ struct ForwardAuthRoute: RelayRoutes {
             headers.append(HTTPField(name: names[4], value: access.sid))
             headers.append(HTTPField(name: names[5], value: facts.attested ?? ""))
             headers.append(HTTPField(name: .cacheControl, value: "no-store"))
-            return Response(status: .ok, headers: headers)
+            return headers
         }
     }
 }

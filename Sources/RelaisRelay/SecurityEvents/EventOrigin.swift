@@ -9,12 +9,12 @@ import RelaisServer
 /// (session checks at `/auth`) write none and pay nothing for it.
 struct EventOrigin: Sendable {
     let headers: HTTPFields
-    let peer: String?
+    let peer: RelaisRequestContext.Peer
     let requestID: String
     let trustedProxies: [IPNetwork]
 
     /// The client's address, through trusted proxies only (``ClientAddress``).
-    var ip: String { ClientAddress.resolve(peer: peer, forwardedFor: headers[.xForwardedFor], trustedProxies: trustedProxies) }
+    var ip: String { ClientAddress.resolve(peer: peer.ipAddress, forwardedFor: headers[.xForwardedFor], trustedProxies: trustedProxies) }
 
     /// At most 256 bytes of it: the header is the client's to fill.
     var userAgent: String? { headers[.userAgent].map { String(decoding: $0.utf8.prefix(256), as: UTF8.self) } }
@@ -27,7 +27,7 @@ struct EventOriginMiddleware: RouterMiddleware {
     let trustedProxies: [IPNetwork]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let origin = EventOrigin(headers: request.headers, peer: context.peerAddress, requestID: context.requestID, trustedProxies: trustedProxies)
+        let origin = EventOrigin(headers: request.headers, peer: context.peer, requestID: context.requestID, trustedProxies: trustedProxies)
         return try await EventOrigin.$current.withValue(origin) { try await next(request, context) }
     }
 }

@@ -202,6 +202,17 @@ struct SessionStore: Sendable {
     func isLive(_ sid: String) async throws -> Bool {
         let now = clock.now
         if let liveness, liveness.knowsLive(sid, now: now) { return true }
+        return try await readLiveness(sid, now: now)
+    }
+
+    /// True when this instance already knows `sid` live, without asking the store (false means
+    /// "ask with ``isLive(_:)``", never "ended"). Synchronous, so the session checks of a gateway's
+    /// requests do not enter an async function when the answer is in memory.
+    func knownLive(_ sid: String) -> Bool {
+        liveness?.knowsLive(sid, now: clock.now) ?? false
+    }
+
+    private func readLiveness(_ sid: String, now: Double) async throws -> Bool {
         let epoch = liveness?.currentEpoch
         guard case .expiresIn(let remaining) = try await store.timeToLive(Key.session(sid)) else { return false }
         if let liveness, let epoch {

@@ -11,7 +11,7 @@ struct SessionVault: Sendable {
     /// Opened identities by the SHA-256 of their sealed form: /userinfo opens the same session's
     /// identity on every call, and unsealing costs more than the rest of the request.
     /// Bounded in bytes (`memory.identities`).
-    let opened: MemoryCache<[UInt8], SessionIdentity>
+    let opened: MemoryCache<DigestKey, SessionIdentity>
 
     init(keys: RelayKeys, cacheBytes: Int = MemorySettings().identities) {
         self.keys = keys
@@ -20,7 +20,7 @@ struct SessionVault: Sendable {
 
     /// The identity of a session, from memory when this sealed form was opened before.
     func openIdentity(_ sealed: String) -> SessionIdentity? {
-        let key = SHA256.hash(Array(sealed.utf8))
+        let key = DigestKey(hashing: sealed)
         if let cached = opened.get(key, now: 0) { return cached }
         guard let identity = open(SessionIdentity.self, sealed) else { return nil }
         // Decoded claims take about twice their sealed (encrypted, base64url) form.
