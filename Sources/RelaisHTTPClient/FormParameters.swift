@@ -103,6 +103,15 @@ public struct FormParameters: Sendable, Equatable {
         base + (base.contains("?") ? "&" : "?") + encode(pairs)
     }
 
+    /// One form-encoded component (`+` a space, `%XX` a byte), decoded; nil when an escape or the
+    /// UTF-8 is invalid. For names and values that come apart from a form (HTTP Basic's sides).
+    public static func decodeComponent(_ text: Substring) -> String? {
+        var text = text
+        return text.withUTF8 { bytes in
+            decode(bytes, escaped: bytes.contains { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") })
+        }
+    }
+
     private static func decode(_ text: UnsafeBufferPointer<UInt8>, escaped: Bool) -> String? {
         // Most fields need no decoding. The text comes from a String cut at ASCII `&` and `=`: it
         // is valid UTF-8 already, and is taken as it is.

@@ -54,8 +54,8 @@ struct IntrospectRoute: RelayRoutes {
     static func basicCredentials(_ header: String) -> (id: String, secret: String)? {
         guard isBasic(header), let decoded = Base64.decode(String(Substring(header.utf8.dropFirst(6)))),
             let text = String(validating: decoded, as: UTF8.self), let colon = text.utf8.firstIndex(of: UInt8(ascii: ":")),
-            let id = FormParameters(encoded: "i=" + text[..<colon])?["i"],
-            let secret = FormParameters(encoded: "s=" + text[text.utf8.index(after: colon)...])?["s"]
+            let id = FormParameters.decodeComponent(text[..<colon]),
+            let secret = FormParameters.decodeComponent(text[text.utf8.index(after: colon)...])
         else { return nil }
         return (id, secret)
     }

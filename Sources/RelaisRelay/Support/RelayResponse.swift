@@ -13,11 +13,15 @@ enum RelayResponse {
 
     static func json(_ status: HTTPResponse.Status, serialized body: [UInt8], headers extra: HTTPFields = [:]) -> Response {
         var headers = extra
-        headers[.contentType] = "application/json"
-        headers[.cacheControl] = "no-store"
-        headers[.pragma] = "no-cache"
+        if headers.isEmpty {
+            headers = jsonHeaders  // shared: no field built or searched per response
+        } else {
+            for field in jsonHeaders { headers[field.name] = field.value }
+        }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
+
+    private static let jsonHeaders: HTTPFields = [.contentType: "application/json", .cacheControl: "no-store", .pragma: "no-cache"]
 
     /// A public document (metadata, keys) that caches may keep for five minutes.
     static func publicDocument(_ body: [UInt8], contentType: String, maxAge: Int = 300) -> Response {
