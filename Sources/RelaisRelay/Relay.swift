@@ -89,8 +89,11 @@ public struct Relay: Sendable {
     }
 
     public func register(on router: Router<RelaisRequestContext>) {
+        // Forward-auth binds its events' origin itself, on its full path only: the checks it answers
+        // from memory record no event, and a binding per request is a measurable share of them.
+        for group in routes where group is ForwardAuthRoute { group.register(on: router) }
         router.middlewares.add(EventOriginMiddleware(trustedProxies: trustedProxies))
-        for group in routes { group.register(on: router) }
+        for group in routes where !(group is ForwardAuthRoute) { group.register(on: router) }
     }
 
     /// The security event log: off, or to its output with a hash key that every instance shares

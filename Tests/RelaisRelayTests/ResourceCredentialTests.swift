@@ -48,7 +48,7 @@ import Testing
                 response.headers.filter { $0.name.canonicalName.hasPrefix("x-relais-") || $0.name == .cacheControl }.map { "\($0.name)=\($0.value)" }
             }
             let first = try await client.execute(uri: "/auth", method: .get, headers: bearer)
-            #expect(first.status == .ok && identity(first).count == 7)
+            #expect(first.status == .ok && identity(first).count == 7 && first.headers[.contentLength] == "0")
             for _ in 0..<2 {
                 let again = try await client.execute(uri: "/auth", method: .get, headers: bearer)
                 #expect(again.status == .ok && identity(again) == identity(first))

@@ -118,6 +118,27 @@ import Testing
         }
     }
 
+    /// `/auth` is registered outside the middleware that names a request as its events' origin
+    /// (its in-memory answers record none); its full path names it itself.
+    @Test func aProofRefusedAtForwardAuthIsRecordedWithItsRequest() async throws {
+        let fixture = Self.fixture { $0.server.trustedProxies = ["127.0.0.1/32", "::1/128"] }
+        try await fixture.test(.live) { client in
+            let key = try RelayDPoPTests.AppKey(fixture.clock)
+            let redeemed = try await RelayDPoPTests.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", RelayDPoPTests.tokenURL)])
+            let access = try #require(Route.json(redeemed)["access_token"]?.stringValue)
+            let headers: HTTPFields = [
+                .authorization: "DPoP \(access)", DPoPGuard.header: try key.proof("GET", "https://api.example.fr/orders", accessToken: access),
+                HTTPField.Name("X-Forwarded-Method")!: "DELETE", HTTPField.Name("X-Forwarded-Proto")!: "https",
+                HTTPField.Name("X-Forwarded-Host")!: "api.example.fr", HTTPField.Name("X-Forwarded-Uri")!: "/orders",
+                HTTPField.Name("X-Request-Id")!: "gateway-request-7", .userAgent: "orders-app/2.1",
+            ]
+            #expect(try await client.execute(uri: "/auth", method: .get, headers: headers).status == .unauthorized)
+            let refused = try #require(fixture.events.named(.dpopRefused).first)
+            #expect(refused["request_id"] == .string("gateway-request-7") && refused["user_agent"] == .string("orders-app/2.1"))
+            #expect(refused["ip"]?.stringValue?.isEmpty == false)
+        }
+    }
+
     @Test func refusedProofsAndAttestationsAndRateLimitsAreRecorded() async throws {
         let form = Route.form([("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "x")])
         let dpop = Self.fixture { configuration in

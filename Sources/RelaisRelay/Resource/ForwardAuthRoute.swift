@@ -94,11 +94,15 @@ struct ForwardAuthRoute: RelayRoutes {
             }
         }
 
+        /// The full check. Registered outside ``EventOriginMiddleware`` (see `Relay.register`), so a
+        /// DPoP proof refused here is recorded with this request as its origin.
         private func respond(to request: Request, context: RelaisRequestContext, options: FormParameters?) async throws -> Response {
-            do {
-                return try decide(await principal(request, options: options, target: guardedRequest(request, context)), options: options)
-            } catch {
-                return try RelayError.rendered(error, .bearer, context)
+            try await EventOrigin.binding(request, context, trustedProxies: trustedProxies) {
+                do {
+                    return try decide(await principal(request, options: options, target: guardedRequest(request, context)), options: options)
+                } catch {
+                    return try RelayError.rendered(error, .bearer, context)
+                }
             }
         }
 
@@ -158,7 +162,7 @@ struct ForwardAuthRoute: RelayRoutes {
             let facts = access.facts
             // Appended, not set: the names are distinct (checked by configuration), so no search.
             var headers = HTTPFields()
-            headers.reserveCapacity(7)
+            headers.reserveCapacity(8)
             headers.append(HTTPField(name: names[0], value: access.subject))
             headers.append(HTTPField(name: names[1], value: access.clientID))
             headers.append(HTTPField(name: names[2], value: facts.acr ?? ""))
@@ -166,6 +170,8 @@ struct ForwardAuthRoute: RelayRoutes {
             headers.append(HTTPField(name: names[4], value: access.sid))
             headers.append(HTTPField(name: names[5], value: facts.attested ?? ""))
             headers.append(HTTPField(name: .cacheControl, value: "no-store"))
+            // Said here, so that the response does not add it to a token's kept headers each time.
+            headers.append(HTTPField(name: .contentLength, value: "0"))
             return headers
         }
     }

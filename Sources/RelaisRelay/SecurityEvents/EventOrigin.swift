@@ -20,6 +20,14 @@ struct EventOrigin: Sendable {
     var userAgent: String? { headers[.userAgent].map { String(decoding: $0.utf8.prefix(256), as: UTF8.self) } }
 
     @TaskLocal static var current: EventOrigin?
+
+    /// Runs `work` with this request as the origin of the events it records.
+    static func binding<Result>(
+        _ request: Request, _ context: RelaisRequestContext, trustedProxies: [IPNetwork], _ work: () async throws -> Result
+    ) async throws -> Result {
+        let origin = EventOrigin(headers: request.headers, peer: context.peer, requestID: context.requestID, trustedProxies: trustedProxies)
+        return try await $current.withValue(origin) { try await work() }
+    }
 }
 
 struct EventOriginMiddleware: RouterMiddleware {
@@ -27,7 +35,6 @@ struct EventOriginMiddleware: RouterMiddleware {
     let trustedProxies: [IPNetwork]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let origin = EventOrigin(headers: request.headers, peer: context.peer, requestID: context.requestID, trustedProxies: trustedProxies)
-        return try await EventOrigin.$current.withValue(origin) { try await next(request, context) }
+        try await EventOrigin.binding(request, context, trustedProxies: trustedProxies) { try await next(request, context) }
     }
 }
