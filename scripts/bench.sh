@@ -32,6 +32,7 @@ cleanup() {
     [ -n "${relais_tls_pid:-}" ] && kill "$relais_tls_pid" 2>/dev/null && wait "$relais_tls_pid" 2>/dev/null || true
     [ -n "${relais_count_pid:-}" ] && kill "$relais_count_pid" 2>/dev/null && wait "$relais_count_pid" 2>/dev/null || true
     [ -n "${relais_soak_pid:-}" ] && kill "$relais_soak_pid" 2>/dev/null && wait "$relais_soak_pid" 2>/dev/null || true
+    [ -n "${relais_fresh_pid:-}" ] && kill "$relais_fresh_pid" 2>/dev/null && wait "$relais_fresh_pid" 2>/dev/null || true
     [ -n "${provider_pid:-}" ] && kill "$provider_pid" 2>/dev/null && wait "$provider_pid" 2>/dev/null || true
     [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
     rm -rf "$work"
@@ -292,6 +293,33 @@ kill "$relais_count_pid"; wait "$relais_count_pid" 2>/dev/null || true
 # The main relay's memory after every phase above (thousands of sign-ins, wrk, 3,500 slow connections).
 main_rss_after_kb=$(awk '/VmRSS/ {print $2}' "/proc/$relais_pid/status")
 
+# Issue 15's "resident memory of the RP, one token hammered by wrk": a fresh relay on the same
+# configuration and store, VmRSS once ready and after wrk's run on /auth?session=1 with the token
+# above. Twice: the build measured above (Swift runtime and Foundation as shared libraries, mapped
+# whole and relocated at start), and the build the image ships (docker/Dockerfile: static Swift
+# runtime, stripped), which carries only what it uses. Its own scratch path: .build/release stays as is.
+echo "Resident memory of a fresh relay, one token hammered by wrk (this build, then the image's)..."
+swift build -c release --product relais --static-swift-stdlib --scratch-path .build-static >/dev/null
+shipped="$work/relais-shipped"
+install -m 755 "$(swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path)/relais" "$shipped"
+strip --strip-all "$shipped"
+fresh_rss() {  # binary; sets fresh_ready_kb and fresh_wrk_kb (no subshell: cleanup must see the pid)
+    local port; port=$(free_port)
+    sed -e "s|port: $relais_port,|port: $port,|" "$work/relais.yaml" >"$work/relais-fresh.yaml"
+    "$1" serve --config "$work/relais-fresh.yaml" >"$work/relais-fresh.log" 2>&1 &
+    relais_fresh_pid=$!
+    wait_for "http://127.0.0.1:$port/readyz"
+    fresh_ready_kb=$(awk '/VmRSS/ {print $2}' "/proc/$relais_fresh_pid/status")
+    run_wrk "http://127.0.0.1:$port/auth?session=1" -H "Authorization: Bearer $access_token" >/dev/null
+    fresh_wrk_kb=$(awk '/VmRSS/ {print $2}' "/proc/$relais_fresh_pid/status")
+    kill "$relais_fresh_pid"; wait "$relais_fresh_pid" 2>/dev/null || true
+    relais_fresh_pid=
+}
+fresh_rss .build/release/relais
+dynamic_ready_kb=$fresh_ready_kb dynamic_wrk_kb=$fresh_wrk_kb
+fresh_rss "$shipped"
+shipped_ready_kb=$fresh_ready_kb shipped_wrk_kb=$fresh_wrk_kb
+
 # The soak (issue 15): app instances refreshing and calling /userinfo flat out against a relay
 # started for it (same configuration and store), its resident memory sampled every 10 s: what a
 # relay serving this traffic holds, not what earlier phases left behind.
@@ -473,6 +501,18 @@ mkdir -p bench
     echo "| GET /auth, session checked | $alloc_auth |"
     echo "| GET /userinfo | $alloc_userinfo |"
     echo "| POST /introspect | $alloc_introspect |"
+    echo
+    echo "## Resident memory: a fresh relay, one token hammered by wrk"
+    echo
+    echo "A relay started on the same configuration and store, VmRSS once ready and after wrk -d$DURATION on /auth?session=1 with"
+    echo "one token (issue 15's goal: ≤ 48 MiB). Two builds of the same sources: the one measured above (the Swift runtime and"
+    echo "Foundation as shared libraries, mapped and relocated whole) and the one the image ships (docker/Dockerfile:"
+    echo "--static-swift-stdlib, stripped). Most of either figure is code pages, not data."
+    echo
+    echo "| build | ready | after wrk |"
+    echo "|---|---:|---:|"
+    echo "| release, shared Swift runtime (this benchmark's) | $(mib "$dynamic_ready_kb") MiB | $(mib "$dynamic_wrk_kb") MiB |"
+    echo "| release, static Swift runtime, stripped (the image's) | $(mib "$shipped_ready_kb") MiB | $(mib "$shipped_wrk_kb") MiB |"
     echo
     echo "## Soak: resident memory under refreshes"
     echo
