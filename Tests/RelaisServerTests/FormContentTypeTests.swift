@@ -24,6 +24,15 @@ import Testing
         #expect(!FormParameters.isForm(twice))
     }
 
+    @Test func aFieldIsAbsentGivenOnceOrRepeated() {
+        var fields: HTTPFields = [.accept: "a"]
+        #expect(fields.occurrence(of: .authorization) == .absent)
+        fields.append(HTTPField(name: .authorization, value: "Bearer x"))
+        #expect(fields.occurrence(of: .authorization) == .once("Bearer x"))
+        fields.append(HTTPField(name: .authorization, value: "Bearer x"))
+        #expect(fields.occurrence(of: .authorization) == .repeated)
+    }
+
     @Test func aComponentIsDecodedAsInAForm() {
         #expect(FormParameters.decodeComponent("a+b%20c%C3%A9"[...]) == "a b cé")
         #expect(FormParameters.decodeComponent("plain"[...]) == "plain")

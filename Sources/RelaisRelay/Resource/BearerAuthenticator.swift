@@ -160,15 +160,13 @@ final class BearerAuthenticator: Sendable {
     }
 
     /// The `Authorization` header's value; nil when there is none. Two of them are refused rather
-    /// than joined (RFC 6750 §3.1: one method per request). One pass over the fields: HTTPFields'
-    /// own lookup joins every value of the name, and a gateway asks this of every request.
+    /// than joined (RFC 6750 §3.1: one method per request).
     static func authorization(_ request: Request) throws(RelayError) -> String? {
-        var value: String?
-        for field in request.headers where field.name == .authorization {
-            guard value == nil else { throw .invalidRequest("send one Authorization header, not several") }
-            value = field.value
+        switch request.headers.occurrence(of: .authorization) {
+        case .absent: nil
+        case .once(let value): value
+        case .repeated: throw .invalidRequest("send one Authorization header, not several")
         }
-        return value
     }
 
     /// The scheme (case-insensitive, RFC 9110 §11.1) and the token of an `Authorization` header:

@@ -85,13 +85,17 @@ struct ForwardAuthRoute: RelayRoutes {
 
         private func answerFromMemory(_ request: Request, context: RelaisRequestContext, options: FormParameters?) -> Response? {
             guard options?["via"].map({ $0 == "token" }) ?? true else { return nil }
-            let checkSession = options?["session"].map { $0 != "0" } ?? checkSession
-            guard let access = bearer.authenticateFromMemory(request, session: checkSession ? .alive : .none) else { return nil }
+            guard let access = bearer.authenticateFromMemory(request, session: sessionCheck(options)) else { return nil }
             do {
                 return try decide(.token(access), options: options)
             } catch {
                 return error.response(.bearer, requestID: context.requestID)
             }
+        }
+
+        /// `?session=0|1` from the gateway, else `forward_auth.check_session`.
+        private func sessionCheck(_ options: FormParameters?) -> BearerAuthenticator.SessionCheck {
+            options?["session"].map { $0 != "0" } ?? checkSession ? .alive : .none
         }
 
         /// The full check. Registered outside ``EventOriginMiddleware`` (see `Relay.register`), so a
@@ -122,8 +126,7 @@ struct ForwardAuthRoute: RelayRoutes {
             let via = options?["via"] ?? "token"
             guard via == "token" || via == "cookie" || via == "both" else { throw RelayError.invalidRequest("via must be token, cookie or both") }
             if try via == "token" || (via == "both" && BearerAuthenticator.authorization(request) != nil) {
-                let checkSession = options?["session"].map { $0 != "0" } ?? checkSession
-                return .token(try await bearer.authenticate(request, session: checkSession ? .alive : .none, target: target))
+                return .token(try await bearer.authenticate(request, session: sessionCheck(options), target: target))
             }
             let (sid, session) = try await webSessions.authenticate(request)
             guard let app = apps[session.clientID] else { throw RelayError.invalidToken("the web session's app is no longer registered") }

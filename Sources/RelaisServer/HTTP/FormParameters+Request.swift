@@ -21,12 +21,8 @@ extension FormParameters {
     /// True when the (single) Content-Type is a form, its parameters aside; read on the bytes,
     /// case-insensitively (RFC 9110 §8.3.1). Two Content-Type fields are not a form.
     static func isForm(_ headers: HTTPFields) -> Bool {
-        var found: String?
-        for field in headers where field.name == .contentType {
-            guard found == nil else { return false }
-            found = field.value
-        }
-        guard let utf8 = found?.utf8 else { return false }
+        guard case .once(let value) = headers.occurrence(of: .contentType) else { return false }
+        let utf8 = value.utf8
         let form = "application/x-www-form-urlencoded".utf8
         guard utf8.count >= form.count, zip(utf8, form).allSatisfy({ (0x41...0x5A ~= $0 ? $0 | 0x20 : $0) == $1 }) else { return false }
         // Only parameters may follow: `; charset=UTF-8`, or white space before them.
