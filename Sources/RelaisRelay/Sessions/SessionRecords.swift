@@ -11,17 +11,24 @@ import RelaisStore
 struct AppRequest: Sendable, Equatable {
     var clientID: String
     var redirectURI: String
-    var codeChallenge: String
+    /// What the code must be redeemed with.
+    var redemption: Redemption
     var state: String?
     var scopes: [String]
     /// The app's own `nonce`, echoed in Relais' id_token.
     var nonce: String?
     /// What Relais asks of the provider on the app's behalf.
     var upstream: Upstream
-    /// RFC 9449 §10: the thumbprint of the DPoP key the code may only be redeemed with.
-    var dpopJKT: String?
     /// The label the app gave its device (`device_name`), shown in the person's session list.
     var deviceName: String?
+
+    /// The proofs `/token` asks of whoever redeems the code.
+    struct Redemption: Sendable, Equatable {
+        /// PKCE (RFC 7636): the verifier must hash to it.
+        var codeChallenge: String
+        /// RFC 9449 §10: the thumbprint of the DPoP key the code may only be redeemed with.
+        var dpopJKT: String?
+    }
 
     struct Upstream: Sendable, Equatable {
         var providerID: String
@@ -37,6 +44,11 @@ struct AppRequest: Sendable, Equatable {
     var providerID: String { upstream.providerID }
     var acr: String? { upstream.acr }
     var forceLogin: Bool { upstream.forceLogin }
+    var codeChallenge: String { redemption.codeChallenge }
+    var dpopJKT: String? {
+        get { redemption.dpopJKT }
+        set { redemption.dpopJKT = newValue }
+    }
 
     init(
         clientID: String, redirectURI: String, codeChallenge: String, state: String?, scopes: [String], nonce: String?, providerID: String,
@@ -44,7 +56,7 @@ struct AppRequest: Sendable, Equatable {
     ) {
         self.clientID = clientID
         self.redirectURI = redirectURI
-        self.codeChallenge = codeChallenge
+        redemption = Redemption(codeChallenge: codeChallenge)
         self.state = state
         self.scopes = scopes
         self.nonce = nonce
