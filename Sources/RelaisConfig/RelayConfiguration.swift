@@ -162,6 +162,9 @@ public struct ProviderSettings: Sendable {
 /// A mobile app allowed to sign in through Relais (`apps.<client_id>`): an OAuth public client.
 public struct AppSettings: Sendable {
     public var clientID: String
+    /// The name people know the app by (`apps.<client_id>.name`), shown where they decide about it
+    /// (a device request's approval); nil shows the client_id.
+    public var name: String?
     /// Exact redirect URIs. A loopback `http://127.0.0.1/...` or `http://[::1]/...` entry matches any
     /// port (RFC 8252 §7.3).
     public var redirectURIs: [String]
@@ -189,7 +192,20 @@ public struct AppSettings: Sendable {
         public var approvers: [String] = []
         /// The approving token must come from an attested app instance.
         public var attestedApprovers = false
+        /// What the approving token must prove (`device_approvers_proof`): by default a DPoP proof
+        /// by the key it is bound to, so that a leaked access token alone cannot open a session.
+        public var approverProof = ApproverProof.dpop
+        /// How recent the approving session's sign-in must be (`device_approval_max_age`); older,
+        /// the app is asked to sign the person in again (`insufficient_user_authentication`).
+        public var approvalMaxAge: Duration = .seconds(900)
         public init() {}
+
+        public enum ApproverProof: String, Sendable, CaseIterable {
+            /// A DPoP-bound access token, presented with a proof by its key.
+            case dpop
+            /// Any access token of an approver app, bearer tokens included.
+            case bearer
+        }
     }
 
     /// Attestation-based client authentication (draft-ietf-oauth-attestation-based-client-auth):

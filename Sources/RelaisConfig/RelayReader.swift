@@ -34,10 +34,19 @@ extension ValueReader {
         relayDevAttester(into: &result)
         let devAttester = result.relay.devAttester
         result.apps = ids("apps").map { readApp(id: $0, providerIDs: providerIDs, devAttester: devAttester, environment: environment) }
-        let appIDs = Set(result.apps.map(\.clientID))
         for app in result.apps {
-            for approver in app.deviceGrant?.approvers ?? [] where !appIDs.contains(approver) {
-                problem("apps.\(app.clientID).device_approvers", "'\(approver)' is not a configured app")
+            for approver in app.deviceGrant?.approvers ?? [] {
+                guard let approving = result.apps.first(where: { $0.clientID == approver }) else {
+                    problem("apps.\(app.clientID).device_approvers", "'\(approver)' is not a configured app")
+                    continue
+                }
+                // A proof is asked of approvers by default: one that can never make it is a mistake.
+                if app.deviceGrant?.approverProof == .dpop, approving.dpop == .off {
+                    problem(
+                        "apps.\(app.clientID).device_approvers",
+                        "'\(approver)' has dpop: off, so it can never approve with a DPoP-bound token; allow DPoP there or set device_approvers_proof: bearer"
+                    )
+                }
             }
         }
         result.resourceServers = ids("resource_servers").map { readResourceServer(id: $0) }
@@ -65,6 +74,14 @@ extension ValueReader {
         var forward = result.forwardAuth
         forward.checkSession = boolean("forward_auth.check_session") ?? forward.checkSession
         forward.audiences = list("forward_auth.audiences") ?? forward.audiences
+        // Without it, /auth lets through a token minted for any API of any app: a convenience in
+        // development, a confused deputy in production.
+        if environment == .production, !result.apps.isEmpty, forward.audiences.isEmpty {
+            problem(
+                "forward_auth.audiences",
+                "is empty: /auth would accept any app's access token, whichever API it was minted for; list the audiences the guarded APIs accept"
+            )
+        }
         for (key, path) in [
             ("subject_header", \ForwardAuthSettings.subjectHeader), ("client_header", \.clientHeader), ("acr_header", \.acrHeader),
             ("scope_header", \.scopeHeader), ("session_header", \.sessionHeader), ("attested_header", \.attestedHeader),
@@ -145,6 +162,7 @@ extension ValueReader {
         for uri in app.postLogoutRedirectURIs {
             if let reason = RedirectURIRules.problem(uri) { problem("\(base).post_logout_redirect_uris", "'\(uri)': \(reason)") }
         }
+        app.name = text("\(base).name")
         app.accessTokenLifetime = duration("\(base).access_token_lifetime") ?? app.accessTokenLifetime
         app.audiences = list("\(base).audiences") ?? app.audiences
         app.dpop = choice("\(base).dpop", default: app.dpop)
@@ -153,12 +171,15 @@ extension ValueReader {
         for target in app.webTargets { checkURL("\(base).web_targets", target, environment: environment) }
         let approvers = list("\(base).device_approvers")
         let attestedApprovers = boolean("\(base).device_approvers_attested")
+        var grant = AppSettings.DeviceGrant()
+        grant.approverProof = choice("\(base).device_approvers_proof", default: grant.approverProof)
+        let maxAge = duration("\(base).device_approval_max_age")
+        grant.approvalMaxAge = maxAge ?? grant.approvalMaxAge
         if boolean("\(base).device_grant") == true {
-            var grant = AppSettings.DeviceGrant()
             grant.approvers = approvers ?? []
             grant.attestedApprovers = attestedApprovers ?? false
             app.deviceGrant = grant
-        } else if approvers != nil || attestedApprovers != nil {
+        } else if approvers != nil || attestedApprovers != nil || maxAge != nil || text("\(base).device_approvers_proof") != nil {
             problem("\(base).device_approvers", "set device_grant: true for the app first")
         }
         readAttestation(into: &app, base: base, devAttester: devAttester)

@@ -70,11 +70,11 @@ public struct Relay: Sendable {
                 trustedProxies: trustedProxies
             ),
             SessionCodeRoutes(
-                issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, limiter: limiter, developmentTarget: development ? issuer + DemoAppRoutes.webPath : nil
+                issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, vault: vault, limiter: limiter, developmentTarget: development ? issuer + DemoAppRoutes.webPath : nil
             ),
             DeviceRoutes(issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, limiter: limiter, events: events),
             DevicePageRoutes(issuer: issuer, apps: apps, sessions: sessions, limiter: limiter, starter: starter),
-            RevokeRoute(apps: apps, tokens: tokenSessions, events: events),
+            RevokeRoute(apps: apps, tokens: tokenSessions, dpop: dpop, issuer: issuer, events: events),
             LogoutRoutes(apps: apps, providers: providers, vault: vault, tokens: tokenSessions, bearer: bearer, events: events),
             BackchannelLogoutRoute(providers: providers, sessions: sessions, events: events),
             WellKnownRoutes(files: configuration.wellKnown),

@@ -59,6 +59,8 @@ import Testing
             apps:
               app:
                 redirect_uris: ["com.example.app:/cb"]
+            forward_auth:
+              audiences: [app]
             """
         )
         let found = await problems(file: file)

@@ -302,4 +302,52 @@ import Testing
     private func found(_ problems: [String], _ prefix: String, _ suffix: String) -> Bool {
         problems.contains { $0.hasPrefix(prefix) && $0.hasSuffix(suffix) }
     }
+
+    /// Device approval (finding 1): a DPoP-proved, recent approver by default; an approver that can
+    /// never make a DPoP-bound token is a mistake reported at load.
+    @Test func deviceApprovalSettingsAreReadAndChecked() async throws {
+        let base = """
+            providers:
+              fc: {issuer: http://127.0.0.1:9/api/v2, client_id: a, client_secret: b}
+            apps:
+              phone: {redirect_uris: ["com.example.app:/cb"], dpop: DPOP}
+              tv:
+                name: Télévision du salon
+                redirect_uris: ["http://127.0.0.1/cb"]
+                device_grant: true
+                device_approvers: [phone]
+            """
+        let defaults = try await load(base.replacingOccurrences(of: "DPOP", with: "allowed")).get()
+        let tv = try #require(defaults.apps.first { $0.clientID == "tv" })
+        #expect(tv.name == "Télévision du salon")
+        #expect(tv.deviceGrant?.approverProof == .dpop && tv.deviceGrant?.approvalMaxAge == .seconds(900))
+        let set = try await load(base.replacingOccurrences(of: "DPOP", with: "allowed") + "\n    device_approvers_proof: bearer\n    device_approval_max_age: 5m\n").get()
+        let relaxed = try #require(set.apps.first { $0.clientID == "tv" }?.deviceGrant)
+        #expect(relaxed.approverProof == .bearer && relaxed.approvalMaxAge == .seconds(300))
+        #expect(try await problems(base.replacingOccurrences(of: "DPOP", with: "off")) == [
+            "apps.tv.device_approvers: 'phone' has dpop: off, so it can never approve with a DPoP-bound token; allow DPoP there or set device_approvers_proof: bearer"
+        ])
+        #expect(try await problems(base.replacingOccurrences(of: "DPOP", with: "off") + "\n    device_approvers_proof: bearer\n").isEmpty)
+        #expect(try await problems(base.replacingOccurrences(of: "DPOP", with: "allowed") + "\n    device_approvers_proof: maybe\n") == [
+            "apps.tv.device_approvers_proof: expected one of dpop, bearer; got 'maybe'"
+        ])
+        let withoutGrant = "apps:\n  phone: {redirect_uris: [\"com.example.app:/cb\"], device_approval_max_age: 5m}\n"
+        #expect(try await problems(withoutGrant).contains("apps.phone.device_approvers: set device_grant: true for the app first"))
+    }
+
+    /// Finding 6: in production, `/auth` without audiences would take any app's token.
+    @Test func productionForwardAuthNeedsAudiences() async throws {
+        let apps = """
+            providers:
+              fc: {issuer: https://idp.example.fr, client_id: a, client_secret: b}
+            apps:
+              phone: {redirect_uris: ["com.example.app:/cb"]}
+            """
+        let found = try await problems(apps, development: false)
+        #expect(found.contains { $0.hasPrefix("forward_auth.audiences: is empty: /auth would accept any app's access token") }, "\(found)")
+        let listed = try await problems(apps + "\nforward_auth: {audiences: [api.example.fr]}\n", development: false)
+        #expect(!listed.contains { $0.hasPrefix("forward_auth.audiences") }, "\(listed)")
+        // Development keeps the convenience.
+        #expect(!(try await problems(apps)).contains { $0.hasPrefix("forward_auth.audiences") })
+    }
 }

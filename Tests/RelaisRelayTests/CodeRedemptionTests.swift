@@ -209,3 +209,56 @@ final class InterposedStore: KeyValueStore {
     func ping() async throws { try await base.ping() }
     func shutdown() async throws { try await base.shutdown() }
 }
+
+/// A step-up's redemption against a store that fails at any one of its calls: the new session is
+/// either not written (503, and the retry succeeds) or written and answered; ending the session it
+/// replaces is clean-up, so its failure never turns the answer into an error that makes the app's
+/// retry look like a replayed code.
+@Suite struct StepUpRedemptionTests {
+    @Test func aFailureAfterTheNewSessionIsCommittedStillAnswersTheTokens() async throws {
+        var failingCall = 1
+        let answeredDespiteAFailure = Mutex(false)
+        while true {
+            let gate = InterposedStore.Gate()
+            let fixture = RelayRouteTests.Fixture(serving: { InterposedStore(base: $0, failFirstAt: failingCall, gate: gate) })
+            let call = failingCall
+            try await fixture.test { client in
+                // The session being stepped up, opened without failures.
+                let old = try #require(RelayRouteTests.json(try await client.execute(
+                    uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(try await CodeRedemptionTests.signIn(fixture))
+                ))["access_token"]?.stringValue)
+                let oldSID = try #require(JSONValue.object(from: try JWS.parse(old).payload)?["sid"]?.stringValue)
+                let verifier = SecureRandom.token(bits: 256)
+                let app = AppRequest(
+                    clientID: "app", redirectURI: RelayRouteTests.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"],
+                    nonce: nil, providerID: "fc", acr: "eidas2", forceLogin: false
+                )
+                let identity = SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x")
+                let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions)).seal(identity)
+                let code = SessionTokens.code(sid: SessionStore.newSessionID(), secret: try #require(identity.tokenSecret))
+                try await fixture.sessions.saveCode(
+                    RelayCode(app: app, subject: "sub-1", acr: "eidas2", sealedIdentity: sealed, providerSessionID: nil, replaces: oldSID), code: code
+                )
+                let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", RelayRouteTests.redirect), ("code_verifier", verifier)]
+                let first = try await InterposedStore.$caller.withValue(.first) {
+                    try await client.execute(uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(fields))
+                }
+                var tokens = RelayRouteTests.json(first)
+                if first.status != .ok {
+                    #expect(first.status == .serviceUnavailable, "store call \(call) failed: \(tokens)")
+                    let retry = try await client.execute(uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(fields))
+                    #expect(retry.status == .ok, "store call \(call) failed, then the retry: \(RelayRouteTests.json(retry))")
+                    tokens = RelayRouteTests.json(retry)
+                } else if gate.calls.withLock({ $0 }) >= call {
+                    answeredDespiteAFailure.withLock { $0 = true }
+                }
+                #expect(tokens["access_token"] != nil, "store call \(call) failed: no tokens in the end")
+                #expect(!fixture.events.names.contains("token.code_replayed"), "store call \(call) failed: the retry was taken for a replay")
+            }
+            if gate.calls.withLock({ $0 }) < failingCall { break }
+            failingCall += 1
+        }
+        // One of the failing calls came after the commit (ending the old session), and was answered.
+        #expect(answeredDespiteAFailure.withLock { $0 })
+    }
+}

@@ -22,6 +22,7 @@ import Testing
     static func fixture(_ change: @escaping (inout RelaisConfiguration) -> Void = { _ in }) -> Route.Fixture {
         Route.Fixture { configuration in
             var tv = AppSettings(clientID: "tv", redirectURIs: ["http://127.0.0.1/cb"], providers: ["fc"], scopes: ["openid", "profile"])
+            tv.name = "Télévision du salon"
             var grant = AppSettings.DeviceGrant()
             grant.approvers = ["app"]
             tv.deviceGrant = grant
@@ -54,16 +55,38 @@ import Testing
 
     static func error(_ response: TestResponse) -> String? { Route.json(response)["error"]?.stringValue }
 
-    static func approve(_ client: any TestClientProtocol, _ access: String, _ userCode: String, decision: String? = nil, path: String = "/device/approve") async throws -> TestResponse {
+    /// The signed-in phone app: its access token and, when DPoP-bound, the key it proves with.
+    struct Phone {
+        let access: String
+        let key: DPoP.AppKey?
+        var refresh: String? = nil
+
+        var sid: String { (try? DPoP.claims(access)["sid"]?.stringValue) ?? nil ?? "" }
+    }
+
+    /// Approves (or inspects) with the phone's token: with a DPoP proof when it is bound.
+    static func approve(_ client: any TestClientProtocol, _ phone: Phone, _ userCode: String, decision: String? = nil, path: String = "/device/approve") async throws -> TestResponse {
         var fields = [("user_code", userCode)]
         if let decision { fields.append(("decision", decision)) }
         var headers = Route.formHeaders
-        headers[.authorization] = "Bearer " + access
+        if let key = phone.key {
+            headers[.authorization] = "DPoP " + phone.access
+            headers[DPoPGuard.header] = try key.proof("POST", Route.issuer + path, accessToken: phone.access)
+        } else {
+            headers[.authorization] = "Bearer " + phone.access
+        }
         return try await client.execute(uri: path, method: .post, headers: headers, body: Route.form(fields))
     }
 
-    static func phone(_ fixture: Route.Fixture, _ client: any TestClientProtocol) async throws -> String {
-        try #require(Route.json(try await DPoP.redeem(fixture, client, headers: [:]))["access_token"]?.stringValue)
+    /// A phone signed in now, with DPoP-bound tokens unless `bound` is false; `headers` add to its
+    /// code redemption (an attestation).
+    static func phone(_ fixture: Route.Fixture, _ client: any TestClientProtocol, bound: Bool = true, headers extra: HTTPFields = [:]) async throws -> Phone {
+        let key = bound ? try DPoP.AppKey(fixture.clock) : nil
+        var headers = extra
+        if let key { headers[DPoPGuard.header] = try key.proof("POST", DPoP.tokenURL) }
+        let response = try await DPoP.redeem(fixture, client, headers: headers)
+        let tokens = Route.json(response)
+        return Phone(access: try #require(tokens["access_token"]?.stringValue, "\(String(buffer: response.body))"), key: key, refresh: tokens["refresh_token"]?.stringValue)
     }
 
     @Test func theDeviceGetsWhatRFC8628Says() async throws {
@@ -122,7 +145,7 @@ import Testing
             let tokens = try await Self.poll(client, started.deviceCode)
             #expect(tokens.status == .ok, "\(String(buffer: tokens.body))")
             let claims = try DPoP.claims(try #require(Route.json(tokens)["access_token"]?.stringValue))
-            let phoneClaims = try DPoP.claims(access)
+            let phoneClaims = try DPoP.claims(access.access)
             #expect(claims["client_id"] == .string("tv"))
             #expect(claims["sub"] == phoneClaims["sub"])
             #expect(claims["acr"] == phoneClaims["acr"])
@@ -201,12 +224,12 @@ import Testing
             let started = try await Self.start(client)
             let unattested = try await Self.phone(fixture, client)
             #expect(Self.error(try await Self.approve(client, unattested, started.userCode)) == "unauthorized_client")
-            #expect(try await Self.approve(client, "not-a-token", started.userCode).status == .unauthorized)
+            #expect(try await Self.approve(client, Phone(access: "not-a-token", key: nil), started.userCode).status == .unauthorized)
             #expect(Self.error(try await Self.approve(client, unattested, "BCDF")) == "invalid_user_code")
             // An attested phone may.
             let instance = try RelayAttestationTests.Instance(fixture.clock)
             let attestation = try await RelayAttestationTests.devAttestation(client, instance)
-            let attested = try #require(Route.json(try await DPoP.redeem(fixture, client, headers: try instance.headers(attestation)))["access_token"]?.stringValue)
+            let attested = try await Self.phone(fixture, client, headers: try instance.headers(attestation))
             #expect(try await Self.approve(client, attested, started.userCode).status == .ok)
         }
         let others = Self.fixture { configuration in configuration.apps[1].deviceGrant?.approvers = [] }
@@ -217,38 +240,93 @@ import Testing
         }
     }
 
-    @Test func guessingIsBoundedPerRequestPerAddressAndForEveryone() async throws {
+    /// Finding 4 of the review: guesses cost the guesser, never the request's owner, and say
+    /// nothing about which first halves are live.
+    @Test func guessingCostsTheGuesserNotTheRequest() async throws {
         let fixture = Self.fixture { configuration in configuration.rateLimit.userCodesPerIP = 6 }
         try await fixture.test { client in
             let started = try await Self.start(client)
-            let access = try await Self.phone(fixture, client)
+            let phone = try await Self.phone(fixture, client)
             let handle = started.userCode.prefix(4)
             let wrongs = UserCode.alphabet.map { String(repeating: $0, count: 4) }.filter { $0 != String(started.userCode.suffix(4)) }
-            for attempt in 0..<5 {
-                let refused = try await Self.approve(client, access, handle + "-" + wrongs[attempt])
-                #expect(Self.error(refused) == "invalid_user_code")
-                #expect(Route.json(refused)["error_description"]?.stringValue?.contains("denied") == (attempt == 4))
+            let unknownHandle = UserCode.alphabet.map { String(repeating: $0, count: 4) }.first { $0 != String(handle) }!
+            // A live first half with a wrong second, and an unknown first half: the same answer.
+            var descriptions: Set<String> = []
+            for attempt in 0..<6 {
+                let guess = attempt % 2 == 0 ? handle + "-" + wrongs[attempt] : unknownHandle + "-" + wrongs[attempt]
+                let refused = try await client.execute(uri: "/device", method: .post, headers: Route.formHeaders, body: Route.form([("user_code", guess)]))
+                #expect(refused.status == .badRequest)
+                descriptions.insert(String(buffer: refused.body))
             }
-            // Dead: the right code no longer opens it, and the device hears it was denied.
-            #expect(Self.error(try await Self.approve(client, access, started.userCode)) == "invalid_user_code")
-            #expect(Self.error(try await Self.poll(client, started.deviceCode)) == "access_denied")
-            // Per address: the sixth attempt in the window was the last.
-            let limited = try await Self.approve(client, access, "BCDF-GHJK")
+            #expect(descriptions.count == 1, "\(descriptions)")
+            // The guesser's seventh attempt in the window is refused, even with the right code.
+            let limited = try await client.execute(uri: "/device", method: .post, headers: Route.formHeaders, body: Route.form([("user_code", started.userCode)]))
             #expect(limited.status == .tooManyRequests)
-            fixture.clock.advance(by: .seconds(60))
-            #expect(Self.error(try await Self.approve(client, access, "BCDF-GHJK")) == "invalid_user_code")
+            // The request lives on: its owner's app approves it, and the device gets its tokens.
+            #expect(try await Self.approve(client, phone, started.userCode).status == .ok)
+            fixture.clock.advance(by: .seconds(5))
+            #expect(try await Self.poll(client, started.deviceCode).status == .ok)
+            // At the API too, one answer for an unknown and a wrong code.
+            let other = try await Self.start(client)
+            let wrongHalf = Self.error(try await Self.approve(client, phone, other.userCode.prefix(4) + "-" + wrongs[0]))
+            var apiDescriptions: Set<String> = []
+            for guess in [other.userCode.prefix(4) + "-" + (wrongs.first { $0 != String(other.userCode.suffix(4)) })!, unknownHandle + "-BCDF"] {
+                apiDescriptions.insert(Route.json(try await Self.approve(client, phone, guess))["error_description"]?.stringValue ?? "")
+            }
+            #expect(wrongHalf == "invalid_user_code" && apiDescriptions.count == 1, "\(apiDescriptions)")
         }
+        // Everyone's anonymous attempts together are bounded; a signed-in app's are not in that bucket.
         let everyone = Self.fixture { configuration in configuration.rateLimit.userCodes = 2 }
         try await everyone.test { client in
-            let access = try await Self.phone(everyone, client)
-            for _ in 0..<2 { #expect(Self.error(try await Self.approve(client, access, "BCDF-GHJK")) == "invalid_user_code") }
-            #expect(try await Self.approve(client, access, "BCDF-GHJK").status == .tooManyRequests)
+            let started = try await Self.start(client)
+            let phone = try await Self.phone(everyone, client)
+            for _ in 0..<2 {
+                let wrong = try await client.execute(uri: "/device", method: .post, headers: Route.formHeaders, body: Route.form([("user_code", "BCDF-GHJK")]))
+                #expect(wrong.status == .badRequest)
+            }
+            #expect(try await client.execute(uri: "/device", method: .post, headers: Route.formHeaders, body: Route.form([("user_code", "BCDF-GHJK")])).status == .tooManyRequests)
+            #expect(try await Self.approve(client, phone, started.userCode).status == .ok)
+        }
+        // Per signed-in session: its own bucket, the per-address limit's size.
+        let perApp = Self.fixture { configuration in configuration.rateLimit.userCodesPerIP = 2 }
+        try await perApp.test { client in
+            let phone = try await Self.phone(perApp, client)
+            for _ in 0..<2 { #expect(Self.error(try await Self.approve(client, phone, "BCDF-GHJK")) == "invalid_user_code") }
+            #expect(try await Self.approve(client, phone, "BCDF-GHJK").status == .tooManyRequests)
+            // Another session of the person is another bucket.
+            #expect(Self.error(try await Self.approve(client, try await Self.phone(perApp, client), "BCDF-GHJK")) == "invalid_user_code")
+        }
+    }
+
+    /// An IPv6 /64 is one guesser: addresses that differ only in their last 64 bits share a limit.
+    @Test func anIPv6SlashSixtyFourIsOneGuesser() async throws {
+        #expect(IPNetwork.limitKey("2001:db8:1:2:aaaa::1") == IPNetwork.limitKey("2001:db8:1:2:ffff:1:2:3"))
+        #expect(IPNetwork.limitKey("2001:db8:1:2::1") != IPNetwork.limitKey("2001:db8:1:3::1"))
+        #expect(IPNetwork.limitKey("2001:db8:1:2::1") == "2001:0db8:0001:0002::/64")
+        #expect(IPNetwork.limitKey("::ffff:192.0.2.7") == "192.0.2.7" && IPNetwork.limitKey("192.0.2.7") == "192.0.2.7")
+        #expect(IPNetwork.limitKey("not an address") == "not an address")
+        let fixture = Self.fixture { configuration in
+            configuration.server.trustedProxies = ["127.0.0.1/32", "::1/128"]
+            configuration.rateLimit.userCodesPerIP = 3
+        }
+        try await fixture.test(.live) { client in
+            let guess: @Sendable (String) async throws -> HTTPResponse.Status = { address in
+                var headers = Route.formHeaders
+                headers[.xForwardedFor] = address
+                return try await client.execute(uri: "/device", method: .post, headers: headers, body: Route.form([("user_code", "BCDF-GHJK")])).status
+            }
+            var statuses: [HTTPResponse.Status] = []
+            // Three addresses of one /64, then a fourth of it, then one of the next /64.
+            for address in ["2001:db8:7:7::1", "2001:db8:7:7::2", "2001:db8:7:7::3", "2001:db8:7:7:abcd::99", "2001:db8:7:8::1"] {
+                statuses.append(try await guess(address))
+            }
+            #expect(statuses == [.badRequest, .badRequest, .badRequest, .tooManyRequests, .badRequest])
         }
     }
 
     @Test func thePersonsPagesAndTheQRCode() async throws {
         let fixture = Self.fixture()
-        try await fixture.test { client in
+        try await fixture.test(.live) { client in
             let started = try await Self.start(client, extra: [("device_name", "Salon <TV>")])
             let entry = try await client.execute(uri: "/device?user_code=" + started.userCode.lowercased(), method: .get)
             #expect(entry.status == .ok && entry.headers[.xFrameOptions] == "DENY")
@@ -259,7 +337,13 @@ import Testing
             let confirm = try await client.execute(uri: "/device", method: .post, headers: Route.formHeaders, body: Route.form([("user_code", started.userCode)]))
             let page = String(buffer: confirm.body)
             #expect(page.contains("<code id=\"device-app\">tv</code>"))
-            #expect(page.contains("Salon &lt;TV&gt;"))
+            // What Relais knows comes first (the app's name, time, address); the device's own label
+            // after it, marked as the device's words.
+            #expect(page.contains("<strong id=\"device-app-name\">Télévision du salon</strong>"))
+            #expect(page.contains("id=\"device-time\"") && page.contains("id=\"device-address\""))
+            let label = try #require(page.firstRange(of: "Nom donné par l'appareil lui-même (non vérifié)"))
+            #expect(page.firstRange(of: "Salon &lt;TV&gt;")!.lowerBound > label.lowerBound)
+            #expect(page.firstRange(of: "device-app-name")!.lowerBound < label.lowerBound)
             let wrong = try await client.execute(uri: "/device", method: .post, headers: Route.formHeaders, body: Route.form([("user_code", "BCDF-GHJK")]))
             #expect(wrong.status == .badRequest && String(buffer: wrong.body).contains("invalid_user_code"))
 

@@ -46,6 +46,19 @@ struct DPoPGuard: Sendable {
         return try await check(values, method: method, url: url, accessToken: accessToken)
     }
 
+    /// RFC 9449 §5: a token bound to a key acts only with a proof by that key; revoking it or
+    /// logging out with it too, so that a leaked token alone cannot end a person's session.
+    func possession(_ request: Request, thumbprint: String, url: String, client: String?) async throws {
+        let values = request.headers[values: Self.header]
+        guard !values.isEmpty else {
+            throw refused(.invalidDPoPProof("this token is bound to a DPoP key: send a DPoP proof by that key"), client: client)
+        }
+        let proof = try await check(values, method: "POST", url: url, accessToken: nil, client: client)
+        guard proof.thumbprint == thumbprint else {
+            throw refused(.invalidDPoPProof("the DPoP proof is not by the key this token is bound to"), client: client)
+        }
+    }
+
     private func check(
         _ values: [String], method: String, url: String, accessToken: String?, nonces accepted: [String] = [], client: String? = nil
     ) async throws -> DPoPProof {

@@ -52,7 +52,7 @@ struct DemoAppPage {
             (<code>client_id=\#(HTMLText.escape(clientID))</code>), the code exchange, then <code>/userinfo</code>.</p>
             <p id="signed-out" class="notice" hidden>Vous êtes déconnecté·e, de Relais et du fournisseur.</p>
             <div id="start">
-              \#(mobile ? #"<p><label><input type="checkbox" id="attested"> As an attested app with DPoP-bound tokens (development attester)</label></p>"# : "")
+              \#(mobile ? #"<p><label><input type="checkbox" id="attested"> As an attested app (development attester)</label></p>"# : "")
             \#(buttons)
             </div>
             <div id="result"></div>
@@ -126,7 +126,7 @@ struct DemoAppPage {
         const failure = (what, answer) => show(`<p class="error" id="error">${escape(what)}${escape(answer.error || "")}: ${escape(answer.error_description || "")}</p>
           <p><a href="/demo/" id="back">Retour</a> · <a href="/demo/" id="restart">Recommencer</a></p>`);
         document.addEventListener("click", event => { if (event.target.id === "restart") sessionStorage.removeItem("demo"); });
-        // The attested app's instance key (P-256). A real app keeps it in the Secure Enclave or
+        // The app instance's key (P-256), to which its tokens are bound. A real app keeps it in the Secure Enclave or
         // Android Keystore; the demo keeps it in sessionStorage across the provider's pages.
         const thumbprint = async pub => b64url(await crypto.subtle.digest("SHA-256", utf8(JSON.stringify({crv: pub.crv, kty: pub.kty, x: pub.x, y: pub.y}))));
         const signJWT = async (header, claims, jwk) => {
@@ -148,12 +148,15 @@ struct DemoAppPage {
             if (attempt > 0 || !nonce || response.ok) return response;
           }
         };
-        // /token, as the app calls it: with its attestation and a DPoP proof when it is attested.
+        // /token, as the app calls it: with a DPoP proof by its key, and its attestation when it is attested.
         const tokenRequest = async (saved, fields) => {
           const body = new URLSearchParams({client_id: clientId, ...fields});
-          if (!saved.attestation) return (await fetch("/token", {method: "POST", body})).json();
-          const pop = await signJWT({typ: "oauth-client-attestation-pop+jwt"}, {iss: clientId, aud: issuer, jti: random(16), iat: now()}, saved.priv);
-          const headers = {"OAuth-Client-Attestation": saved.attestation, "OAuth-Client-Attestation-PoP": pop};
+          if (!saved.pub) return (await fetch("/token", {method: "POST", body})).json();
+          const headers = {};
+          if (saved.attestation) {
+            headers["OAuth-Client-Attestation"] = saved.attestation;
+            headers["OAuth-Client-Attestation-PoP"] = await signJWT({typ: "oauth-client-attestation-pop+jwt"}, {iss: clientId, aud: issuer, jti: random(16), iat: now()}, saved.priv);
+          }
           return (await dpopFetch(saved, "POST", "/token", {body, headers})).json();
         };
         const withToken = async (saved, method, path, init = {}) => {
@@ -168,13 +171,16 @@ struct DemoAppPage {
           const saved = {verifier, state, nonce, tokens: previous.tokens, userinfo: previous.userinfo};
           const params = new URLSearchParams({response_type: "code", client_id: clientId, redirect_uri: redirectUri, scope, state, nonce,
             code_challenge: b64url(await crypto.subtle.digest("SHA-256", utf8(verifier))), code_challenge_method: "S256", provider, ...extra});
-          // A step-up keeps the app instance's key and attestation; a new sign-in makes them anew.
-          if (extra.id_token_hint && previous.attestation) {
+          // Tokens are always DPoP-bound (approving a device takes a bound token). A step-up keeps
+          // the app instance's key and attestation; a new sign-in makes them anew.
+          if (extra.id_token_hint && previous.priv) {
             Object.assign(saved, {priv: previous.priv, pub: previous.pub, attestation: previous.attestation});
-          } else if (!extra.id_token_hint && document.getElementById("attested")?.checked) {
+          } else if (!extra.id_token_hint) {
             const pair = await crypto.subtle.generateKey({name: "ECDSA", namedCurve: "P-256"}, true, ["sign", "verify"]);
             saved.priv = await crypto.subtle.exportKey("jwk", pair.privateKey);
             saved.pub = {kty: "EC", crv: "P-256", x: saved.priv.x, y: saved.priv.y};
+          }
+          if (!extra.id_token_hint && document.getElementById("attested")?.checked) {
             const issued = await form("/attest/challenge", {client_id: clientId});
             const answer = await form("/attest/dev", {client_id: clientId, challenge: issued.attestation_challenge || "", jwk: JSON.stringify(saved.pub)});
             if (!answer.client_attestation) { failure("", answer); return; }

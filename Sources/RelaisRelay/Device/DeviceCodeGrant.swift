@@ -27,18 +27,34 @@ struct DeviceCodeGrant: Sendable {
             guard decision.approved, let subject = decision.subject, let providerID = decision.providerID, let sealed = decision.sealedIdentity else {
                 throw RelayError(.accessDenied, "the request was denied")
             }
+            // Approved by an app: the device's session is tied to the approving session, and never
+            // outlives it (capped at its end, ended with it).
+            var approverEnds: Double?
+            if let approver = decision.approverSID {
+                guard let approving = try await sessions.session(approver) else {
+                    throw RelayError(.accessDenied, "the app session that approved the request has ended since")
+                }
+                approverEnds = approving.expiresAt
+            }
             let opened = try await vault.openForGrant(sealed, what: "the approving sign-in", logger: logger)
             let (identity, resealed, secret) = try vault.withTokenSecret(opened, sealed: sealed)
             let now = sessions.clock.now
             var session = SessionRecord(
                 clientID: app.clientID, subject: subject, providerID: providerID, scopes: request.scopes, acr: decision.acr, createdAt: now,
-                expiresAt: now + Double(sessions.settings.sessionLifetime.components.seconds), sealedIdentity: resealed
+                expiresAt: min(now + Double(sessions.settings.sessionLifetime.components.seconds), approverEnds ?? .infinity), sealedIdentity: resealed
             )
             session.attested = attested
             session.origin.dpopKey = proof?.thumbprint
+            session.origin.approvedBy = decision.approverSID
             let response = try issuer.issue(sid: sid, session: session, identity: identity, secret: secret, app: app, nonce: nil)
+            if let approver = decision.approverSID { try await sessions.linkApproved(sid, to: approver) }
             guard let evicted = try await sessions.redeemDevice(deviceCode, opening: session, sid: sid, providerSessionID: decision.providerSessionID) else {
                 throw RelayError.invalidGrant("the device code was already used")
+            }
+            // The approver may have ended between the read above and the link: then this one ends too.
+            if try await sessions.approverEnded(session) {
+                _ = try? await sessions.revoke(sid, reason: .approverEnded)
+                throw RelayError(.accessDenied, "the app session that approved the request has ended since")
             }
             RelayMetrics.sessionOpened(client: app.clientID)
             events.record(

@@ -17,8 +17,8 @@ import RelaisServer
 /// - `GET /device/qr.svg?user_code=…`: the QR code of `verification_uri_complete` (libqrencode),
 ///   for the device to show; the phone's app opens it as a universal link.
 ///
-/// Every user-code lookup counts against the per-address and global limits; a wrong second half
-/// counts against the request it names, which dies at the fifth.
+/// Every user-code lookup counts against the per-address (IPv6: per /64) and global limits; a wrong
+/// code gets the same answer whether or not its first half is live, and changes nothing stored.
 struct DevicePageRoutes: RelayRoutes {
     let issuer: String
     let apps: [String: AppSettings]
@@ -79,22 +79,34 @@ struct DevicePageRoutes: RelayRoutes {
         guard let typed = form["user_code"], let userCode = UserCode(typed: typed) else {
             throw RelayError(.invalidUserCode, "This is not a code shown by a device: 8 letters, such as BCDF-GHJK.")
         }
-        switch try await sessions.deviceRequest(userCode: userCode) {
-        case .unknown: throw RelayError(.invalidUserCode, "No device is waiting with this code; it may have expired.")
-        case .wrong(let dead):
-            throw RelayError(.invalidUserCode, dead ? "Wrong code, too many times: the device's request is refused." : "Wrong code: check the code shown on the device.")
-        case .found(let sid, let found): return (userCode, sid, found)
+        guard case .found(let sid, let found) = try await sessions.deviceRequest(userCode: userCode) else {
+            throw RelayError(.invalidUserCode, "Aucun appareil n'attend ce code, ou le code est erroné : vérifiez le code affiché par l'appareil.")
         }
+        return (userCode, sid, found)
     }
 
     private func confirmationPage(_ userCode: UserCode, _ found: SessionStore.DeviceRequest) -> Response {
         let field = #"<input type="hidden" name="user_code" value="\#(userCode.display)">"#
-        let device = found.device.map { " (<span id=\"device-name\">\(HTMLText.escape($0))</span>)" } ?? ""
         let minutes = max(1, Int((found.expiresAt - sessions.clock.now) / 60))
+        // What Relais knows first (the app's configured name, when and from where); the device's own
+        // label last, marked as its words: anyone can write anything there.
+        let name = apps[found.clientID]?.name ?? found.clientID
+        var context = ""
+        if let at = found.requestedAt {
+            let seconds = Int(at) % 86_400
+            let twoDigits = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
+            context += " Demande faite à <span id=\"device-time\">\(twoDigits(seconds / 3600)):\(twoDigits(seconds % 3600 / 60)) UTC</span>"
+            if let address = found.requesterAddress { context += " depuis l'adresse <code id=\"device-address\">\(HTMLText.escape(address))</code>" }
+            context += "."
+        }
+        let device = found.device.map {
+            "<p>Nom donné par l'appareil lui-même (non vérifié) : « <span id=\"device-name\">\(HTMLText.escape($0))</span> ».</p>"
+        } ?? ""
         return RelayResponse.html(.ok, title: "appareil", body: """
             <h1>Connecter un appareil</h1>
-            <p>L'application <code id="device-app">\(HTMLText.escape(found.clientID))</code>\(device) demande à se connecter avec votre identité,
-            pour : <code id="device-scope">\(HTMLText.escape(found.scopes.joined(separator: " ")))</code>.</p>
+            <p>L'application <strong id="device-app-name">\(HTMLText.escape(name))</strong> (<code id="device-app">\(HTMLText.escape(found.clientID))</code>)
+            demande à se connecter avec votre identité, pour : <code id="device-scope">\(HTMLText.escape(found.scopes.joined(separator: " ")))</code>.\(context)</p>
+            \(device)
             <p>Vérifiez que l'appareil affiche bien le code <strong>\(userCode.display)</strong>. La demande expire dans \(minutes) min.</p>
             <form method="post" action="/device/sign-in">\(field)<button id="device-sign-in">Se connecter pour autoriser</button></form>
             <form method="post" action="/device/deny">\(field)<button id="device-deny">Refuser</button></form>

@@ -27,8 +27,8 @@ struct DeviceRoutes: RelayRoutes {
         }
         router.post("/device/inspect") { request, context in
             try await limiter.guarding(.bearer, request, context) {
-                let (_, request, _) = try await approvable(request, context: context, url: issuer + "/device/inspect")
-                return RelayResponse.json(.ok, Self.describe(request.request, apps: apps, now: sessions.clock.now))
+                let approval = try await approvable(request, context: context, url: issuer + "/device/inspect")
+                return RelayResponse.json(.ok, Self.describe(approval.found.request, apps: apps, now: sessions.clock.now))
             }
         }
         router.post("/device/approve") { request, context in
@@ -47,7 +47,11 @@ struct DeviceRoutes: RelayRoutes {
         if let extra = scopes.first(where: { !app.scopes.contains($0) }) { throw RelayError(.invalidScope, "the app may not ask for the scope '\(extra)'") }
         let device = try Self.deviceName(form["device_name"])
         let lifetime = sessions.settings.deviceCodeLifetime
-        let record = SessionStore.DeviceRequest(clientID: clientID, scopes: scopes, device: device, expiresAt: sessions.clock.now + Double(lifetime.components.seconds))
+        let now = sessions.clock.now
+        var record = SessionStore.DeviceRequest(clientID: clientID, scopes: scopes, device: device, expiresAt: now + Double(lifetime.components.seconds))
+        record.requestedAt = now
+        let address = ClientAddress.resolve(request, context: context, trustedProxies: limiter.trustedProxies)
+        record.requesterAddress = address == "unknown" ? nil : address
         let deviceCode = SessionStore.newToken(for: SessionStore.newSessionID())
         // A new user code when its first half is taken by a live request (1 in 160,000 per request).
         for _ in 0..<8 {
@@ -64,14 +68,18 @@ struct DeviceRoutes: RelayRoutes {
     }
 
     private func approve(_ request: Request, context: RelaisRequestContext) async throws -> Response {
-        let (access, found, form) = try await approvable(request, context: context, url: issuer + "/device/approve")
-        let decision = form["decision"] ?? "approve"
+        let approval = try await approvable(request, context: context, url: issuer + "/device/approve")
+        let (access, session, found) = (approval.access, approval.session, approval.found)
+        let decision = approval.form["decision"] ?? "approve"
         guard decision == "approve" || decision == "deny" else { throw RelayError.invalidRequest("decision must be approve or deny") }
-        guard let session = try await sessions.session(access.sid) else { throw RelayError.invalidToken("the session has ended") }
-        let outcome = decision == "deny" ? SessionStore.DeviceDecision.denied : SessionStore.DeviceDecision(
-            approved: true, subject: session.subject, providerID: session.providerID, acr: session.acr, sealedIdentity: session.sealedIdentity,
-            providerSessionID: nil, via: "app"
-        )
+        var outcome = SessionStore.DeviceDecision.denied
+        if decision == "approve" {
+            outcome = SessionStore.DeviceDecision(
+                approved: true, subject: session.subject, providerID: session.providerID, acr: session.acr, sealedIdentity: session.sealedIdentity,
+                providerSessionID: nil, via: "app"
+            )
+            outcome.approverSID = access.sid
+        }
         guard try await sessions.decideDevice(found.sid, outcome) else { throw RelayError(.invalidUserCode, "this request was already decided") }
         events.record(
             .deviceDecided, client: found.request.clientID, provider: session.providerID, sid: access.sid, subject: session.subject, [("decision", decision)]
@@ -85,34 +93,63 @@ struct DeviceRoutes: RelayRoutes {
         return RelayResponse.json(.ok, answer)
     }
 
-    /// The approving app's token, the user code it read, and the request it names, with every
-    /// rule of the device app checked.
-    private func approvable(
-        _ request: Request, context: RelaisRequestContext, url: String
-    ) async throws -> (BearerAuthenticator.AccessToken, (sid: String, request: SessionStore.DeviceRequest), FormParameters) {
-        let access = try await bearer.authenticate(request, session: .alive, target: .init(method: "POST", url: url))
-        let form = try await Self.form(request)
-        if let limited = await limiter.checkUserCode(request, context) { throw limited }
-        guard let typed = form["user_code"], let userCode = UserCode(typed: typed) else { throw RelayError(.invalidUserCode, "user_code is not a user code (XXXX-XXXX)") }
-        switch try await sessions.deviceRequest(userCode: userCode) {
-        case .unknown: throw RelayError(.invalidUserCode, "no live request has this user code")
-        case .wrong(let dead):
-            throw RelayError(.invalidUserCode, dead ? "wrong user code; the request is now denied" : "wrong user code")
-        case .found(let sid, let found):
-            guard let grant = apps[found.clientID]?.deviceGrant, grant.approvers.contains(access.clientID) else {
-                throw RelayError(.unauthorizedClient, "this app may not approve requests of \(found.clientID) (apps.\(found.clientID).device_approvers)")
-            }
-            if grant.attestedApprovers, access.attested == nil {
-                throw RelayError(.unauthorizedClient, "only an attested app instance may approve requests of \(found.clientID)")
-            }
-            return (access, (sid, found), form)
-        }
+    /// A request a signed-in app may decide, with what it takes.
+    struct Approval {
+        var access: BearerAuthenticator.AccessToken
+        var session: SessionRecord
+        var found: (sid: String, request: SessionStore.DeviceRequest)
+        var form: FormParameters
     }
 
-    /// What the person is asked to approve.
+    /// The approving app's token, the user code it read, and the request it names, with every
+    /// rule of the device app checked. A device session outlives the token that approved it, so a
+    /// token alone is not enough: by default it must be DPoP-bound (a stolen bearer token cannot
+    /// be replayed here) and its sign-in recent.
+    private func approvable(_ request: Request, context: RelaisRequestContext, url: String) async throws -> Approval {
+        let access = try await bearer.authenticate(request, session: .alive, target: .init(method: "POST", url: url))
+        let form = try await Self.form(request)
+        if let limited = await limiter.checkUserCode(approver: access.sid, logger: context.logger) { throw limited }
+        guard let typed = form["user_code"], let userCode = UserCode(typed: typed) else { throw RelayError(.invalidUserCode, "user_code is not a user code (XXXX-XXXX)") }
+        guard case .found(let sid, let found) = try await sessions.deviceRequest(userCode: userCode) else {
+            throw RelayError(.invalidUserCode, Self.noSuchRequest)
+        }
+        guard let grant = apps[found.clientID]?.deviceGrant, grant.approvers.contains(access.clientID) else {
+            throw RelayError(.unauthorizedClient, "this app may not approve requests of \(found.clientID) (apps.\(found.clientID).device_approvers)")
+        }
+        if grant.attestedApprovers, access.attested == nil {
+            throw RelayError(.unauthorizedClient, "only an attested app instance may approve requests of \(found.clientID)")
+        }
+        if grant.approverProof == .dpop, access.jkt == nil {
+            var error = RelayError.invalidToken(
+                "approving a device needs a DPoP-bound access token, presented with a proof (apps.\(found.clientID).device_approvers_proof)"
+            )
+            error.challengesDPoP = true
+            throw error
+        }
+        guard let session = try await sessions.session(access.sid) else { throw RelayError.invalidToken("the session has ended") }
+        let maxAge = Int(grant.approvalMaxAge.components.seconds)
+        if sessions.clock.now - session.createdAt > Double(maxAge) {
+            var error = RelayError.insufficientUserAuthentication(
+                "approving a device needs a sign-in of the last \(maxAge) s: sign the person in again", .init(acrValues: nil, maxAge: maxAge)
+            )
+            error.challengesDPoP = access.jkt != nil
+            throw error
+        }
+        return Approval(access: access, session: session, found: (sid, found), form: form)
+    }
+
+    /// One answer for every wrong code, so that guesses learn nothing about live requests.
+    static let noSuchRequest = "no device is waiting with this user code, or the code is wrong: check the code the device shows"
+
+    /// What the person is asked to approve: first what Relais knows (the app's configured name,
+    /// when and from where it asked), then what the device wrote about itself (`device`), which an
+    /// app must show as the device's own words.
     static func describe(_ request: SessionStore.DeviceRequest, apps: [String: AppSettings], now: Double) -> JSONValue {
         .object([
-            "client_id": .string(request.clientID), "device": request.device.map(JSONValue.string) ?? .null,
+            "client_id": .string(request.clientID), "app_name": .string(apps[request.clientID]?.name ?? request.clientID),
+            "requested_at": request.requestedAt.map { .number($0.rounded(.down)) } ?? .null,
+            "requester_address": request.requesterAddress.map(JSONValue.string) ?? .null,
+            "device": request.device.map(JSONValue.string) ?? .null, "device_written_by": .string("requester"),
             "scope": .string(request.scopes.joined(separator: " ")), "expires_in": .number(max(0, (request.expiresAt - now).rounded(.down))),
         ])
     }

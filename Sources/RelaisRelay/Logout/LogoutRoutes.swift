@@ -8,8 +8,11 @@ import RelaisServer
 
 /// Logout. In the browser: `GET /logout?client_id&post_logout_redirect_uri&state[&id_token_hint]`
 /// ends the Relais session named by the hint, sends the browser through the provider's end-session
-/// endpoint (with the provider's own id_token as hint), then back to the app. From an API:
-/// `POST /logout` with a Bearer access token or a `refresh_token` ends the session, 204.
+/// endpoint (with the provider's own id_token as hint), then back to the app. A hint older than a
+/// session lives, or minted for another session, is refused; a navigation the browser says is
+/// cross-site (`Sec-Fetch-Site`) gets a confirmation page (`POST /logout/confirm`) instead, so no
+/// other site can sign a person out behind their back. From an API: `POST /logout` with an access
+/// token or a `refresh_token` (with a proof by its key when it is DPoP-bound) ends the session, 204.
 struct LogoutRoutes: RelayRoutes {
     let apps: [String: AppSettings]
     let providers: [String: UpstreamProvider]
@@ -22,7 +25,22 @@ struct LogoutRoutes: RelayRoutes {
 
     func register(on router: Router<RelaisRequestContext>) {
         router.get("/logout") { request, context in
-            try await RelayError.rendering(.page, context) { try await browserLogout(request, context: context) }
+            try await RelayError.rendering(.page, context) {
+                guard let parameters = FormParameters.query(of: request), parameters.firstRepeatedName == nil else {
+                    throw RelayError.invalidRequest("The logout parameters cannot be read.")
+                }
+                return try await browserLogout(parameters, crossSite: SecFetchSite.isCrossSite(request), context: context)
+            }
+        }
+        router.post("/logout/confirm") { request, context in
+            try await RelayError.rendering(.page, context) {
+                // The confirmation page's own form: a cross-site post of it proves nothing.
+                guard SecFetchSite.isSameOrigin(request, issuer: bearer.issuer) else { throw RelayError.invalidRequest("Confirm the sign-out from Relais' own page.") }
+                guard let form = try await FormParameters.body(of: request, limit: 16 * 1024), form.firstRepeatedName == nil else {
+                    throw RelayError.invalidRequest("The logout parameters cannot be read.")
+                }
+                return try await browserLogout(form, crossSite: false, context: context)
+            }
         }
         router.get("/logout/callback") { request, context in
             try await RelayError.rendering(.page, context) { try await providerReturned(request) }
@@ -32,10 +50,7 @@ struct LogoutRoutes: RelayRoutes {
         }
     }
 
-    private func browserLogout(_ request: Request, context: RelaisRequestContext) async throws -> Response {
-        guard let parameters = FormParameters.query(of: request), parameters.firstRepeatedName == nil else {
-            throw RelayError.invalidRequest("The logout parameters cannot be read.")
-        }
+    private func browserLogout(_ parameters: FormParameters, crossSite: Bool, context: RelaisRequestContext) async throws -> Response {
         guard let clientID = parameters["client_id"], let app = apps[clientID] else {
             throw RelayError(.unknownClient, "No app is registered with this client_id.")
         }
@@ -43,10 +58,15 @@ struct LogoutRoutes: RelayRoutes {
             throw RelayError(.invalidRedirectURI, "This post_logout_redirect_uri is not registered for the app.")
         }
         let back = RelayResponse.redirect(FormParameters.url(target, adding: parameters["state"].map { [("state", $0)] } ?? []))
-        guard let hint = parameters["id_token_hint"], let sid = tokens.session(ofIDToken: hint, clientID: clientID) else {
-            return back  // no session named: nothing to end, back to the app
+        guard let hint = parameters["id_token_hint"] else { return back }  // no session named: nothing to end, back to the app
+        let sid: String
+        let session: SessionRecord?
+        switch try await tokens.logoutHint(hint, clientID: clientID) {
+        case .none, .ended: return back
+        case .refused(let reason): throw RelayError.invalidRequest(reason)
+        case .live(let live, let record): (sid, session) = (live, record)
         }
-        let session = try await sessions.session(sid)
+        if crossSite { return Self.confirmationPage(parameters, appName: app.name ?? clientID) }
         try await sessions.revoke(sid, reason: .logout)
         context.logger.info("session ended by logout", metadata: ["client_id": "\(clientID)"])
         func ended(_ scope: String) {
@@ -91,10 +111,26 @@ struct LogoutRoutes: RelayRoutes {
             guard let found = try await tokens.session(ofToken: token, clientID: clientID, hint: "refresh_token") else {
                 throw RelayError.invalidGrant("the refresh token is unknown")
             }
+            if let key = try await sessions.session(found)?.origin.dpopKey {
+                try await bearer.dpop.possession(request, thumbprint: key, url: bearer.issuer + "/logout", client: clientID)
+            }
             (sid, client) = (found, clientID)
         }
         try await sessions.revoke(sid, reason: .logout)
         events.record(.logout, client: client, sid: sid, subject: subject, [("scope", "app")])
         return RelayResponse.done(.noContent)
+    }
+
+    /// Asked when another site sent the person here: signing out is their choice, not the site's.
+    static func confirmationPage(_ parameters: FormParameters, appName: String) -> Response {
+        let fields = ["client_id", "post_logout_redirect_uri", "state", "id_token_hint"].compactMap { name in
+            parameters[name].map { #"<input type="hidden" name="\#(name)" value="\#(HTMLText.escape($0))">"# }
+        }.joined()
+        return RelayResponse.html(.ok, title: "déconnexion", body: """
+            <h1>Se déconnecter ?</h1>
+            <p>Un autre site vous a envoyé ici pour vous déconnecter de <strong id="logout-app">\(HTMLText.escape(appName))</strong>.
+            Si ce n'est pas vous qui l'avez demandé, fermez simplement cette page : vous resterez connecté.</p>
+            <form method="post" action="/logout/confirm">\(fields)<button id="logout-confirm">Me déconnecter</button></form>
+            """)
     }
 }

@@ -1,3 +1,4 @@
+import RelaisConfig
 import RelaisJOSE
 import RelaisClock
 
@@ -38,6 +39,34 @@ struct TokenSessions: Sendable {
         policy.requireExpiration = false
         policy.leeway = .seconds(365 * 86400)
         return verified(token, policy)?.string("sid")
+    }
+
+    /// What a logout's `id_token_hint` names.
+    enum LogoutHint {
+        /// Not one of Relais' id_tokens for this app: it names nothing.
+        case none
+        /// It names a session that has ended: nothing left to end.
+        case ended
+        /// Signed by Relais for this app, but older than any session lives, or minted for another
+        /// session than the live one it names: refused, never acted on.
+        case refused(String)
+        case live(sid: String, SessionRecord)
+    }
+
+    /// An `id_token_hint` at logout: it must be younger than a session's absolute lifetime, and its
+    /// session must be the one it was minted for (same app, same person, begun before it).
+    func logoutHint(_ token: String, clientID: String) async throws -> LogoutHint {
+        var policy = ClaimsPolicy(issuer: issuer, audience: clientID)
+        policy.requireExpiration = false
+        policy.leeway = .seconds(365 * 86400)
+        guard let claims = verified(token, policy), let sid = claims.string("sid"), let issuedAt = claims["iat"]?.numberValue else { return .none }
+        let lifetime = Double(sessions.settings.sessionLifetime.components.seconds)
+        guard sessions.clock.now - issuedAt <= lifetime else { return .refused("The id_token_hint is older than any session lives.") }
+        guard let session = try await sessions.session(sid) else { return .ended }
+        guard session.clientID == clientID, claims.string("sub") == session.subject, issuedAt + 2 >= session.createdAt else {
+            return .refused("The id_token_hint was not issued for this session.")
+        }
+        return .live(sid: sid, session)
     }
 
     private func verified(_ token: String, _ policy: ClaimsPolicy) -> VerifiedClaims? {

@@ -24,7 +24,7 @@ public enum SecurityEventCatalogue {
         "sessions": "how many sessions ended, as a string",
         "decision": "`approve` or `deny`",
         "platform": "`ios`, `android` or `dev` (the development attester) at `/attest/*`; `client_attestation` when the Client Attestation sent to `/token` was refused",
-        "limit": "which limit: `ip`, `client`, `user_codes_ip` (user-code guesses from one address) or `user_codes` (all of them)",
+        "limit": "which limit: `ip`, `client`, `user_codes_ip` (user-code guesses from one address or IPv6 /64), `user_codes_app` (from one signed-in app session) or `user_codes` (all anonymous ones)",
     ]
 
     public static func markdown() -> String {

@@ -188,6 +188,9 @@ struct SessionRecord: JSONRecord, Sendable {
         /// The thumbprint of the DPoP key the session's refresh tokens are bound to (RFC 9449 §5):
         /// a refresh needs a proof by it.
         var dpopKey: String?
+        /// The session of the app that approved this device's request (RFC 8628 through
+        /// `/device/approve`): this session never outlives it, and ends with it.
+        var approvedBy: String?
     }
 
     var attested: ClientAttested? {
@@ -231,6 +234,7 @@ struct SessionRecord: JSONRecord, Sendable {
             attested = ClientAttested(platform: platform, thumbprint: key)
         }
         origin.device = json["device"]?.stringValue
+        origin.approvedBy = json["approved_by"]?.stringValue
     }
 
     var json: JSONValue {
@@ -244,6 +248,7 @@ struct SessionRecord: JSONRecord, Sendable {
             object["attested_key"] = .string(attested.thumbprint)
         }
         if let device = origin.device { object["device"] = .string(device) }
+        if let approvedBy = origin.approvedBy { object["approved_by"] = .string(approvedBy) }
         return .object(object)
     }
 }
@@ -256,7 +261,7 @@ extension SessionRecord {
     var stored: [UInt8] {
         var writer = CompactWriter(format: Self.compactFormat, capacity: 160 + sealedIdentity.utf8.count * 3 / 4)
         let flags: UInt8 = (acr == nil ? 0 : 1) | (attested == nil ? 0 : 2) | (origin.device == nil ? 0 : 4) | (span.refreshedAt == nil ? 0 : 8)
-            | (origin.dpopKey == nil ? 0 : 16)
+            | (origin.dpopKey == nil ? 0 : 16) | (origin.approvedBy == nil ? 0 : 32)
         writer.byte(flags)
         writer.string(clientID)
         writer.string(subject)
@@ -277,6 +282,7 @@ extension SessionRecord {
             writer.double(refreshedAt)
         }
         if let dpopKey = origin.dpopKey { writer.string(dpopKey) }
+        if let approvedBy = origin.approvedBy { writer.string(approvedBy) }
         return writer.bytes
     }
 
@@ -288,7 +294,7 @@ extension SessionRecord {
             self = record
             return
         }
-        guard let flags = reader.byte(), flags & ~31 == 0, let clientID = reader.string(), let subject = reader.string(),
+        guard let flags = reader.byte(), flags & ~63 == 0, let clientID = reader.string(), let subject = reader.string(),
             let providerID = reader.string(), let count = reader.length()
         else { return nil }
         var scopes: [String] = []
@@ -322,6 +328,10 @@ extension SessionRecord {
         if flags & 16 != 0 {
             guard let dpopKey = reader.string() else { return nil }
             origin.dpopKey = dpopKey
+        }
+        if flags & 32 != 0 {
+            guard let approvedBy = reader.string() else { return nil }
+            origin.approvedBy = approvedBy
         }
         guard reader.isAtEnd else { return nil }
     }

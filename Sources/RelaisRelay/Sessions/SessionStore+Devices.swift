@@ -10,9 +10,14 @@ extension SessionStore {
     struct DeviceRequest: Codable, Sendable, Equatable {
         var clientID: String
         var scopes: [String]
-        /// A label the device sent (`device_name`), shown to the person who decides.
+        /// A label the device sent (`device_name`), shown to the person who decides as the
+        /// device's own words: anyone can write anything there.
         var device: String?
         var expiresAt: Double
+        /// When and from which address the device asked (nil in requests stored before these
+        /// were kept), shown before the device's own label.
+        var requestedAt: Double?
+        var requesterAddress: String?
     }
 
     /// The decision on a request, written once (the first decision wins).
@@ -26,6 +31,8 @@ extension SessionStore {
         var providerSessionID: String?
         /// `app` (a signed-in app approved) or `browser` (a sign-in at /device).
         var via: String?
+        /// The app session that approved (`via: app`): the device's session is tied to it.
+        var approverSID: String?
 
         static let denied = DeviceDecision(approved: false)
     }
@@ -37,12 +44,10 @@ extension SessionStore {
         var checkHash: String
     }
 
-    /// What a user code finds.
+    /// What a user code finds. A wrong second half and an unknown first half are one answer, so
+    /// that guesses do not learn which first halves are live.
     enum UserCodeLookup: Equatable {
-        /// No live request starts with it.
         case unknown
-        /// A live request starts with it but the rest is wrong; it dies at the fifth.
-        case wrong(dead: Bool)
         case found(sid: String, DeviceRequest)
     }
 
@@ -51,8 +56,6 @@ extension SessionStore {
         case unknown, foreign, used, tooSoon, pending
         case decided(sid: String, DeviceRequest, DeviceDecision)
     }
-
-    static let deviceMissesAllowed = 5
 
     /// Stores a new request; false when a live request already has this user code's first half
     /// (the caller draws another).
@@ -65,18 +68,13 @@ extension SessionStore {
         return true
     }
 
-    /// The live request a person's user code names. A wrong second half counts against that
-    /// request, and the fifth denies it for good.
+    /// The live request a person's user code names. A wrong guess changes nothing stored: it costs
+    /// the guesser (``RateLimiter/checkUserCode(_:_:)``), never the person whose request it aims at.
     func deviceRequest(userCode: UserCode) async throws -> UserCodeLookup {
         guard let entry = StoredJSON.decode(UserCodeEntry.self, try await store.get(Key.userCode(handle: userCode.handle))),
-            let request = StoredJSON.decode(DeviceRequest.self, try await store.get(Key.deviceCode(sid: entry.sid, hash: entry.deviceCodeHash)))
+            let request = StoredJSON.decode(DeviceRequest.self, try await store.get(Key.deviceCode(sid: entry.sid, hash: entry.deviceCodeHash))),
+            ConstantTime.equals(Array(SHA256.hexHash(userCode.check).utf8), Array(entry.checkHash.utf8))
         else { return .unknown }
-        guard ConstantTime.equals(Array(SHA256.hexHash(userCode.check).utf8), Array(entry.checkHash.utf8)) else {
-            let misses = try await store.increment(Key.deviceMisses(entry.sid), window: settings.deviceCodeLifetime)
-            guard misses >= Self.deviceMissesAllowed else { return .wrong(dead: false) }
-            _ = try await decideDevice(entry.sid, .denied)
-            return .wrong(dead: true)
-        }
         return .found(sid: entry.sid, request)
     }
 
@@ -141,5 +139,33 @@ struct UserCode: Sendable, Equatable {
     private init(handle: String, check: String) {
         self.handle = handle
         self.check = check
+    }
+}
+
+/// A device session opened by an app's approval lives and dies with the approving session: it is
+/// listed under it before it opens (an entry without its session is harmless), capped at its end,
+/// ended with it, and refused at refresh once it is gone (so a clean-up that failed still holds).
+extension SessionStore {
+    /// Links device session `sid` to the session that approved it, before the device session opens.
+    func linkApproved(_ sid: String, to approver: String) async throws {
+        _ = try await store.setAdd(Key.approvedSessions(approver), member: sid, ttl: settings.sessionLifetime)
+    }
+
+    /// Ends the device sessions `sid` approved, after `sid` itself ended. Best effort: the approving
+    /// session is gone already, and a device session whose approver is gone cannot refresh
+    /// (``approverEnded(_:)``), so its access tokens die within their lifetime anyway.
+    func endApprovedSessions(of sid: String) async {
+        guard let approved = try? await store.setMembers(Key.approvedSessions(sid)), !approved.isEmpty else { return }
+        for child in approved where child != sid {
+            _ = try? await revoke(child, reason: .approverEnded)
+        }
+        _ = try? await store.delete(Key.approvedSessions(sid))
+    }
+
+    /// True when `session` was approved by a session that has ended since. Read from the store,
+    /// not the in-process liveness cache: this decides whether a session goes on living.
+    func approverEnded(_ session: SessionRecord) async throws -> Bool {
+        guard let approver = session.origin.approvedBy else { return false }
+        return try await self.session(approver) == nil
     }
 }

@@ -40,12 +40,13 @@ struct SessionStore: Sendable {
         static func sessionCode(_ code: String) -> String { "sc:\(tag(of: code)):\(SHA256.hexHash(code))" }
         static func webSession(_ cookie: String) -> String { "web:\(tag(of: cookie)):\(SHA256.hexHash(cookie))" }
         /// A device request (RFC 8628) lives under the session it will open: the device code
-        /// names it, and its decision, poll marker and wrong-confirmation count share its tag.
+        /// names it, and its decision and poll marker share its tag.
         static func deviceCode(sid: String, hash: String) -> String { "dc:{\(sid)}:\(hash)" }
         static func usedDeviceCode(sid: String, hash: String) -> String { "dc-used:{\(sid)}:\(hash)" }
         static func deviceDecision(_ sid: String) -> String { "dc-decision:{\(sid)}" }
         static func devicePoll(_ sid: String) -> String { "dc-poll:{\(sid)}" }
-        static func deviceMisses(_ sid: String) -> String { "dc-miss:{\(sid)}" }
+        /// The device sessions an app's session approved (members: their ids): they end with it.
+        static func approvedSessions(_ sid: String) -> String { "approved:{\(sid)}" }
         /// The user code's first half finds the request; its second half is checked against it.
         static func userCode(handle: String) -> String { "uc:\(SHA256.hexHash(handle))" }
         static func rateLimit(_ bucket: String, _ id: String, window index: Int) -> String { "rl:\(bucket):\(id):\(index)" }
@@ -264,7 +265,9 @@ struct SessionStore: Sendable {
     /// (``SessionLiveness``); true when it existed.
     func deleteSession(_ sid: String) async throws -> Bool {
         defer { liveness?.forget(sid) }
-        return try await store.deleteAnnouncing(Key.session(sid), sid)
+        let ended = try await store.deleteAnnouncing(Key.session(sid), sid)
+        await endApprovedSessions(of: sid)
+        return ended
     }
 
     /// Ends every session of a person at a provider (all apps) and empties their index; how many

@@ -52,22 +52,34 @@ struct RateLimiter: Sendable {
         }
     }
 
-    /// User-code attempts: per client address, and for everyone together (a user code has 36 bits;
-    /// these bound how many guesses the whole service takes).
+    /// User-code attempts of people at `/device`: per client address (an IPv6 /64 counts as one),
+    /// and for everyone together (a user code has 36 bits; these bound how many guesses the whole
+    /// service takes). Wrong guesses cost the guesser; the request they aim at lives on.
     func checkUserCode(_ request: Request, _ context: RelaisRequestContext) async -> RelayError? {
+        let ip = IPNetwork.limitKey(ClientAddress.resolve(request, context: context, trustedProxies: trustedProxies))
+        return await checkUserCode(guesser: ("uc-ip", ip, settings.userCodesPerIP, "user_codes_ip"), everyone: true, logger: context.logger)
+    }
+
+    /// User-code attempts of a signed-in app (`/device/inspect`, `/device/approve`): per approving
+    /// session, outside the anonymous bucket, so a flood of guesses at `/device` cannot stop a
+    /// person's own app from approving.
+    func checkUserCode(approver sid: String, logger: Logger) async -> RelayError? {
+        await checkUserCode(guesser: ("uc-sid", sid, settings.userCodesPerIP, "user_codes_app"), everyone: false, logger: logger)
+    }
+
+    private func checkUserCode(guesser: (bucket: String, id: String, limit: Int, label: String), everyone: Bool, logger: Logger) async -> RelayError? {
         guard settings.enabled else { return nil }
-        let ip = ClientAddress.resolve(request, context: context, trustedProxies: trustedProxies)
         let window = max(1, Int(settings.window.components.seconds))
         let now = sessions.clock.seconds
         let index = now / window
         do {
-            let fromHere = try await sessions.countRequest(bucket: "uc-ip", id: ip, window: index, length: .seconds(window))
-            let fromAll = try await sessions.countRequest(bucket: "uc", id: "all", window: index, length: .seconds(window))
-            if fromHere == settings.userCodesPerIP + 1 || fromAll == settings.userCodes + 1 {
-                context.logger.warning("user-code attempts over the limit")
-                events.record(.rateLimited, reason: RelayError.Code.tooManyRequests.rawValue, [("limit", fromAll > settings.userCodes ? "user_codes" : "user_codes_ip")])
+            let fromHere = try await sessions.countRequest(bucket: guesser.bucket, id: guesser.id, window: index, length: .seconds(window))
+            let fromAll = everyone ? try await sessions.countRequest(bucket: "uc", id: "all", window: index, length: .seconds(window)) : 0
+            if fromHere == guesser.limit + 1 || fromAll == settings.userCodes + 1 {
+                logger.warning("user-code attempts over the limit")
+                events.record(.rateLimited, reason: RelayError.Code.tooManyRequests.rawValue, [("limit", fromAll > settings.userCodes ? "user_codes" : guesser.label)])
             }
-            if fromHere > settings.userCodesPerIP || fromAll > settings.userCodes {
+            if fromHere > guesser.limit || fromAll > settings.userCodes {
                 return .tooManyRequests(retryAfter: (index + 1) * window - now)
             }
         } catch {
@@ -78,6 +90,6 @@ struct RateLimiter: Sendable {
 
     /// The limit for the request's client address (through trusted proxies).
     func check(_ request: Request, _ context: RelaisRequestContext) async -> RelayError? {
-        await check(ip: ClientAddress.resolve(request, context: context, trustedProxies: trustedProxies), logger: context.logger)
+        await check(ip: IPNetwork.limitKey(ClientAddress.resolve(request, context: context, trustedProxies: trustedProxies)), logger: context.logger)
     }
 }

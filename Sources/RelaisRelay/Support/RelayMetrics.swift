@@ -15,6 +15,8 @@ enum RelayMetrics {
         case aborted
         /// The person's oldest, when a sign-in went over `sessions.max_per_subject`.
         case overLimit = "over_limit"
+        /// A device session whose approving app session ended (RFC 8628 through `/device/approve`).
+        case approverEnded = "approver_ended"
     }
 
     /// Signs that tokens or codes were captured and replayed.

@@ -47,8 +47,16 @@ struct AuthorizationCodeGrant: Sendable {
             throw try await replayed(winner, app: app, logger: logger)
         }
         RelayMetrics.sessionOpened(client: app.clientID)
-        // A step-up's new session takes the place of the old one (same person, higher level).
-        if let replaced = record.replaces { try await sessions.revoke(replaced, reason: .steppedUp) }
+        // A step-up's new session takes the place of the old one (same person, higher level). The new
+        // session is committed: ending the old one is clean-up, and its failure must not turn the
+        // answer into an error (the app's retry would then be taken for a replayed code).
+        if let replaced = record.replaces {
+            do {
+                try await sessions.revoke(replaced, reason: .steppedUp)
+            } catch {
+                logger.warning("the stepped-up session could not be ended now; it ends at its idle timeout", metadata: ["error": "\(error)"])
+            }
+        }
         logger.info("session opened", metadata: ["client_id": "\(app.clientID)", "provider": "\(session.providerID)"])
         events.record(
             .sessionOpened, client: app.clientID, provider: session.providerID, sid: sid, subject: session.subject,

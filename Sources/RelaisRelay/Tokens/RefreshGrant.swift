@@ -51,6 +51,12 @@ struct RefreshGrant: Sendable {
         else { throw Self.unknown }
         guard session.clientID == request.app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client") }
         try Self.checkBinding(session.origin.dpopKey, request.proof)
+        // A device session lives only while the app session that approved it does: fail closed here
+        // even if ending it along with its approver did not get through.
+        if try await sessions.approverEnded(session) {
+            _ = try? await sessions.revoke(sid, reason: .approverEnded)
+            throw RelayError.invalidGrant("the app session that approved this device has ended, and this session with it")
+        }
         // Generated development keys may have moved on another instance: sign with the shared one.
         await vault.keys.synchronize()
         if generation < session.span.generation {

@@ -43,6 +43,8 @@ struct UserSessionRoutes: RelayRoutes {
                 "last_used_at": .number((try await sessions.lastRefreshed(sid, session) ?? session.createdAt).rounded(.down)),
                 "acr": session.acr.map(JSONValue.string) ?? .null, "attested": session.attested.map { .string($0.platform) } ?? .null,
                 "expires_at": .number(session.expiresAt.rounded(.down)),
+                // A device signed in by this person's app: the session that approved it, which ends it when it ends.
+                "approved_by": session.origin.approvedBy.map(JSONValue.string) ?? .null,
             ]
             listed.append((session.createdAt, .object(entry)))
         }

@@ -14,11 +14,17 @@ import RelaisServer
 /// - `GET /session?code=…` in the webview: the code is consumed and the web session written in one
 ///   atomic step; the cookie is set and the browser goes to the target. Any refusal is an HTML page
 ///   that never redirects.
+///
+/// Login CSRF: another site's link must not sign a browser into someone else's session. A code is
+/// refused when the browser says the navigation is cross-site (webviews an app opens send `none`),
+/// and a web session of another person is never replaced silently: a page says who is signed in
+/// and asks (`POST /session` with the code, from that page only).
 struct SessionCodeRoutes: RelayRoutes {
     let issuer: String
     let apps: [String: AppSettings]
     let bearer: BearerAuthenticator
     let sessions: SessionStore
+    let vault: SessionVault
     let limiter: RateLimiter
     /// Development only: the target of an app with no `web_targets` (the demo's web page).
     let developmentTarget: String?
@@ -28,7 +34,19 @@ struct SessionCodeRoutes: RelayRoutes {
             try await limiter.guarding(.bearer, request, context) { try await issue(request) }
         }
         router.get("/session") { request, context in
-            try await limiter.guarding(.page, request, context) { try await open(request) }
+            try await limiter.guarding(.page, request, context) {
+                guard let query = FormParameters.query(of: request), query.firstRepeatedName == nil else { throw Self.invalid }
+                return try await open(request, code: query["code"], confirmed: false)
+            }
+        }
+        router.post("/session") { request, context in
+            try await limiter.guarding(.page, request, context) {
+                guard SecFetchSite.isSameOrigin(request, issuer: issuer) else {
+                    throw RelayError(.invalidSessionCode, "Confirm from Relais' own page: this form was not sent from it.")
+                }
+                guard let form = try await FormParameters.body(of: request, limit: 4096), form.firstRepeatedName == nil else { throw Self.invalid }
+                return try await open(request, code: form["code"], confirmed: true)
+            }
         }
     }
 
@@ -62,20 +80,51 @@ struct SessionCodeRoutes: RelayRoutes {
         return requested
     }
 
-    private func open(_ request: Request) async throws -> Response {
-        let invalid = RelayError(.invalidSessionCode, "This link has expired or was already used. Go back to the app and open the page again.")
-        guard let query = FormParameters.query(of: request), query.firstRepeatedName == nil, let code = query["code"], code.utf8.count <= 128,
-            let sid = SessionStore.sessionID(in: code)
-        else { throw invalid }
+    static let invalid = RelayError(.invalidSessionCode, "This link has expired or was already used. Go back to the app and open the page again.")
+
+    private func open(_ request: Request, code: String?, confirmed: Bool) async throws -> Response {
+        guard !SecFetchSite.isCrossSite(request) else {
+            throw RelayError(.invalidSessionCode, "This link was opened from another site. Open the page from the app instead.")
+        }
+        guard let code, code.utf8.count <= 128, let sid = SessionStore.sessionID(in: code) else { throw Self.invalid }
         // The session first: an ended one opens nothing, and it bounds the cookie's lifetime.
-        guard let session = try await sessions.session(sid) else { throw invalid }
+        guard let session = try await sessions.session(sid) else { throw Self.invalid }
         let remaining = Int(session.expiresAt - sessions.clock.now)
-        guard remaining > 1 else { throw invalid }
+        guard remaining > 1 else { throw Self.invalid }
+        if !confirmed, let signedIn = try await otherPerson(in: request, than: session) {
+            return confirmationPage(code: code, signedIn: signedIn, incoming: session)
+        }
         let cookie = SessionStore.newToken(for: sid)
-        guard let record = try await sessions.openWebSession(code: code, cookie: cookie, ttl: .seconds(remaining)), record.sid == sid else { throw invalid }
+        guard let record = try await sessions.openWebSession(code: code, cookie: cookie, ttl: .seconds(remaining)), record.sid == sid else { throw Self.invalid }
         var response = Response(status: .seeOther, headers: [.location: record.target, .cacheControl: "no-store", .referrerPolicy: "no-referrer"])
         response.setCookie(WebSessionAuthenticator.cookie(cookie, maxAge: remaining))
         return response
+    }
+
+    /// The live web session this browser already has, when it is another person's.
+    private func otherPerson(in request: Request, than incoming: SessionRecord) async throws -> SessionRecord? {
+        guard let cookie = request.cookies[WebSessionAuthenticator.cookieName]?.value, cookie.utf8.count <= 128,
+            let current = SessionStore.sessionID(in: cookie), try await sessions.webSessionIsOpen(cookie),
+            let session = try await sessions.session(current)
+        else { return nil }
+        return session.subject == incoming.subject && session.providerID == incoming.providerID ? nil : session
+    }
+
+    /// Who is signed in, and who the link would sign in instead; continuing takes the code, once.
+    private func confirmationPage(code: String, signedIn: SessionRecord, incoming: SessionRecord) -> Response {
+        func name(_ session: SessionRecord) -> String {
+            let claims = vault.open(SessionIdentity.self, session.sealedIdentity)?.claims ?? [:]
+            let full = [claims["given_name"]?.stringValue, claims["family_name"]?.stringValue].compactMap { $0 }.joined(separator: " ")
+            return HTMLText.escape(full.isEmpty ? claims["email"]?.stringValue ?? "une autre personne" : full)
+        }
+        return RelayResponse.html(.ok, title: "changer de compte", body: """
+            <h1>Changer de personne connectée ?</h1>
+            <p>Ce navigateur est connecté en tant que <strong id="signed-in-as">\(name(signedIn))</strong>.
+            Le lien ouvert connecterait <strong id="link-signs-in">\(name(incoming))</strong> à sa place.</p>
+            <p>Si vous n'avez pas ouvert ce lien depuis votre application, fermez cette page : rien ne change.</p>
+            <form method="post" action="/session"><input type="hidden" name="code" value="\(HTMLText.escape(code))">
+            <button id="session-switch">Continuer en tant que \(name(incoming))</button></form>
+            """)
     }
 }
 

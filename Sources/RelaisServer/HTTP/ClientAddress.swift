@@ -47,6 +47,22 @@ public struct IPNetwork: Sendable, Equatable {
         }
         return nil
     }
+
+    /// Who an address stands for when counting attempts: an IPv4 address is one client, but an
+    /// IPv6 /64 is one subscriber (a host picks any address in it at will, RFC 8981), so it counts
+    /// as one. Text that is not an address counts as itself.
+    public static func limitKey(_ address: String) -> String {
+        guard let bytes = parse(address) else { return address }
+        guard bytes.count == 16 else { return bytes.map(String.init).joined(separator: ".") }
+        let hex = Array("0123456789abcdef")
+        var key = ""
+        for (index, byte) in bytes.prefix(8).enumerated() {
+            if index > 0 && index % 2 == 0 { key.append(":") }
+            key.append(hex[Int(byte >> 4)])
+            key.append(hex[Int(byte & 0xF)])
+        }
+        return key + "::/64"
+    }
 }
 
 /// The client's address as rate limits and logs need it: the TCP peer, unless the peer is a
