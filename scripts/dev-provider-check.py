@@ -8,7 +8,9 @@ userinfo are decrypted with that key before their signatures are verified.
 Prints one line per check ("ok ..." or "FAIL ...") and exits non-zero if any check fails.
 Run by the Swift test DevProviderCrossCheckTests; `make test` installs requests and joserfc.
 """
+import base64
 import html
+import json
 import re
 import secrets
 import sys
@@ -17,6 +19,7 @@ import warnings
 from urllib.parse import parse_qs, urlsplit
 
 import requests
+from joserfc.registry import HeaderParameter
 from joserfc import jwe, jwk, jwt
 from joserfc.jwt import JWTClaimsRegistry
 
@@ -31,9 +34,15 @@ def signed(token, name):
     """The signed token inside a FranceConnect+ JWE (or the token itself)."""
     if decryption_key is None:
         return token
-    registry = jwe.JWERegistry(algorithms=["RSA-OAEP", "RSA-OAEP-256", "ECDH-ES", "A256GCM"])
+    # FranceConnect+ replicates iss and aud in the JWE protected header (RFC 7519 §5.3).
+    replicated = {"iss": HeaderParameter("Issuer", "str"), "aud": HeaderParameter("Audience", "str")}
+    registry = jwe.JWERegistry(header_registry=replicated, algorithms=["RSA-OAEP", "RSA-OAEP-256", "ECDH-ES", "A256GCM"])
     decrypted = jwe.decrypt_compact(token, decryption_key, registry=registry)
     check(name + " is a nested JWT (cty)", decrypted.protected.get("cty") == "JWT" and decrypted.protected.get("enc") == "A256GCM")
+    check(name + " JWE header names iss and aud", decrypted.protected.get("iss") == issuer and decrypted.protected.get("aud") == client_id,
+          decrypted.protected)
+    inner = json.loads(base64.urlsafe_b64decode(decrypted.plaintext.decode().split(".")[0] + "=="))
+    check(name + " JWS header is exactly alg and kid", sorted(inner) == ["alg", "kid"], inner)
     return decrypted.plaintext.decode()
 
 
@@ -92,6 +101,7 @@ try:
 except Exception as error:  # noqa: BLE001
     check("id_token claims", False, repr(error))
 check("id_token kid", id_token.header.get("kid") in [key.kid for key in keys.keys])
+check("id_token JWS header is exactly alg and kid (FranceConnect's, no typ)", sorted(id_token.header) == ["alg", "kid"], id_token.header)
 
 userinfo = session.get(config["userinfo_endpoint"], headers={"Authorization": "Bearer " + body["access_token"]}, timeout=10)
 check("userinfo is a JWT", userinfo.headers["Content-Type"] == "application/jwt", userinfo.headers.get("Content-Type"))

@@ -37,7 +37,11 @@ public struct DevProviderConfiguration: Sendable {
 
         /// The scopes this provider knows and the claims each releases.
         public var scopeCatalogue: [String: [String]] {
-            self == .proconnect ? ScopeCatalogue.proConnect : ScopeCatalogue.franceConnect
+            switch self {
+            case .proconnect: ScopeCatalogue.proConnect
+            case .fcplus: ScopeCatalogue.franceConnectPlus
+            case .v1, .v2: ScopeCatalogue.franceConnect
+            }
         }
     }
 
@@ -82,6 +86,10 @@ public struct DevProviderConfiguration: Sendable {
         /// Put the provider session's id in id_tokens (`sid`), as generic OpenID providers that
         /// support back-channel logout do. FranceConnect does not: off by default.
         public var idTokenSessionID = false
+        /// The scopes the service is entitled to (`scopes`), as FranceConnect's habilitation lists
+        /// them; nil: every scope of the mode's catalogue. A known scope outside it is refused
+        /// (`invalid_scope`); an unknown one is dropped.
+        public var scopes: [String]?
 
         public init(id: String) {
             self.id = id

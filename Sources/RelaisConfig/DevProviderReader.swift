@@ -45,6 +45,10 @@ extension ValueReader {
         client.authentication = choice("\(base).token_endpoint_auth_method", default: client.authentication)
         client.sectorIdentifier = text("\(base).sector_identifier") ?? id
         client.idTokenSessionID = boolean("\(base).id_token_sid") ?? client.idTokenSessionID
+        client.scopes = list("\(base).scopes")
+        for scope in client.scopes ?? [] where mode.scopeCatalogue[scope] == nil {
+            problem("\(base).scopes", "'\(scope)' is not a scope of the \(mode.rawValue) catalogue")
+        }
         client.faults = text("\(base).faults").map { $0.split(separator: ",").map { $0.trimmingSpaces() }.filter { !$0.isEmpty } } ?? []
 
         if let raw = text("\(base).id_token_signed_response_alg") {

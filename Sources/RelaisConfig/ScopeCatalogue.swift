@@ -17,6 +17,40 @@ public enum ScopeCatalogue {
         "identite_pivot": ["given_name", "given_name_array", "family_name", "birthdate", "gender", "birthplace", "birthcountry"],
     ]
 
+    /// FranceConnect+'s own catalogue (fcp-high, `back/libs/scopes/src/data/fcp-high/fcp-high.scopes.ts`
+    /// in FranceConnect's published source): no `given_name_array`, and the `rnipp_*` scopes, whose
+    /// claims are the identity as the national register (RNIPP) has it. The development provider
+    /// serves it in `fcplus` mode; Relais' own catalogue (``claimsByScope``) is unchanged by it.
+    public static let franceConnectPlus: [String: [String]] = [
+        "openid": ["sub"],
+        "given_name": ["given_name"],
+        "family_name": ["family_name"],
+        "birthdate": ["birthdate"],
+        "gender": ["gender"],
+        "birthplace": ["birthplace"],
+        "birthcountry": ["birthcountry"],
+        "email": ["email"],
+        "preferred_username": ["preferred_username"],
+        "profile": ["given_name", "family_name", "birthdate", "gender", "preferred_username"],
+        "birth": ["birthplace", "birthcountry"],
+        "identite_pivot": ["given_name", "family_name", "birthdate", "gender", "birthplace", "birthcountry"],
+        "rnipp_identite_pivot": [
+            "gender", "rnipp_gender", "family_name", "rnipp_family_name", "given_name", "rnipp_given_name", "rnipp_given_name_array",
+            "birthdate", "rnipp_birthdate", "birthplace", "rnipp_birthplace", "birthcountry", "rnipp_birthcountry",
+        ],
+        "rnipp_gender": ["gender", "rnipp_gender"],
+        "rnipp_family_name": ["family_name", "rnipp_family_name"],
+        "rnipp_given_name": ["given_name", "rnipp_given_name", "rnipp_given_name_array"],
+        "rnipp_birthdate": ["birthdate", "rnipp_birthdate"],
+        "rnipp_birthplace": ["birthplace", "rnipp_birthplace"],
+        "rnipp_birthcountry": ["birthcountry", "rnipp_birthcountry"],
+        "rnipp_profile": [
+            "given_name", "rnipp_given_name", "rnipp_given_name_array", "family_name", "rnipp_family_name", "birthdate", "rnipp_birthdate",
+            "gender", "rnipp_gender", "preferred_username",
+        ],
+        "rnipp_birth": ["birthplace", "rnipp_birthplace", "birthcountry", "rnipp_birthcountry"],
+    ]
+
     /// ProConnect's catalogue (civil servants and professionals): each scope releases the claim of
     /// its name, except `phone` (`phone_number`) and `chorusdt` (two prefixed claims).
     public static let proConnect: [String: [String]] = [

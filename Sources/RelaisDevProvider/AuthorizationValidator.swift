@@ -41,6 +41,24 @@ struct AuthorizationValidator {
         }
     }
 
+    /// Every level FranceConnect knows, weakest first (`pickAcr`'s `knownAcrValues`).
+    static let knownLevels = ["eidas1", "eidas2", "eidas3"]
+
+    /// The level performed when none of those asked for is known: FranceConnect's default for the
+    /// mode (`connexion-acr-fcp-low.feature` and `-fcp-high.feature`, rows `niveau_inconnu`).
+    var defaultLevel: String { mode == .fcplus ? "eidas3" : "eidas1" }
+
+    /// FranceConnect's `pickAcr` (`back/libs/core/src/transforms/acr.transform.ts`): the weakest
+    /// known level among those asked for, else the default. Whether the mode allows it is checked
+    /// after (`CoreAcrService.rejectInvalidAcr`).
+    func pickLevel(_ requested: [String]) -> String {
+        Self.knownLevels.first(where: requested.contains) ?? defaultLevel
+    }
+
+    /// Parameters FranceConnect's `AuthorizeParamsDto` requires (`back/apps/core-fcp/src/dto/
+    /// authorize-params.dto.ts`): without one, its error page, before any redirect.
+    static let requiredParameters = ["acr_values", "nonce", "state", "scope", "response_type"]
+
     func validate(_ parameters: FormParameters) -> Outcome {
         if let repeated = parameters.repeatedNames.first, repeated == "client_id" || repeated == "redirect_uri" {
             return .errorPage(ErrorPage(code: "Y030007", message: "The parameter '\(repeated)' is given more than once."))
@@ -57,6 +75,8 @@ struct AuthorizationValidator {
         guard client.redirectURIs.contains(redirectURI) else {
             return .errorPage(ErrorPage(code: "Y04C013C", message: "This redirect_uri is not registered for the service provider."))
         }
+
+        if mode != .proconnect, let page = Self.parameterErrorPage(parameters) { return .errorPage(page) }
 
         // From here on the client and its redirect URI are trusted: errors go back to it.
         let state = parameters["state"]
@@ -79,32 +99,24 @@ struct AuthorizationValidator {
         guard let state, !state.isEmpty else {
             return reject("invalid_request", "missing required parameter 'state'")
         }
-        let scopes = (parameters["scope"] ?? "").split(separator: " ").map(String.init)
-        guard scopes.contains("openid") else {
+        let requestedScopes = (parameters["scope"] ?? "").split(separator: " ").map(String.init)
+        guard requestedScopes.contains("openid") else {
             return reject("invalid_request", "openid scope must be requested when using the acr_values parameter")
         }
-        if let unknown = scopes.first(where: { ScopeCatalogue.claimsByScope[$0] == nil }) {
-            return reject("invalid_scope", "requested scope '\(unknown)' is not allowed")
+        // connexion-scope.feature: an unknown scope is dropped ("attribut scope inconnu ignoré");
+        // a scope of the catalogue the service is not entitled to is refused.
+        let scopes = requestedScopes.filter { mode.scopeCatalogue[$0] != nil }
+        if let entitled = client.scopes, scopes.contains(where: { $0 != "openid" && !entitled.contains($0) }) {
+            return reject("invalid_scope", "requested scope is not allowed")
         }
-        guard let nonce = parameters["nonce"], !nonce.isEmpty else {
-            return reject("invalid_request", "missing required parameter 'nonce'")
+        let nonce = parameters["nonce"] ?? ""
+        let acr = pickLevel((parameters["acr_values"] ?? "").split(separator: " ").map(String.init))
+        guard acceptedLevels.contains(acr) else {
+            return reject(
+                "invalid_acr", "acr_value is not valid, should be equal one of these values, expected \(acceptedLevels.joined(separator: ",")), got \(acr)"
+            )
         }
-        guard nonce.count >= Self.minimumNonceLength else {
-            return reject("invalid_request", "nonce must be at least \(Self.minimumNonceLength) characters long")
-        }
-        guard let acrValues = parameters["acr_values"], !acrValues.isEmpty else {
-            return reject("invalid_request", "missing required parameter 'acr_values'")
-        }
-        let requested = acrValues.split(separator: " ").map(String.init)
-        guard requested.allSatisfy(acceptedLevels.contains) else {
-            return reject("invalid_acr", "acr_values must be among: \(acceptedLevels.joined(separator: ", "))")
-        }
-        // The lowest level asked for is the one performed (FranceConnect+ behaviour).
-        let acr = acceptedLevels.first(where: requested.contains)!
         let prompt = (parameters["prompt"] ?? "").split(separator: " ").map(String.init)
-        if let bad = prompt.first(where: { $0 != "login" && $0 != "consent" }) {
-            return reject("invalid_request", "prompt '\(bad)' is not supported (only login and consent)")
-        }
         var wantsAMR = false
         if let claims = parameters["claims"] {
             guard let object = JSONValue.object(from: Array(claims.utf8)) else {
@@ -118,5 +130,25 @@ struct AuthorizationValidator {
                 wantsAMR: wantsAMR
             )
         )
+    }
+
+    /// What FranceConnect's parameter validation shows as its error page (HTTP 400, `Y030007`,
+    /// the person stuck on FranceConnect) rather than sending back: a required parameter missing,
+    /// a nonce under 22 characters, a `prompt` other than `login` and `consent`
+    /// (`quality/fcp/cypress/integration/api/api-authorize.feature`, "erreur Y030007").
+    static func parameterErrorPage(_ parameters: FormParameters) -> ErrorPage? {
+        if let missing = requiredParameters.first(where: { parameters[$0] == nil }) {
+            return ErrorPage(code: "Y030007", message: "Une erreur technique est survenue : le paramètre \(missing) est absent.")
+        }
+        if (parameters["nonce"] ?? "").count < minimumNonceLength {
+            return ErrorPage(code: "Y030007", message: "Une erreur technique est survenue : le nonce doit compter au moins \(minimumNonceLength) caractères.")
+        }
+        if let prompt = parameters["prompt"] {
+            let values = prompt.split(separator: " ")
+            if values.isEmpty || values.contains(where: { $0 != "login" && $0 != "consent" }) {
+                return ErrorPage(code: "Y030007", message: "Une erreur technique est survenue : la valeur de prompt n'est pas acceptée.")
+            }
+        }
+        return nil
     }
 }

@@ -5,8 +5,10 @@ import RelaisServer
 import RelaisStore
 import RelaisHTTPClient
 
-/// `GET /session/end` (v1: `/logout`): a browser redirect with `id_token_hint`, `state` and a
-/// registered `post_logout_redirect_uri`. Ends the provider session, then 303 back with `state`.
+/// `GET /session/end` (v1: `/logout`): a browser redirect with `id_token_hint`, and optionally
+/// `state` and a registered `post_logout_redirect_uri` (FranceConnect's `LogoutParamsDto`,
+/// `back/libs/oidc-provider/src/dto/logout-params.dto.ts`, marks both optional). Ends the provider
+/// session, then 303 back (with `state` when given), or a page saying so without a URI.
 struct LogoutRoute {
     let provider: DevProvider
 
@@ -29,18 +31,19 @@ struct LogoutRoute {
         if let failure = await DevProvider.preempt(faults, on: .logout) {
             return DevProvider.html(failure.status, Pages.error(code: "DP_INJECTED_FAILURE", message: "Injected failure: HTTP \(failure.status.code)."))
         }
-        guard let state = parameters["state"], !state.isEmpty else {
-            return DevProvider.html(.badRequest, Pages.error(code: "Y030007", message: "The state parameter is missing."))
-        }
-        guard let target = parameters["post_logout_redirect_uri"], let client = provider.clients[issued.clientID],
-            client.postLogoutRedirectURIs.contains(target)
-        else {
-            return DevProvider.html(.badRequest, Pages.error(code: "DP_POST_LOGOUT_URI", message: "This post_logout_redirect_uri is not registered for the service provider."))
+        var target: String?
+        if let requested = parameters["post_logout_redirect_uri"] {
+            guard let client = provider.clients[issued.clientID], client.postLogoutRedirectURIs.contains(requested) else {
+                return DevProvider.html(.badRequest, Pages.error(code: "DP_POST_LOGOUT_URI", message: "This post_logout_redirect_uri is not registered for the service provider."))
+            }
+            target = requested
         }
         if let sessionID = issued.sessionID { _ = try await provider.store.delete(StoreKeys.session(sessionID)) }
         if let cookieSession = provider.cookieSessionID(request) { _ = try await provider.store.delete(StoreKeys.session(cookieSession)) }
         var headers = HTTPFields()
         headers[.setCookie] = "\(DevProvider.sessionCookie)=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax"
+        guard let target else { return DevProvider.html(.ok, Pages.signedOut(), headers: headers) }
+        guard let state = parameters["state"] else { return DevProvider.redirect(to: target, headers: headers) }
         return DevProvider.redirect(to: FormParameters.url(target, adding: [("state", state)]), headers: headers)
     }
 

@@ -45,6 +45,17 @@ enum Pages {
         )
     }
 
+    /// After a logout that named no `post_logout_redirect_uri`: nowhere to send the person back.
+    static func signedOut() -> String {
+        page(
+            title: "Déconnexion",
+            body: """
+                <h1 id="signed-out">Vous êtes déconnecté</h1>
+                <p>Votre session sur ce fournisseur d'identité est terminée. Vous pouvez fermer cette page.</p>
+                """
+        )
+    }
+
     static func displayName(_ identity: TestIdentity) -> String {
         "\(identity.claims["given_name"] ?? "") \(identity.claims["family_name"] ?? identity.claims["usual_name"] ?? "")"
     }

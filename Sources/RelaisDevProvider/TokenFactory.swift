@@ -43,9 +43,12 @@ struct TokenFactory: Sendable {
     func userinfoClaims(grant: AccessGrant, identity: TestIdentity, now: Int, faults: [Fault]) -> [String: JSONValue] {
         var claims: [String: JSONValue] = ["sub": .string(grant.subject)]
         for name in ScopeCatalogue.claims(for: grant.scopes, in: mode.scopeCatalogue) {
-            if name == "given_name_array" {
+            // FranceConnect+'s rnipp_* claims are the register's copy of the identity: here, the
+            // test identity's own values.
+            let source = name.hasPrefix("rnipp_") ? String(name.dropFirst("rnipp_".count)) : name
+            if source == "given_name_array" {
                 if let given = identity.claims["given_name"] { claims[name] = .array(given.split(separator: " ").map { .string(String($0)) }) }
-            } else if let value = identity.claims[name] {
+            } else if let value = identity.claims[source] {
                 claims[name] = .string(value)
             }
         }
@@ -91,13 +94,16 @@ struct TokenFactory: Sendable {
                     key = current
                 }
             }
-            token = try JWS.sign(payload: payload, with: key, algorithm: algorithm, extraHeader: ["typ": .string("JWT")])
+            // FranceConnect's JWS header has exactly alg and kid (api-token.feature: "l'entête du JWS a 2 propriétés").
+            token = try JWS.sign(payload: payload, with: key, algorithm: algorithm)
             if faults.has(.badSignature, on: target) { token = Self.breakSignature(token) }
         }
         if let recipient {
+            // FranceConnect+'s JWE protected header names the issuer and the audience beside alg, enc,
+            // cty and kid (api-token.feature, api-userinfo.feature: "l'entête du JWE a 6 propriétés").
             token = try JWE.encrypt(
                 Array(token.utf8), to: recipient, keyAlgorithm: client.encryptionAlgorithm, contentAlgorithm: .a256GCM,
-                extraHeader: ["cty": .string("JWT")]
+                extraHeader: ["cty": .string("JWT"), "iss": .string(issuer), "aud": .string(client.id)]
             )
         }
         return token

@@ -25,6 +25,6 @@ import Testing
         #expect(!schema.leafKeys.contains("rate_limit.per_ip") && !schema.leafKeys.contains("metrics.enabled"))
         let clients = try #require(schema.keyedSections["clients"] ?? nil)
         #expect(clients.leafKeys.isSuperset(of: ["secret", "secret_file", "jwks_uri", "faults"]))
-        #expect(clients.listKeys == ["redirect_uris", "post_logout_redirect_uris"])
+        #expect(clients.listKeys == ["redirect_uris", "post_logout_redirect_uris", "scopes"])
     }
 }

@@ -140,7 +140,7 @@ extension ErrorCatalogue {
     |---|---|
     | `Y04EA6EF` | Unknown `client_id`. |
     | `Y04C013C` | `redirect_uri` not registered for the client (exact match). |
-    | `Y030007` | `client_id` or `redirect_uri` missing or repeated; parameters unreadable; login form without a listed identity. |
+    | `Y030007` | `client_id` or `redirect_uri` missing or repeated; `acr_values`, `nonce`, `state`, `scope` or `response_type` missing; `nonce` under 22 characters; `prompt` empty or other than `login`/`consent` (FranceConnect's own parameter validation, before any redirect); parameters unreadable; login form without a listed identity. |
     | `DP_INTERACTION_EXPIRED` | The login page was already submitted, or it is older than 10 minutes. |
     | `DP_INJECTED_FAILURE` | An `authorize:status=N` or `logout:status=N` fault (status N). |
 
@@ -149,10 +149,10 @@ extension ErrorCatalogue {
 
     | `error` | when |
     |---|---|
-    | `invalid_request` | A parameter missing (`response_type`, `state`, `nonce`, `acr_values`), repeated or unknown (PKCE parameters included, as FranceConnect refuses them); `scope` without `openid`; `nonce` under 22 characters; `prompt` other than `login`/`consent`; `claims` not a JSON object. |
+    | `invalid_request` | `response_type` or `state` empty; a parameter repeated or unknown (PKCE parameters included, as FranceConnect refuses them); `scope` without `openid`; `claims` not a JSON object. |
     | `unsupported_response_type` | `response_type` other than `code`. |
-    | `invalid_scope` | A scope outside FranceConnect's catalogue (`address` and `phone` are gone in v2). |
-    | `invalid_acr` | An `acr_values` level the mode does not offer (`eidas1`; FranceConnect+: `eidas2`, `eidas3`). |
+    | `invalid_scope` | A scope of the mode's catalogue that the client is not entitled to (`clients.<id>.scopes`): "requested scope is not allowed". An unknown scope is dropped, as FranceConnect drops it. |
+    | `invalid_acr` | The level picked from `acr_values` (the weakest known one asked for, else the mode's default) is not the mode's (`eidas1`; FranceConnect+: `eidas2`, `eidas3`): "acr_value is not valid, should be equal one of these values, expected …, got …". |
     | `access_denied` | The person pressed cancel (`error_description=User auth aborted`). |
 
     **`/token`** (JSON `{error, error_description}`): `invalid_client` (401: unknown client, wrong
@@ -165,7 +165,7 @@ extension ErrorCatalogue {
     **`/userinfo`**: 401 `invalid_token` with `WWW-Authenticate: Bearer ...` (missing, unknown or
     expired access token, 60 s).
 
-    **`/session/end`** (v1: `/logout`) pages: `Y030007` (`id_token_hint` or `state` missing),
+    **`/session/end`** (v1: `/logout`) pages: `Y030007` (`id_token_hint` missing),
     `DP_ID_TOKEN_HINT` (the hint was not issued by this provider), `DP_POST_LOGOUT_URI` (the
     `post_logout_redirect_uri` is not registered for the hint's client).
 
