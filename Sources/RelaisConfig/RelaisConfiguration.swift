@@ -18,6 +18,8 @@ public struct RelaisConfiguration: Sendable {
     public var rateLimit = RateLimitSettings()
     public var wellKnown = WellKnownSettings()
     public var memory = MemorySettings()
+    /// How Relais' own pages (errors, device approval, confirmations) look and speak (`pages.*`).
+    public var pages = PagesSettings()
     /// The credential of `POST /admin/sessions/revoke` (`admin.token_file`); nil: the endpoint is off.
     public var adminToken: String?
     public var securityEvents = SecurityEvents()

@@ -99,6 +99,7 @@ extension ValueReader {
             problem("forward_auth", "the identity headers (subject_header, client_header, acr_header, scope_header, session_header, attested_header) must be distinct, and none Cache-Control")
         }
         result.forwardAuth = forward
+        result.pages = readPages()
 
         var memory = result.memory
         for (key, path) in [

@@ -14,6 +14,8 @@ import RelaisOIDC
 public struct Relay: Sendable {
     private let routes: [any RelayRoutes]
     private let trustedProxies: [IPNetwork]
+    /// The operator's look and the default language of Relais' pages (`pages.*`).
+    private let pages: PageRenderer
 
     /// Builds the services once per process; keys may be read from (or, in development, written
     /// to) the store. `eventSink` replaces the configured output of security events (tests).
@@ -86,6 +88,7 @@ public struct Relay: Sendable {
         }
         self.routes = routes
         self.trustedProxies = trustedProxies
+        pages = PageRenderer(configuration.pages)
     }
 
     public func register(on router: Router<RelaisRequestContext>) {
@@ -93,6 +96,7 @@ public struct Relay: Sendable {
         // from memory record no event, and a binding per request is a measurable share of them.
         for group in routes where group is ForwardAuthRoute { group.register(on: router) }
         router.middlewares.add(EventOriginMiddleware(trustedProxies: trustedProxies))
+        router.middlewares.add(PageContextMiddleware(renderer: pages))
         for group in routes where !(group is ForwardAuthRoute) { group.register(on: router) }
     }
 

@@ -57,7 +57,7 @@ import Testing
             let code = try await Self.code(client, try await Self.tokens(fixture, client))
             let refused = try await Self.open(client, code, headers: [Self.site: "cross-site"])
             #expect(refused.status == .badRequest && refused.headers[.setCookie] == nil)
-            #expect(String(buffer: refused.body).contains("another site"))
+            #expect(String(buffer: refused.body).contains("Ce lien a été ouvert depuis un autre site."))
             // Refused before anything was consumed: the app's own webview (Sec-Fetch-Site: none) still opens it.
             let opened = try await Self.open(client, code, headers: [Self.site: "none"])
             #expect(opened.status == .seeOther && opened.headers[.setCookie] != nil)
@@ -141,12 +141,12 @@ import Testing
             claims["sub"] = .string("sub-somebody-else")
             let forged = try JWS.sign(payload: JSONValue.object(claims).serialized(), with: keys.activeSigningKey, algorithm: keys.activeAlgorithm)
             let refused = try await Self.logout(client, idToken: forged)
-            #expect(refused.status == .badRequest && String(buffer: refused.body).contains("not issued for this session"))
+            #expect(refused.status == .badRequest && String(buffer: refused.body).contains("ne correspond pas à votre session"))
             #expect(try await fixture.sessions.session(sid) != nil)
             // Older than any session lives: refused, even though it still verifies.
             fixture.clock.advance(by: fixture.configuration.relay.sessionLifetime + .seconds(1))
             let old = try await Self.logout(client, idToken: idToken)
-            #expect(old.status == .badRequest && String(buffer: old.body).contains("older than any session lives"))
+            #expect(old.status == .badRequest && String(buffer: old.body).contains("trop ancienne"))
         }
     }
 

@@ -345,7 +345,10 @@ import Testing
             #expect(page.firstRange(of: "Salon &lt;TV&gt;")!.lowerBound > label.lowerBound)
             #expect(page.firstRange(of: "device-app-name")!.lowerBound < label.lowerBound)
             let wrong = try await client.execute(uri: "/device", method: .post, headers: Route.formHeaders, body: Route.form([("user_code", "BCDF-GHJK")]))
-            #expect(wrong.status == .badRequest && String(buffer: wrong.body).contains("invalid_user_code"))
+            // A mistyped code: the form again, its error announced (role=alert) and tied to the field.
+            let again = String(buffer: wrong.body)
+            #expect(wrong.status == .badRequest && again.contains(#"id="device-error" class="error" role="alert""#))
+            #expect(again.contains(#"<label for="user-code">"#) && again.contains(#"aria-describedby="device-error""#))
 
             let deny = try await client.execute(uri: "/device/deny", method: .post, headers: Route.formHeaders, body: Route.form([("user_code", started.userCode)]))
             #expect(String(buffer: deny.body).contains("device-denied"))

@@ -35,14 +35,21 @@ struct DevicePageRoutes: RelayRoutes {
         }
         router.post("/device") { request, context in
             try await limiter.guarding(.page, request, context) {
-                let (userCode, _, found) = try await lookUp(request, context: context)
-                return confirmationPage(userCode, found)
+                do {
+                    let (userCode, _, found) = try await lookUp(request, context: context)
+                    return confirmationPage(userCode, found)
+                } catch let error as RelayError where error.code == .invalidUserCode {
+                    // A mistyped code: the form again, with what was wrong, announced to screen readers.
+                    return Self.entryPage("", error: PageContext.now.strings.message(error), status: .badRequest)
+                }
             }
         }
         router.post("/device/sign-in") { request, context in
             try await limiter.guarding(.page, request, context) {
                 let (_, sid, found) = try await lookUp(request, context: context)
-                guard let app = apps[found.clientID], let provider = app.providers.first else { throw RelayError(.unknownClient, "The device's app is no longer registered.") }
+                guard let app = apps[found.clientID], let provider = app.providers.first else {
+                    throw RelayError(.unknownClient, "The device's app is no longer registered.", page: .deviceAppGone)
+                }
                 let signIn = AppRequest(
                     clientID: found.clientID, redirectURI: "", codeChallenge: "", state: nil, scopes: found.scopes, nonce: nil, providerID: provider,
                     acr: starter.providers[provider]?.settings.acrValues, forceLogin: false
@@ -54,7 +61,10 @@ struct DevicePageRoutes: RelayRoutes {
             try await limiter.guarding(.page, request, context) {
                 let (_, sid, _) = try await lookUp(request, context: context)
                 _ = try await sessions.decideDevice(sid, .denied)
-                return RelayResponse.html(.ok, title: "refusé", body: #"<h1 id="device-denied">Demande refusée</h1><p>L'appareil ne sera pas connecté.</p>"#)
+                let strings = PageContext.now.strings
+                return RelayResponse.html(.ok, title: strings[.deviceDeniedHeading], body: """
+                    <h1 id="device-denied">\(strings[.deviceDeniedHeading])</h1><p>\(strings[.deviceDeniedText])</p>
+                    """)
             }
         }
         router.get("/device/qr.svg") { request, context in
@@ -77,49 +87,57 @@ struct DevicePageRoutes: RelayRoutes {
         }
         if let limited = await limiter.checkUserCode(request, context) { throw limited }
         guard let typed = form["user_code"], let userCode = UserCode(typed: typed) else {
-            throw RelayError(.invalidUserCode, "This is not a code shown by a device: 8 letters, such as BCDF-GHJK.")
+            throw RelayError(.invalidUserCode, "This is not a code shown by a device: 8 letters, such as BCDF-GHJK.", page: .notAUserCode)
         }
         guard case .found(let sid, let found) = try await sessions.deviceRequest(userCode: userCode) else {
-            throw RelayError(.invalidUserCode, "Aucun appareil n'attend ce code, ou le code est erroné : vérifiez le code affiché par l'appareil.")
+            throw RelayError(.invalidUserCode, "no device is waiting with this user code, or the code is wrong", page: .noSuchDeviceRequest)
         }
         return (userCode, sid, found)
     }
 
     private func confirmationPage(_ userCode: UserCode, _ found: SessionStore.DeviceRequest) -> Response {
+        let strings = PageContext.now.strings
         let field = #"<input type="hidden" name="user_code" value="\#(userCode.display)">"#
         let minutes = max(1, Int((found.expiresAt - sessions.clock.now) / 60))
         // What Relais knows first (the app's configured name, when and from where); the device's own
         // label last, marked as its words: anyone can write anything there.
-        let name = apps[found.clientID]?.name ?? found.clientID
+        let name = #"<strong id="device-app-name">\#(HTMLText.escape(apps[found.clientID]?.name ?? found.clientID))</strong>"#
+        let asks = strings.format(.deviceAsks, 
+            name, #"<code id="device-app">\#(HTMLText.escape(found.clientID))</code>"#,
+            #"<code id="device-scope">\#(HTMLText.escape(found.scopes.joined(separator: " ")))</code>"#
+        )
         var context = ""
         if let at = found.requestedAt {
             let seconds = Int(at) % 86_400
             let twoDigits = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
-            context += " Demande faite à <span id=\"device-time\">\(twoDigits(seconds / 3600)):\(twoDigits(seconds % 3600 / 60)) UTC</span>"
-            if let address = found.requesterAddress { context += " depuis l'adresse <code id=\"device-address\">\(HTMLText.escape(address))</code>" }
+            context = strings.format(.deviceRequestedAt, #"<span id="device-time">\#(twoDigits(seconds / 3600)):\#(twoDigits(seconds % 3600 / 60))</span>"#)
+            if let address = found.requesterAddress { context += " " + strings.format(.deviceRequestedFrom, #"<code id="device-address">\#(HTMLText.escape(address))</code>"#) }
             context += "."
         }
-        let device = found.device.map {
-            "<p>Nom donné par l'appareil lui-même (non vérifié) : « <span id=\"device-name\">\(HTMLText.escape($0))</span> ».</p>"
-        } ?? ""
-        return RelayResponse.html(.ok, title: "appareil", body: """
-            <h1>Connecter un appareil</h1>
-            <p>L'application <strong id="device-app-name">\(HTMLText.escape(name))</strong> (<code id="device-app">\(HTMLText.escape(found.clientID))</code>)
-            demande à se connecter avec votre identité, pour : <code id="device-scope">\(HTMLText.escape(found.scopes.joined(separator: " ")))</code>.\(context)</p>
+        let device = found.device.map { "<p>" + strings.format(.deviceOwnName, #"<span id="device-name">\#(HTMLText.escape($0))</span>"#) + "</p>" } ?? ""
+        return RelayResponse.html(.ok, title: strings[.deviceTitle], body: """
+            <h1>\(strings[.deviceTitle])</h1>
+            <p>\(asks) \(context)</p>
             \(device)
-            <p>Vérifiez que l'appareil affiche bien le code <strong>\(userCode.display)</strong>. La demande expire dans \(minutes) min.</p>
-            <form method="post" action="/device/sign-in">\(field)<button id="device-sign-in">Se connecter pour autoriser</button></form>
-            <form method="post" action="/device/deny">\(field)<button id="device-deny">Refuser</button></form>
+            <p>\(strings.format(.deviceCheckCode, "<strong>\(userCode.display)</strong>", String(minutes)))</p>
+            <form method="post" action="/device/sign-in">\(field)<button id="device-sign-in">\(strings[.deviceSignInToApprove])</button></form>
+            <form method="post" action="/device/deny">\(field)<button id="device-deny" class="secondary">\(strings[.deviceDeny])</button></form>
             """)
     }
 
-    static func entryPage(_ code: String) -> Response {
-        RelayResponse.html(.ok, title: "appareil", body: """
-            <h1>Connecter un appareil</h1>
-            <p>Saisissez le code affiché par l'appareil. / Enter the code the device shows.</p>
+    /// The code form: its field labelled, and an error (after a mistyped code) announced as an alert.
+    static func entryPage(_ code: String, error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
+        let strings = PageContext.now.strings
+        let alert = error.map { #"<p id="device-error" class="error" role="alert">\#(HTMLText.escape($0))</p>"# } ?? ""
+        let invalid = error == nil ? "" : #" aria-invalid="true" aria-describedby="device-error""#
+        return RelayResponse.html(status, title: strings[.deviceTitle], body: """
+            <h1>\(strings[.deviceTitle])</h1>
+            <p>\(strings[.deviceEntryIntro])</p>
+            \(alert)
             <form method="post" action="/device">
-            <input id="user-code" name="user_code" value="\(HTMLText.escape(code))" autocomplete="off" autocapitalize="characters" maxlength="9" placeholder="BCDF-GHJK">
-            <button id="device-continue">Continuer</button>
+            <label for="user-code">\(strings[.deviceCodeLabel])</label>
+            <input id="user-code" name="user_code" value="\(HTMLText.escape(code))" autocomplete="off" autocapitalize="characters" maxlength="9"\(invalid)>
+            <button id="device-continue">\(strings[.continueButton])</button>
             </form>
             """)
     }

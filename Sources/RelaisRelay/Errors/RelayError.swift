@@ -23,6 +23,8 @@ struct RelayError: Error, Sendable, Equatable {
     var challengesDPoP = false
     /// RFC 9470 §3: what the challenge asks of the next sign-in (`acr_values`, `max_age`).
     var stepUp: StepUp?
+    /// On a page, the situation to explain when the code's own sentence is not precise enough.
+    var pageMessage: PageMessage?
 
     struct StepUp: Sendable, Equatable {
         var acrValues: String?
@@ -40,10 +42,11 @@ struct RelayError: Error, Sendable, Equatable {
         return error
     }
 
-    init(_ code: Code, _ description: String, headers: HTTPFields = [:]) {
+    init(_ code: Code, _ description: String, headers: HTTPFields = [:], page: PageMessage? = nil) {
         self.code = code
         self.description = description
         self.headers = headers
+        self.pageMessage = page
     }
 
     // MARK: - Frequent errors
@@ -81,7 +84,7 @@ struct RelayError: Error, Sendable, Equatable {
         switch surface {
         case .json: json(requestID: requestID)
         case .bearer: bearer(requestID: requestID)
-        case .page: page()
+        case .page: page(requestID: requestID)
         }
     }
 
@@ -147,10 +150,20 @@ struct RelayError: Error, Sendable, Equatable {
         return #"Bearer realm="relais", error="\#(code.wireCode)", error_description="\#(quoted)""# + (stepUp?.parameters ?? "")
     }
 
-    /// An HTML page for the person in the browser; never a redirect (the redirect URI may not be
-    /// trusted, or the app to return to is unknown).
-    func page() -> Response {
-        var response = RelayResponse.page(code.status, code: code.wireCode, message: description)
+    /// An HTML page for the person in the browser, in their language; never a redirect (the
+    /// redirect URI may not be trusted, or the app to return to is unknown). It says what happened
+    /// in words for people, the code, and the request's id for support; the developer's
+    /// description goes to the log line the id names.
+    func page(requestID: String) -> Response {
+        let page = PageContext.now
+        let strings = page.strings
+        var response = page.render(code.status, title: strings[.errorTitle], content: """
+            <h1>\(strings[.errorHeading])</h1>
+            <p id="error-message">\(HTMLText.escape(strings.message(self)))</p>
+            <p>\(strings[.errorAdvice])</p>
+            <p>\(strings[.codeLabel]) : <code id="error-code">\(HTMLText.escape(code.wireCode))</code><br>
+            \(strings[.referenceLabel]) : <code id="request-id">\(HTMLText.escape(requestID))</code></p>
+            """)
         for field in headers { response.headers.append(field) }
         return response
     }

@@ -35,7 +35,9 @@ struct LogoutRoutes: RelayRoutes {
         router.post("/logout/confirm") { request, context in
             try await RelayError.rendering(.page, context) {
                 // The confirmation page's own form: a cross-site post of it proves nothing.
-                guard SecFetchSite.isSameOrigin(request, issuer: bearer.issuer) else { throw RelayError.invalidRequest("Confirm the sign-out from Relais' own page.") }
+                guard SecFetchSite.isSameOrigin(request, issuer: bearer.issuer) else {
+                    throw RelayError(.invalidRequest, "Confirm the sign-out from Relais' own page.", page: .notFromOurPage)
+                }
                 guard let form = try await FormParameters.body(of: request, limit: 16 * 1024), form.firstRepeatedName == nil else {
                     throw RelayError.invalidRequest("The logout parameters cannot be read.")
                 }
@@ -63,7 +65,7 @@ struct LogoutRoutes: RelayRoutes {
         let session: SessionRecord?
         switch try await tokens.logoutHint(hint, clientID: clientID) {
         case .none, .ended: return back
-        case .refused(let reason): throw RelayError.invalidRequest(reason)
+        case .refused(let reason, let message): throw RelayError(.invalidRequest, reason, page: message)
         case .live(let live, let record): (sid, session) = (live, record)
         }
         if crossSite { return Self.confirmationPage(parameters, appName: app.name ?? clientID) }
@@ -123,14 +125,14 @@ struct LogoutRoutes: RelayRoutes {
 
     /// Asked when another site sent the person here: signing out is their choice, not the site's.
     static func confirmationPage(_ parameters: FormParameters, appName: String) -> Response {
+        let strings = PageContext.now.strings
         let fields = ["client_id", "post_logout_redirect_uri", "state", "id_token_hint"].compactMap { name in
             parameters[name].map { #"<input type="hidden" name="\#(name)" value="\#(HTMLText.escape($0))">"# }
         }.joined()
-        return RelayResponse.html(.ok, title: "déconnexion", body: """
-            <h1>Se déconnecter ?</h1>
-            <p>Un autre site vous a envoyé ici pour vous déconnecter de <strong id="logout-app">\(HTMLText.escape(appName))</strong>.
-            Si ce n'est pas vous qui l'avez demandé, fermez simplement cette page : vous resterez connecté.</p>
-            <form method="post" action="/logout/confirm">\(fields)<button id="logout-confirm">Me déconnecter</button></form>
+        return RelayResponse.html(.ok, title: strings[.logoutTitle], body: """
+            <h1>\(strings[.logoutTitle])</h1>
+            <p>\(strings.format(.logoutAsked, #"<strong id="logout-app">\#(HTMLText.escape(appName))</strong>"#))</p>
+            <form method="post" action="/logout/confirm">\(fields)<button id="logout-confirm">\(strings[.logoutConfirm])</button></form>
             """)
     }
 }

@@ -49,7 +49,7 @@ struct TokenSessions: Sendable {
         case ended
         /// Signed by Relais for this app, but older than any session lives, or minted for another
         /// session than the live one it names: refused, never acted on.
-        case refused(String)
+        case refused(String, PageMessage)
         case live(sid: String, SessionRecord)
     }
 
@@ -61,10 +61,10 @@ struct TokenSessions: Sendable {
         policy.leeway = .seconds(365 * 86400)
         guard let claims = verified(token, policy), let sid = claims.string("sid"), let issuedAt = claims["iat"]?.numberValue else { return .none }
         let lifetime = Double(sessions.settings.sessionLifetime.components.seconds)
-        guard sessions.clock.now - issuedAt <= lifetime else { return .refused("The id_token_hint is older than any session lives.") }
+        guard sessions.clock.now - issuedAt <= lifetime else { return .refused("The id_token_hint is older than any session lives.", .logoutHintTooOld) }
         guard let session = try await sessions.session(sid) else { return .ended }
         guard session.clientID == clientID, claims.string("sub") == session.subject, issuedAt + 2 >= session.createdAt else {
-            return .refused("The id_token_hint was not issued for this session.")
+            return .refused("The id_token_hint was not issued for this session.", .logoutHintOtherSession)
         }
         return .live(sid: sid, session)
     }

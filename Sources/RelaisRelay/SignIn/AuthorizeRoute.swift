@@ -29,6 +29,23 @@ struct AuthorizeRoute: RelayRoutes {
 
     private func authorize(_ parameters: FormParameters?, context: RelaisRequestContext) async throws -> Response {
         guard let parameters else { throw RelayError.invalidRequest("The request parameters cannot be read.") }
+        // OpenID Connect's ui_locales: the app's choice of language comes before the browser's.
+        if let uiLocales = parameters["ui_locales"], let page = PageContext.current {
+            var chosen = page
+            chosen.language = PageLanguage.negotiate(uiLocales: uiLocales, acceptLanguage: nil, fallback: page.language)
+            // Its refusals are rendered here, while the chosen language is in force.
+            return try await PageContext.$current.withValue(chosen) {
+                do {
+                    return try await authorize(parameters, context: context)
+                } catch {
+                    return try RelayError.rendered(error, .page, context)
+                }
+            }
+        }
+        return try await authorize(parameters, context: context)
+    }
+
+    private func authorize(_ parameters: FormParameters, context: RelaisRequestContext) async throws -> Response {
         var app: AppRequest
         switch validator.validate(parameters) {
         case .refused(let error): throw error

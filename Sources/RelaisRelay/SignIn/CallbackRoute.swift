@@ -56,7 +56,7 @@ struct CallbackRoute: RelayRoutes {
                 error.code == .stepUpIdentityMismatch ? .stepUpRefused : .signInFailed, reason: error.code.rawValue, client: app.clientID, provider: app.providerID
             )
             // A sign-in at /device has no app to go back to: the person reads the page.
-            return transaction.deviceSID == nil ? error.redirect(to: app.redirectURI, state: app.state, issuer: issuer) : error.page()
+            return transaction.deviceSID == nil ? error.redirect(to: app.redirectURI, state: app.state, issuer: issuer) : error.page(requestID: context.requestID)
         }
         func fail(_ error: UpstreamError) -> Response {
             context.logger.warning("sign-in failed", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)", "error": "\(error.description)"])
@@ -155,7 +155,7 @@ struct CallbackRoute: RelayRoutes {
                 providerSessionID: identity.sessionID, via: "browser"
             )
             guard try await sessions.decideDevice(sid, decision) else {
-                return fail(RelayError(.invalidUserCode, "This device's request was already approved or refused."), "device_decided")
+                return fail(RelayError(.invalidUserCode, "This device's request was already approved or refused.", page: .deviceAlreadyDecided), "device_decided")
             }
         } catch {
             context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])
@@ -166,9 +166,10 @@ struct CallbackRoute: RelayRoutes {
         events.record(
             .signInSucceeded, client: app.clientID, provider: app.providerID, subject: identity.subject, (identity.acr.map { [("acr", $0)] } ?? []) + [("via", "device")]
         )
-        return RelayResponse.html(.ok, title: "appareil connecté", body: """
-            <h1 id="device-approved">Appareil connecté</h1>
-            <p>Vous pouvez revenir à l'appareil : il est connecté avec votre identité. / You can go back to the device.</p>
+        let strings = PageContext.now.strings
+        return RelayResponse.html(.ok, title: strings[.deviceApprovedHeading], body: """
+            <h1 id="device-approved">\(strings[.deviceApprovedHeading])</h1>
+            <p>\(strings[.deviceApprovedText])</p>
             """)
     }
 }

@@ -42,7 +42,7 @@ struct SessionCodeRoutes: RelayRoutes {
         router.post("/session") { request, context in
             try await limiter.guarding(.page, request, context) {
                 guard SecFetchSite.isSameOrigin(request, issuer: issuer) else {
-                    throw RelayError(.invalidSessionCode, "Confirm from Relais' own page: this form was not sent from it.")
+                    throw RelayError(.invalidSessionCode, "Confirm from Relais' own page: this form was not sent from it.", page: .notFromOurPage)
                 }
                 guard let form = try await FormParameters.body(of: request, limit: 4096), form.firstRepeatedName == nil else { throw Self.invalid }
                 return try await open(request, code: form["code"], confirmed: true)
@@ -80,11 +80,11 @@ struct SessionCodeRoutes: RelayRoutes {
         return requested
     }
 
-    static let invalid = RelayError(.invalidSessionCode, "This link has expired or was already used. Go back to the app and open the page again.")
+    static let invalid = RelayError(.invalidSessionCode, "This link has expired or was already used. Go back to the app and open the page again.", page: .sessionCodeInvalid)
 
     private func open(_ request: Request, code: String?, confirmed: Bool) async throws -> Response {
         guard !SecFetchSite.isCrossSite(request) else {
-            throw RelayError(.invalidSessionCode, "This link was opened from another site. Open the page from the app instead.")
+            throw RelayError(.invalidSessionCode, "This link was opened from another site. Open the page from the app instead.", page: .sessionCodeCrossSite)
         }
         guard let code, code.utf8.count <= 128, let sid = SessionStore.sessionID(in: code) else { throw Self.invalid }
         // The session first: an ended one opens nothing, and it bounds the cookie's lifetime.
@@ -112,18 +112,19 @@ struct SessionCodeRoutes: RelayRoutes {
 
     /// Who is signed in, and who the link would sign in instead; continuing takes the code, once.
     private func confirmationPage(code: String, signedIn: SessionRecord, incoming: SessionRecord) -> Response {
+        let strings = PageContext.now.strings
         func name(_ session: SessionRecord) -> String {
             let claims = vault.open(SessionIdentity.self, session.sealedIdentity)?.claims ?? [:]
             let full = [claims["given_name"]?.stringValue, claims["family_name"]?.stringValue].compactMap { $0 }.joined(separator: " ")
-            return HTMLText.escape(full.isEmpty ? claims["email"]?.stringValue ?? "une autre personne" : full)
+            return HTMLText.escape(full.isEmpty ? claims["email"]?.stringValue ?? strings[.someoneElse] : full)
         }
-        return RelayResponse.html(.ok, title: "changer de compte", body: """
-            <h1>Changer de personne connectée ?</h1>
-            <p>Ce navigateur est connecté en tant que <strong id="signed-in-as">\(name(signedIn))</strong>.
-            Le lien ouvert connecterait <strong id="link-signs-in">\(name(incoming))</strong> à sa place.</p>
-            <p>Si vous n'avez pas ouvert ce lien depuis votre application, fermez cette page : rien ne change.</p>
+        return RelayResponse.html(.ok, title: strings[.switchTitle], body: """
+            <h1>\(strings[.switchTitle])</h1>
+            <p>\(strings.format(.switchSignedInAs, #"<strong id="signed-in-as">\#(name(signedIn))</strong>"#))
+            \(strings.format(.switchLinkSignsIn, #"<strong id="link-signs-in">\#(name(incoming))</strong>"#))</p>
+            <p>\(strings[.switchIgnore])</p>
             <form method="post" action="/session"><input type="hidden" name="code" value="\(HTMLText.escape(code))">
-            <button id="session-switch">Continuer en tant que \(name(incoming))</button></form>
+            <button id="session-switch">\(strings.format(.switchContinue, name(incoming)))</button></form>
             """)
     }
 }
