@@ -80,7 +80,8 @@ import Testing
     func fiftyConcurrentCallsOnAnExpiredTokenRefreshOnce(app: String) async throws {
         let harness = try await KitHarness.launch()
         let transport = CountingTransport()
-        let client = harness.client(app, transport: transport)
+        let storage = MemoryStorage()
+        let client = harness.client(app, storage: storage, transport: transport)
         let signedIn = try await client.signIn()
         harness.clock.advance(by: .seconds(6 * 60))  // past the 5-minute access token
         let userinfo = try #require(URL(string: harness.issuer + "/userinfo"))
@@ -92,6 +93,8 @@ import Testing
         #expect(transport.refreshes == 1)
         let now = try #require(await client.state.session)
         #expect(now.sessionID == signedIn.sessionID && now.accessTokenExpiresAt > signedIn.accessTokenExpiresAt)
+        // The refreshed tokens are the stored ones.
+        #expect(try storage.decode(TokenRecord.self, "\(app).session")?.summary == now)
     }
 
     @Test func aNonceRotatedMidSessionIsRetriedOnce() async throws {

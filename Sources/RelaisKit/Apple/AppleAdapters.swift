@@ -7,6 +7,7 @@ public import AuthenticationServices
 public struct SystemWebAuthenticator: WebAuthenticator {
     /// The registered redirect URI (`fr.example.app:/oauth2redirect`).
     public let redirectURI: String
+    /// The window the sheet is presented on.
     public let anchor: @MainActor @Sendable () -> ASPresentationAnchor
 
     public init(redirectURI: String, anchor: @escaping @MainActor @Sendable () -> ASPresentationAnchor) {

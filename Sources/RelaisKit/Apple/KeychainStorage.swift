@@ -6,7 +6,9 @@ import Security
 /// (readable by background refreshes after the first unlock; never in backups restored elsewhere).
 /// `errSecInteractionNotAllowed` (before the first unlock, prewarming) is ``RelaisKitErrorCode/storageLocked``.
 public struct KeychainStorage: SecureStorage {
+    /// `kSecAttrService` of every item.
     public let service: String
+    /// A shared access group (an app and its extensions), or nil.
     public let accessGroup: String?
 
     public init(service: String, accessGroup: String? = nil) {

@@ -27,10 +27,15 @@ public struct RelaisConfiguration: Sendable {
 
 /// The platform parts: each behind a small protocol so that the logic stays in the shared core.
 public struct RelaisPlatform: Sendable {
+    /// HTTP: ``URLSessionTransport`` by default.
     public var transport: any HTTPTransport
+    /// Tokens and the instance key: ``KeychainStorage`` on Apple platforms, ``FileStorage`` on Linux.
     public var storage: any SecureStorage
+    /// The instance key's maker: Secure Enclave where there is one, software otherwise.
     public var keys: any ProofKeyFactory
+    /// The browser: `SystemWebAuthenticator` on Apple platforms, ``LoopbackWebAuthenticator`` in terminals.
     public var web: any WebAuthenticator
+    /// The time for `iat` and token expiry.
     public var clock: any RelaisKitClock
     /// How long to wait between device-grant polls; tests pass one that moves their clock.
     public var wait: @Sendable (TimeInterval) async throws -> Void
@@ -55,7 +60,9 @@ public struct DeviceRequestContext: Sendable, Equatable {
     public var clientID: String
     /// The device's own label, if it sent one.
     public var device: String?
+    /// The scopes the device asks for, space-separated.
     public var scope: String
+    /// Seconds before the request expires.
     public var expiresIn: Int
     /// After ``RelaisClient/approveDevice(_:approve:)``: whether it was approved.
     public var approved: Bool?
@@ -65,14 +72,23 @@ public struct DeviceRequestContext: Sendable, Equatable {
 
 /// One of the person's live sessions (`GET /sessions`).
 public struct RelaisSession: Sendable, Equatable, Identifiable {
+    /// Relais' session id (`sid`), for ``RelaisClient/endSession(id:)``.
     public var id: String
+    /// Whether this is the calling app's own session.
     public var current: Bool
+    /// The app that holds the session.
     public var clientID: String
+    /// The device label the app sent (`device_name`).
     public var device: String?
+    /// When the person signed in.
     public var createdAt: Date
+    /// The last refresh.
     public var lastUsedAt: Date
+    /// The sign-in's level.
     public var acr: String?
+    /// How the app instance attested, if it did.
     public var attested: String?
+    /// When the session ends at the latest.
     public var expiresAt: Date
 }
 
@@ -86,9 +102,14 @@ public struct WebSessionLink: Sendable, Equatable {
 
 /// What a device shows while it waits for approval (RFC 8628).
 public struct DeviceCode: Sendable, Equatable {
+    /// The code to show (`XXXX-XXXX`).
     public var userCode: String
+    /// Where a person types the code.
     public var verificationURI: String
+    /// The link with the code in it, for a QR code.
     public var verificationURIComplete: String?
+    /// Seconds before the code expires.
     public var expiresIn: Int
+    /// Seconds between polls.
     public var interval: Int
 }

@@ -10,6 +10,7 @@ import Foundation
 /// let response = try await client.authorizedRequest(HTTPRequest(url: URL(string: "https://api.example.fr/orders")!))
 /// ```
 public actor RelaisClient {
+    /// What the client was made with.
     public nonisolated let configuration: RelaisConfiguration
     nonisolated let platform: RelaisPlatform
     nonisolated let keys: StorageKeys

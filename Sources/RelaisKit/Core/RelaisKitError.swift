@@ -1,6 +1,7 @@
 /// A stable error code: what an app switches on. RelaisKit's own codes are listed below; Relais'
 /// own `error` values (docs/errors.md §7) come through as ``relay(_:)`` with the same spelling.
 public struct RelaisKitErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The code as docs/client.md spells it.
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(_ rawValue: String) { self.rawValue = rawValue }
@@ -45,7 +46,9 @@ public struct RelaisKitErrorCode: RawRepresentable, Hashable, Sendable, CustomSt
 
 /// Every error RelaisKit throws: a stable ``code`` and a message for logs (never a token).
 public struct RelaisKitError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What happened, stable across releases: switch on it.
     public let code: RelaisKitErrorCode
+    /// For logs and support: never a token, never shown as is to people.
     public let message: String
     /// For ``RelaisKitErrorCode/stepUpRequired``: the level the resource asked for.
     public var acr: String?

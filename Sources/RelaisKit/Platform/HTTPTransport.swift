@@ -5,9 +5,13 @@ import FoundationNetworking
 
 /// An HTTP request as RelaisKit sends it.
 public struct HTTPRequest: Sendable {
+    /// `GET`, `POST`, `DELETE`…
     public var method: String
+    /// The full URL; a DPoP proof names it without query and fragment.
     public var url: URL
+    /// Header fields, in order; RelaisKit adds `Authorization` and `DPoP`.
     public var headers: [(name: String, value: String)]
+    /// The body, if any.
     public var body: Data?
 
     public init(method: String = "GET", url: URL, headers: [(name: String, value: String)] = [], body: Data? = nil) {
@@ -28,8 +32,11 @@ public struct HTTPRequest: Sendable {
 
 /// An HTTP answer.
 public struct HTTPResponse: Sendable {
+    /// The HTTP status.
     public var status: Int
+    /// Header fields as received.
     public var headers: [(name: String, value: String)]
+    /// The body as received.
     public var body: Data
 
     public init(status: Int, headers: [(name: String, value: String)], body: Data) {

@@ -56,6 +56,7 @@ public final class MemoryStorage: SecureStorage, @unchecked Sendable {
 /// file renamed): for Linux and terminal apps. A directory that exists but cannot be read (its
 /// permissions, an encrypted home not mounted yet) reads as locked, never as empty.
 public struct FileStorage: SecureStorage {
+    /// The directory holding one file per key.
     public let directory: URL
 
     public init(directory: URL) throws {
