@@ -77,6 +77,7 @@ final class KitHarness: @unchecked Sendable {
                 dpop: required
                 dpop_nonce: true
                 attestation: required
+                client_attestation_lifetime: 2m
               desktop:
                 redirect_uris: ["http://127.0.0.1/cb"]
                 scopes: [openid, profile, email]

@@ -19,9 +19,10 @@ extension RelaisClient {
         let session = try await platform.web.begin()
         let verifier = CompactJWT.random()
         let state = CompactJWT.random(bits: 128)
+        let nonce = CompactJWT.random(bits: 128)
         var parameters = [
             ("response_type", "code"), ("client_id", configuration.clientID), ("redirect_uri", session.redirectURI),
-            ("scope", configuration.scopes.joined(separator: " ")), ("state", state), ("nonce", CompactJWT.random(bits: 128)),
+            ("scope", configuration.scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
             ("code_challenge", CompactJWT.sha256(verifier)), ("code_challenge_method", "S256"),
         ]
         if let key { parameters.append(("dpop_jkt", key.thumbprint)) }
@@ -41,6 +42,10 @@ extension RelaisClient {
                 ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", session.redirectURI), ("client_id", configuration.clientID),
                 ("code_verifier", verifier),
             ])
+            // OpenID Connect Core §3.1.3.7: the id_token answers this sign-in (its nonce).
+            if let idToken = answer.string("id_token"), CompactJWT.claims(idToken)?.string("nonce") != nonce {
+                throw RelaisKitError(.invalidResponse, "the id_token does not carry this sign-in's nonce")
+            }
             return try accept(answer, previous: nil)
         } catch let error as RelaisKitError {
             if let held, record == held { apply(.signInAbandoned(held.summary)) } else { apply(.failed(error)) }
@@ -56,8 +61,12 @@ extension RelaisClient {
         }
         record = next
         loaded = true
-        do { try save(next) } catch let error as RelaisKitError where error.code == .storageLocked {
-            // Kept in memory: the session goes on, and the next save writes it.
+        do {
+            try save(next)
+            unsaved = false
+        } catch let error as RelaisKitError where error.code == .storageLocked {
+            // Kept in memory: the session goes on, and the next call writes it (``validTokens``).
+            unsaved = true
         }
         apply(.tokensReceived(next.summary))
         return next.summary

@@ -27,6 +27,8 @@ public actor RelaisClient {
     /// Nonces Relais issued, by origin (scheme://host:port), for the next DPoP proof there.
     var nonces: [String: String] = [:]
     var attestation: StoredAttestation?
+    /// Tokens received while the storage was locked: written at the next call.
+    var unsaved = false
 
     public init(configuration: RelaisConfiguration, platform: RelaisPlatform) {
         self.configuration = configuration
@@ -74,6 +76,12 @@ public actor RelaisClient {
     }
 
     func ensureLoaded() async throws {
+        if unsaved, let record {
+            // Tokens that arrived while the storage was locked: they are the live ones, written
+            // before the storage is read again.
+            if (try? save(record)) != nil { unsaved = false }
+            return
+        }
         if !loaded || state == .storageLocked { try await restore() }
     }
 
