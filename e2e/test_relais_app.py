@@ -20,6 +20,8 @@ APPS = """
     redirect_uris: ["http://127.0.0.1/cb"]
     scopes: [openid, profile, birth, email]
     attestation: allowed
+    device_grant: true
+    device_approvers: [relais-app]
   demo-desktop:
     redirect_uris: ["http://127.0.0.1/cb"]
     scopes: [openid, profile, email]
@@ -114,6 +116,25 @@ class RelaisApp(unittest.TestCase):
         after = subprocess.run(self.app(store, flags, "whoami"), capture_output=True, text=True, timeout=60)
         self.assertNotEqual(after.returncode, 0)
         self.assertIn("not_signed_in", after.stderr)
+
+    def test_device_sign_in_on_the_terminal(self):
+        """sign-in --device: the terminal shows a user code and polls; a signed-in relais-app approves it."""
+        phone = tempfile.mkdtemp(prefix="relais-app-phone-")
+        self.sign_in(phone, ["--json"])
+        desktop = tempfile.mkdtemp(prefix="relais-app-desktop-")
+        process = subprocess.Popen(self.app(desktop, ["--json"], "sign-in", "--device"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            shown = process.stdout.readline()
+            code = re.search(r"code ([B-Z]{4}-[B-Z]{4})", shown).group(1)
+            approved = self.run_app(phone, [], "approve", code, "--yes")
+            self.assertIn("relais-app on", approved)
+            out, err = process.communicate(timeout=40)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        self.assertEqual(process.returncode, 0, err)
+        self.assertEqual(json.loads(out.strip().splitlines()[-1])["acr"], "eidas1")
+        self.assertEqual(json.loads(self.run_app(desktop, [], "whoami"))["family_name"], "DUBOIS")
 
     def test_a_plain_app(self):
         self.journey([])
