@@ -1,9 +1,8 @@
-#if canImport(AuthenticationServices) && os(iOS) || canImport(AuthenticationServices) && os(macOS)
+#if canImport(AuthenticationServices) && (os(iOS) || os(macOS))
 public import Foundation
 public import AuthenticationServices
 
 /// `ASWebAuthenticationSession`, the system browser sheet: its Cancel is ``RelaisKitErrorCode/cancelled``.
-@available(iOS 15, macOS 12, *)
 public struct SystemWebAuthenticator: WebAuthenticator {
     /// The registered redirect URI (`fr.example.app:/oauth2redirect`).
     public let redirectURI: String
@@ -21,25 +20,33 @@ public struct SystemWebAuthenticator: WebAuthenticator {
         let redirectURI: String
         let anchor: @MainActor @Sendable () -> ASPresentationAnchor
 
-        @MainActor
         func run(authorizationURL: URL) async throws -> URL {
-            let scheme = URL(string: redirectURI)?.scheme
-            let provider = AnchorProvider(anchor: anchor())
+            try await present(authorizationURL, scheme: URL(string: redirectURI)?.scheme)
+        }
+
+        @MainActor
+        private func present(_ url: URL, scheme: String?) async throws -> URL {
+            let holder = Holder(anchor: anchor())
             return try await withCheckedThrowingContinuation { continuation in
-                let session = ASWebAuthenticationSession(url: authorizationURL, callbackURLScheme: scheme) { url, error in
-                    if let url { continuation.resume(returning: url); return }
+                let session = ASWebAuthenticationSession(url: url, callbackURLScheme: scheme) { url, error in
+                    holder.session = nil  // the session and the anchor provider live until here
+                    if let url { return continuation.resume(returning: url) }
                     let cancelled = (error as? ASWebAuthenticationSessionError)?.code == .canceledLogin
                     continuation.resume(throwing: RelaisKitError(cancelled ? .cancelled : .network, error?.localizedDescription ?? "no redirect"))
                 }
-                session.presentationContextProvider = provider
-                session.prefersEphemeralWebBrowserSession = false
-                session.start()
+                session.presentationContextProvider = holder
+                holder.session = session
+                if !session.start() {
+                    holder.session = nil
+                    continuation.resume(throwing: RelaisKitError(.network, "the browser sheet could not start"))
+                }
             }
         }
     }
 
-    final class AnchorProvider: NSObject, ASWebAuthenticationPresentationContextProviding {
+    final class Holder: NSObject, ASWebAuthenticationPresentationContextProviding {
         let anchor: ASPresentationAnchor
+        var session: ASWebAuthenticationSession?
         init(anchor: ASPresentationAnchor) { self.anchor = anchor }
         func presentationAnchor(for session: ASWebAuthenticationSession) -> ASPresentationAnchor { anchor }
     }
@@ -47,11 +54,11 @@ public struct SystemWebAuthenticator: WebAuthenticator {
 #endif
 
 #if canImport(DeviceCheck) && os(iOS)
-public import DeviceCheck
+import Foundation
+import DeviceCheck
 
 /// `DCAppAttestService.shared`, as ``AppAttestService``: `DCError.invalidKey` becomes
-/// ``RelaisKitErrorCode/appAttestInvalidKey``.
-@available(iOS 15, *)
+/// ``RelaisKitErrorCode/appAttestInvalidKey``, any other failure ``RelaisKitErrorCode/attestationRefused``.
 public struct DeviceCheckAppAttestService: AppAttestService {
     public init() {}
     public var isSupported: Bool { DCAppAttestService.shared.isSupported }

@@ -2,17 +2,23 @@
 public import Foundation
 import CryptoKit
 
-/// A P-256 key in the Secure Enclave (CryptoKit); its `dataRepresentation` is an opaque handle
-/// that only this device's enclave can use.
+/// A P-256 key in the Secure Enclave (CryptoKit). What is kept is its `dataRepresentation`, an
+/// opaque handle that only this device's enclave can use; the key is rebuilt from it per signature.
 public struct SecureEnclaveProofKey: ProofKey {
-    private let key: SecureEnclave.P256.Signing.PrivateKey
+    public let persistentRepresentation: Data
+    public let publicKeyRaw: Data
 
-    public init(_ key: SecureEnclave.P256.Signing.PrivateKey) { self.key = key }
+    public init(persistentRepresentation: Data) throws {
+        let key = try SecureEnclave.P256.Signing.PrivateKey(dataRepresentation: persistentRepresentation)
+        self.persistentRepresentation = persistentRepresentation
+        publicKeyRaw = key.publicKey.rawRepresentation
+    }
 
     public var kind: ProofKeyKind { .secureEnclave }
-    public var publicKeyRaw: Data { key.publicKey.rawRepresentation }
-    public var persistentRepresentation: Data { key.dataRepresentation }
-    public func sign(_ data: Data) throws -> Data { try key.signature(for: data).rawRepresentation }
+
+    public func sign(_ data: Data) throws -> Data {
+        try SecureEnclave.P256.Signing.PrivateKey(dataRepresentation: persistentRepresentation).signature(for: data).rawRepresentation
+    }
 }
 
 /// Secure Enclave keys where the enclave is available, software keys otherwise (simulator, some
@@ -22,14 +28,14 @@ public struct SecureEnclaveProofKeyFactory: ProofKeyFactory {
 
     public func makeKey() throws -> any ProofKey {
         guard SecureEnclave.isAvailable else { return SoftwareProofKey() }
-        return SecureEnclaveProofKey(try SecureEnclave.P256.Signing.PrivateKey())
+        return try SecureEnclaveProofKey(persistentRepresentation: try SecureEnclave.P256.Signing.PrivateKey().dataRepresentation)
     }
 
     public func loadKey(kind: ProofKeyKind, _ representation: Data) throws -> any ProofKey {
         switch kind {
         case .software: return try SoftwareProofKey(persistentRepresentation: representation)
         case .secureEnclave:
-            do { return SecureEnclaveProofKey(try SecureEnclave.P256.Signing.PrivateKey(dataRepresentation: representation)) } catch {
+            do { return try SecureEnclaveProofKey(persistentRepresentation: representation) } catch {
                 throw RelaisKitError(.keyLost, "the Secure Enclave no longer has the instance key")
             }
         }
