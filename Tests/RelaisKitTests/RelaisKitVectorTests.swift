@@ -99,6 +99,32 @@ import Testing
         #expect(publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8)))
     }
 
+    @Test func attestationPoPAndAppAttestClientData() async throws {
+        let vectors = try Self.vector("wire")
+        let instance = try #require(vectors["instance_key"] as? [String: String])
+        let key = try SoftwareProofKey(persistentRepresentation: try #require(Base64URL.decode(instance["d"]!)))
+        let vector = try #require(vectors["attestation_pop"] as? [String: Any])
+        let client = RelaisClient(
+            configuration: .init(issuer: vector["issuer"] as! String, clientID: vector["client_id"] as! String),
+            platform: RelaisPlatform(
+                storage: MemoryStorage(), web: LoopbackWebAuthenticator { _ in },
+                clock: FixedClock(now: Date(timeIntervalSince1970: TimeInterval(vector["iat"] as! Int)))
+            )
+        )
+        let pop = try await client.attestationPoP(key: key)
+        #expect(NSDictionary(dictionary: try Self.decoded(pop, part: 0)).isEqual(to: vector["header"] as! [String: Any]))
+        var claims = try Self.decoded(pop, part: 1)
+        #expect((claims.removeValue(forKey: "jti") as? String)?.isEmpty == false)
+        #expect(NSDictionary(dictionary: claims).isEqual(to: vector["claims"] as! [String: Any]))
+
+        let data = try #require(vectors["attestation_client_data"] as? [String: String])
+        let clientData = RelaisClient.appAttestClientData(challenge: data["challenge"]!, jkt: key.thumbprint)
+        #expect(data["jkt"] == key.thumbprint)
+        #expect(String(decoding: clientData, as: UTF8.self) == data["client_data"])
+        #expect(Base64URL.encode(clientData) == data["client_data_b64url"])
+        #expect(Data(SHA256.hash(data: clientData)).base64EncodedString() == data["client_data_hash_b64"])
+    }
+
     @Test func challengesAndRefusals() throws {
         let parameters = RelayFailure.challengeParameters(#"DPoP algs="ES256 RS256", error="insufficient_user_authentication", error_description="the sign-in level is below eidas2", acr_values="eidas2", max_age=600"#)
         #expect(parameters["error"] == "insufficient_user_authentication" && parameters["acr_values"] == "eidas2" && parameters["max_age"] == "600")

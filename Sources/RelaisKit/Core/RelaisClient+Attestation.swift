@@ -6,7 +6,12 @@ extension RelaisClient {
     /// attesting the instance first when no unexpired Client Attestation JWT is held.
     func attestationHeaders(key: any ProofKey) async throws -> [(name: String, value: String)] {
         let jwt = try await clientAttestation(key: key)
-        let pop = try CompactJWT.sign(
+        return [(name: "OAuth-Client-Attestation", value: jwt), (name: "OAuth-Client-Attestation-PoP", value: try attestationPoP(key: key))]
+    }
+
+    /// The proof of possession of the instance key that goes with the Client Attestation JWT.
+    func attestationPoP(key: any ProofKey) throws -> String {
+        try CompactJWT.sign(
             header: [("alg", .string("ES256")), ("typ", .string("oauth-client-attestation-pop+jwt"))],
             claims: [
                 ("iss", .string(configuration.clientID)), ("aud", .string(configuration.issuer)), ("jti", .string(CompactJWT.random(bits: 128))),
@@ -14,7 +19,11 @@ extension RelaisClient {
             ],
             key: key
         )
-        return [(name: "OAuth-Client-Attestation", value: jwt), (name: "OAuth-Client-Attestation-PoP", value: pop)]
+    }
+
+    /// What App Attest signs over (hashed): the challenge and the instance key's thumbprint.
+    static func appAttestClientData(challenge: String, jkt: String) -> Data {
+        Data(JSONReading.serialize([("challenge", .string(challenge)), ("jkt", .string(jkt))]).utf8)
     }
 
     func forgetAttestation() throws {
@@ -49,7 +58,7 @@ extension RelaisClient {
         var renewed = false
         while true {
             let challenge = try await attestationChallenge()
-            let clientData = Data(JSONReading.serialize([("challenge", .string(challenge)), ("jkt", .string(key.thumbprint))]).utf8)
+            let clientData = Self.appAttestClientData(challenge: challenge, jkt: key.thumbprint)
             let hash = Data(SHA256.hash(data: clientData))
             var fields = [("client_id", configuration.clientID), ("client_data", Base64URL.encode(clientData)), ("jwk", key.publicJWK)]
             do {
