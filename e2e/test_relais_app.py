@@ -40,7 +40,8 @@ class RelaisApp(unittest.TestCase):
         cls.stack.stop()
 
     def app(self, store, flags, *arguments):
-        return [APP, *arguments, "--relay", self.stack.relay, "--client-id", "relais-app", "--store", store, *flags]
+        """The global options first, as the README shows them (relais-app also takes them after the command)."""
+        return [APP, "--relay", self.stack.relay, "--client-id", "relais-app", "--store", store, *flags, *arguments]
 
     def run_app(self, store, flags, *arguments):
         done = subprocess.run(self.app(store, flags, *arguments), capture_output=True, text=True, timeout=60)
@@ -77,6 +78,8 @@ class RelaisApp(unittest.TestCase):
             self.assertEqual(os.stat(os.path.join(store, name)).st_mode & 0o777, 0o600, name)
 
         status = json.loads(self.run_app(store, flags + ["--json"], "status"))
+        after = subprocess.run([APP, "status", "--json", "--relay", self.stack.relay, "--store", store, *flags], capture_output=True, text=True, timeout=60)
+        self.assertEqual(json.loads(after.stdout), status)
         self.assertEqual(status["state"], "signed_in")
         if "--dpop" in flags:
             self.assertEqual(status["dpop_jkt"], signed_in["dpop_jkt"])

@@ -13,6 +13,40 @@ struct RelaisApp: AsyncParsableCommand {
         abstract: "A terminal app built on RelaisKit: sign in through Relais, call APIs with DPoP, approve devices.",
         subcommands: [SignIn.self, WhoAmI.self, Status.self, Refresh.self, Call.self, WebSession.self, Approve.self, Sessions.self, SignOut.self]
     )
+
+    /// The global options may come before the command (`relais-app --relay URL --store DIR sign-in`):
+    /// they are moved after it, where each command's option group reads them.
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            var command = try parseAsRoot(reordered(arguments))
+            if var asynchronous = command as? any AsyncParsableCommand { try await asynchronous.run() } else { try command.run() }
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    static let globalOptions: Set<String> = ["--relay", "--client-id", "--store", "--attest", "--scope"]
+    static let globalFlags: Set<String> = ["--dpop", "--json"]
+
+    static func reordered(_ arguments: [String]) -> [String] {
+        var leading: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let name = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
+            if globalFlags.contains(argument) || (globalOptions.contains(name) && argument.contains("=")) {
+                leading.append(argument)
+                index += 1
+            } else if globalOptions.contains(argument), index + 1 < arguments.count {
+                leading += [argument, arguments[index + 1]]
+                index += 2
+            } else {
+                break
+            }
+        }
+        return Array(arguments[index...]) + leading
+    }
 }
 
 struct GlobalOptions: ParsableArguments {

@@ -4,6 +4,7 @@ extension RelaisClient {
     /// The identity claims of the session (`/userinfo`), as JSON.
     /// - Parameter acr: the level the app needs; a lower one throws ``RelaisKitErrorCode/stepUpRequired``.
     public func userinfo(acr: String? = nil) async throws -> Data {
+        _ = try await ensureRecord()
         let endpoints = try await endpoints()
         var components = URLComponents(url: endpoints.userinfo, resolvingAgainstBaseURL: false)!
         if let acr { components.queryItems = [URLQueryItem(name: "acr", value: acr)] }

@@ -25,7 +25,7 @@ extension RelaisClient {
         return try await task.value.summary
     }
 
-    private func ensureRecord() async throws -> TokenRecord {
+    func ensureRecord() async throws -> TokenRecord {
         try await ensureLoaded()
         guard let record else { throw RelaisKitError(.notSignedIn, "no session: sign in first") }
         return record
@@ -125,6 +125,7 @@ extension RelaisClient {
 
     /// An authorized call to one of Relais' own JSON endpoints; a refusal becomes Relais' code.
     func relayCall(_ method: String, _ path: String, form: [(String, String)]? = nil) async throws -> HTTPResponse {
+        _ = try await ensureRecord()
         let endpoints = try await endpoints()
         let url = path.hasPrefix("http") ? URL(string: path)! : endpoints.path(path)
         let request = form.map { HTTPRequest.form(url, $0) } ?? HTTPRequest(method: method, url: url)
