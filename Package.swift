@@ -356,7 +356,7 @@ let package = Package(
         .testTarget(
             name: "RelaisKitTests",
             dependencies: [
-                "RelaisKit", "RelaisTestSupport", "RelaisClock", "RelaisHTTPClient", "RelaisJOSE",
+                "RelaisKit", "RelaisTestSupport", "RelaisClock", "RelaisHTTPClient", "RelaisJOSE", "RelaisQRCode",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Vectors")],

@@ -113,6 +113,8 @@ struct SignIn: AsyncParsableCommand {
                 summary = try await client.signInWithDevice { code in
                     emit("Approve this device with the code \(code.userCode) at \(code.verificationURI)")
                     if let complete = code.verificationURIComplete { emit(complete) }
+                    // Relais' own QR code (libqrencode on the server), drawn here in half blocks.
+                    if let qr = try? await client.deviceQRCode(userCode: code.userCode) { emit(qr.terminalText) }
                 }
             } else {
                 summary = try await client.signIn(acr: acr, provider: provider)

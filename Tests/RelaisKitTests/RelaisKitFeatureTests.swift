@@ -2,6 +2,7 @@ import Foundation
 import RelaisClock
 import RelaisHTTPClient
 import RelaisJOSE
+import RelaisQRCode
 @testable import RelaisKit
 import Testing
 
@@ -87,5 +88,21 @@ import Testing
         #expect(try RelaisClient.userCode(from: "wdjbmjht") == "WDJB-MJHT")
         #expect(throws: RelaisKitError.self) { try RelaisClient.userCode(from: "WDJB-MJH") }
         #expect(throws: RelaisKitError.self) { try RelaisClient.userCode(from: "https://relais.example.fr/device") }
+    }
+}
+
+/// The device's QR code as RelaisKit reads it from Relais is libqrencode's, module for module.
+@Suite struct RelaisKitQRCodeTests {
+    @Test func theQRCodeOfAUserCodeIsRelaisOwn() async throws {
+        let harness = try await KitHarness.launch()
+        let request = try await harness.deviceRequest()
+        let matrix = try await harness.client("desktop").deviceQRCode(userCode: request.userCode)
+        let expected = try #require(QRCode(request.complete))
+        #expect(matrix.width == expected.width && matrix.modules == expected.modules)
+        let lines = matrix.terminalText.split(separator: "\n")
+        #expect(lines.count == (expected.width + 5) / 2 && lines.allSatisfy { $0.count == expected.width + 4 })
+        // The top-left finder pattern: dark on its outer ring, light inside it, drawn inverted.
+        #expect(matrix.isDark(x: 0, y: 0) && matrix.isDark(x: 6, y: 0) && !matrix.isDark(x: 1, y: 1) && matrix.isDark(x: 3, y: 3))
+        #expect(QRMatrix(svg: "<svg/>") == nil)
     }
 }

@@ -204,16 +204,16 @@ final class StateBroadcaster: @unchecked Sendable {
     func subscribe() -> AsyncStream<ClientState> {
         let (stream, continuation) = AsyncStream.makeStream(of: ClientState.self)
         let id = UUID()
-        lock.withLock {
+        lock.locked {
             continuations[id] = continuation
             continuation.yield(current)
         }
-        continuation.onTermination = { [weak self] _ in self?.lock.withLock { _ = self?.continuations.removeValue(forKey: id) } }
+        continuation.onTermination = { [weak self] _ in self?.lock.locked { _ = self?.continuations.removeValue(forKey: id) } }
         return stream
     }
 
     func publish(_ state: ClientState) {
-        lock.withLock {
+        lock.locked {
             current = state
             for continuation in continuations.values { continuation.yield(state) }
         }

@@ -64,7 +64,7 @@ final class LoopbackRedirectListener: WebAuthenticationSession, @unchecked Senda
     deinit { shut() }
 
     private func shut() {
-        closed.withLock {
+        closed.locked {
             guard !isClosed else { return }
             isClosed = true
             #if canImport(Glibc)

@@ -26,26 +26,26 @@ public final class MemoryStorage: SecureStorage, @unchecked Sendable {
     /// While true, every access throws ``RelaisKitErrorCode/storageLocked``, as a Keychain item
     /// with `AfterFirstUnlock` does before the first unlock.
     public var isLocked: Bool {
-        get { lock.withLock { locked } }
-        set { lock.withLock { locked = newValue } }
+        get { lock.locked { locked } }
+        set { lock.locked { locked = newValue } }
     }
 
     public func read(_ key: String) throws -> Data? {
-        try lock.withLock {
+        try lock.locked {
             guard !locked else { throw RelaisKitError(.storageLocked, "the storage is locked") }
             return values[key]
         }
     }
 
     public func write(_ key: String, _ value: Data) throws {
-        try lock.withLock {
+        try lock.locked {
             guard !locked else { throw RelaisKitError(.storageLocked, "the storage is locked") }
             values[key] = value
         }
     }
 
     public func delete(_ key: String) throws {
-        try lock.withLock {
+        try lock.locked {
             guard !locked else { throw RelaisKitError(.storageLocked, "the storage is locked") }
             values[key] = nil
         }
@@ -113,4 +113,13 @@ public protocol RelaisKitClock: Sendable {
 public struct SystemClock: RelaisKitClock {
     public init() {}
     public var now: Date { Date() }
+}
+
+extension NSLock {
+    /// `withLock`, which Apple's Foundation has only from iOS 16 and macOS 13.
+    func locked<T>(_ body: () throws -> T) rethrows -> T {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
 }
