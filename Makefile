@@ -36,7 +36,7 @@ test: deps
 ## with auth_request, schemathesis on docs/openapi.yaml.
 ## Screenshots and reports land in e2e/artifacts/.
 e2e: e2e-deps
-	$(SWIFT) build --product relais
+	$(SWIFT) build --product relais && $(SWIFT) build --product relais-app
 	python3 -m unittest discover -s e2e -p 'test_*.py' -v
 
 ## Run the development provider (http://127.0.0.1:8081/api/v2) and Relais (http://127.0.0.1:8080),

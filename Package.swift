@@ -17,14 +17,24 @@ let relaisLinkerSettings: [LinkerSetting] = [
     .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux])),
 ]
 
+// Platforms. The server's targets need macOS 15 (Synchronization's Mutex, among others), and
+// SwiftPM has one floor per package, not per target. RelaisKit itself uses nothing newer than
+// iOS 15 / macOS 12 (async URLSession, CryptoKit's Secure Enclave keys, App Attest), so the iOS
+// floor is 15: the server targets are never built for iOS, and an iOS app that picks RelaisKit
+// builds only RelaisKit and swift-crypto. macOS stays at 15 so that the server keeps building on
+// macOS; a macOS app below 15 cannot depend on this package until RelaisKit moves to a package of
+// its own (README, "For app developers", says so).
 let package = Package(
     name: "relais",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v15)],
     products: [
         .executable(name: "relais", targets: ["relais"]),
         .library(name: "RelaisHTTPClient", targets: ["RelaisHTTPClient"]),
         .library(name: "RelaisStore", targets: ["RelaisStore"]),
         .library(name: "RelaisJOSE", targets: ["RelaisJOSE"]),
+        // The client library for apps (iOS, macOS, Linux): Foundation and swift-crypto only.
+        .library(name: "RelaisKit", targets: ["RelaisKit"]),
+        .executable(name: "relais-app", targets: ["relais-app"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
@@ -242,6 +252,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The app side (issue 32): no NIO, no Hummingbird, no C module, no server module, so that an
+        // app which picks the RelaisKit product builds it and swift-crypto only.
+        .target(
+            name: "RelaisKit",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "relais-app",
+            dependencies: ["RelaisKit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
+
         // Test support: real redis-server processes and a loopback HTTP server.
         .target(
             name: "RelaisTestSupport",
@@ -328,6 +351,15 @@ let package = Package(
                 "RelaisOIDC", "RelaisConfig", "RelaisJOSE", "RelaisClock", "RelaisHTTPClient", "RelaisCrypto", "RelaisTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelaisKitTests",
+            dependencies: [
+                "RelaisKit", "RelaisTestSupport", "RelaisClock", "RelaisHTTPClient", "RelaisJOSE", "RelaisQRCode",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            resources: [.copy("Vectors")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
