@@ -98,11 +98,18 @@ class RelaisApp(unittest.TestCase):
         self.assertEqual(opened.status_code, 303)
         self.assertIn("__Host-relais-session=", opened.headers.get("Set-Cookie", ""))
 
-        # A desktop's request, approved from the terminal after its context is shown.
+        # A desktop's request, approved from the terminal after its context is shown: only with a
+        # DPoP-bound session (Relais' default); a plain one hears dpop_required and stays signed in.
         device = requests.post(self.stack.relay + "/device_authorization", data={"client_id": "demo-desktop", "device_name": "kiosk"}, timeout=10).json()
-        approved = self.run_app(store, flags, "approve", device["verification_uri_complete"], "--yes")
-        self.assertIn("demo-desktop on kiosk asks for", approved)
-        self.assertIn("approved", approved)
+        if "--dpop" in flags:
+            approved = self.run_app(store, flags, "approve", device["verification_uri_complete"], "--yes")
+            self.assertIn("demo-desktop on kiosk asks for", approved)
+            self.assertIn("approved", approved)
+        else:
+            refused = subprocess.run(self.app(store, flags, "approve", device["verification_uri_complete"], "--yes"), capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(refused.returncode, 0)
+            self.assertIn("dpop_required", refused.stderr)
+            self.assertEqual(json.loads(self.run_app(store, flags + ["--json"], "status"))["state"], "signed_in")
 
         self.assertIn("*", self.run_app(store, flags, "sessions"))
         self.run_app(store, flags, "refresh")
@@ -123,13 +130,13 @@ class RelaisApp(unittest.TestCase):
     def test_device_sign_in_on_the_terminal(self):
         """sign-in --device: the terminal shows a user code and polls; a signed-in relais-app approves it."""
         phone = tempfile.mkdtemp(prefix="relais-app-phone-")
-        self.sign_in(phone, ["--json"])
+        self.sign_in(phone, ["--dpop", "--json"])
         desktop = tempfile.mkdtemp(prefix="relais-app-desktop-")
         process = subprocess.Popen(self.app(desktop, ["--json"], "sign-in", "--device"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             shown = process.stdout.readline()
             code = re.search(r"code ([B-Z]{4}-[B-Z]{4})", shown).group(1)
-            approved = self.run_app(phone, [], "approve", code, "--yes")
+            approved = self.run_app(phone, ["--dpop"], "approve", code, "--yes")
             self.assertIn("relais-app on", approved)
             out, err = process.communicate(timeout=40)
         finally:

@@ -101,8 +101,18 @@ extension RelaisClient {
         apply(.signOutStarted)
         var confirmed = false
         if let token = held.refreshToken, let endpoints = try? await endpoints() {
-            let logout = try? await platform.transport.send(.form(endpoints.path("/logout"), [("client_id", configuration.clientID), ("refresh_token", token)]))
-            let revoke = try? await platform.transport.send(.form(endpoints.revocation, [("token", token), ("token_type_hint", "refresh_token"), ("client_id", configuration.clientID)]))
+            // A DPoP-bound refresh token acts only with a proof by its key (RFC 9449 §5), ending the session included.
+            let key = held.dpopThumbprint == nil ? nil : try? loadInstanceKey(create: false)
+            func signed(_ request: HTTPRequest) -> HTTPRequest {
+                guard let key, let proof = try? proof(method: "POST", url: request.url, accessToken: nil, key: key) else { return request }
+                var request = request
+                request.headers.append((name: "DPoP", value: proof))
+                return request
+            }
+            let logout = try? await platform.transport.send(signed(.form(endpoints.path("/logout"), [("client_id", configuration.clientID), ("refresh_token", token)])))
+            let revoke = try? await platform.transport.send(
+                signed(.form(endpoints.revocation, [("token", token), ("token_type_hint", "refresh_token"), ("client_id", configuration.clientID)]))
+            )
             confirmed = logout?.status == 204 || revoke?.status == 200
         }
         record = nil

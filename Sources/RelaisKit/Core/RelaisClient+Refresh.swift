@@ -105,6 +105,11 @@ extension RelaisClient {
             let response = try await platform.transport.send(sent)
             remember(response, from: request.url)
             guard response.status == 401 || response.status == 403, let failure = RelayFailure(response) else { return response }
+            // A DPoP challenge to a Bearer token: this call needs a bound token. Not an ended session:
+            // no refresh would help, and nothing is signed out.
+            if !sent.headers.contains(where: { $0.name == "DPoP" }), response.header("WWW-Authenticate")?.hasPrefix("DPoP ") == true {
+                throw RelaisKitError(.dpopRequired, failure.description, status: response.status)
+            }
             switch failure.error {
             case "use_dpop_nonce" where !retriedNonce && response.header("DPoP-Nonce") != nil:
                 retriedNonce = true

@@ -35,6 +35,10 @@ public struct RelaisKitErrorCode: RawRepresentable, Hashable, Sendable, CustomSt
     public static let notSignedIn = Self("not_signed_in")
     /// The redirect did not carry the `state` this sign-in sent, or no code.
     public static let invalidCallback = Self("invalid_callback")
+    /// The call needs a DPoP-bound token (RFC 9449 §7.1: Relais challenged with `DPoP` a `Bearer`
+    /// token), as approving a device does by default: sign in with DPoP (`Configuration.dpop`).
+    /// The session is untouched.
+    public static let dpopRequired = Self("dpop_required")
     /// The device code expired before anybody approved it (RFC 8628 `expired_token`).
     public static let deviceCodeExpired = Self("device_code_expired")
     /// The request given to the library cannot be sent (bad URL, option misuse).
