@@ -72,6 +72,7 @@ public enum RelaisApplication {
             if configuration.metrics.listenPort == nil { MetricsRoute(bearerToken: configuration.metrics.bearerToken).register(on: router) }
         }
         additionalRoutes(router)
+        router.middlewares.add(MethodNotAllowedMiddleware(routes: router.routes))  // last: around the not-found answer only
         return router
     }
 
