@@ -61,6 +61,7 @@ public enum RelaisApplication {
         }
         router.middlewares.add(RequestLogMiddleware())
         if configuration.metrics.enabled { router.middlewares.add(MetricsMiddleware()) }
+        router.middlewares.add(RetryAfterMiddleware())
         router.middlewares.add(ErrorMiddleware())
         router.middlewares.add(BodyLimitMiddleware(maxBytes: configuration.server.maxBodyBytes))
         router.middlewares.add(StoreBudgetMiddleware(budget: configuration.store.requestBudget))
