@@ -291,14 +291,30 @@ class Nginx:
             self.process.wait(timeout=10)
 
 
+def identity_headers():
+    """The identity headers Relais answers at /auth, as its code names them (ForwardAuthSettings'
+    defaults): a gateway recipe must set or clear each one on every location, so a header added
+    there and forgotten in a recipe fails the recipe tests."""
+    with open(os.path.join(ROOT, "Sources", "RelaisConfig", "RelayConfiguration.swift")) as handle:
+        source = handle.read()
+    settings = re.search(r"struct ForwardAuthSettings\b.*?\n}\n", source, re.S).group(0)
+    names = re.findall(r'var \w+Header = "([^"]+)"', settings)
+    if len(names) < 6:
+        raise RuntimeError(f"ForwardAuthSettings names only {names}: has its shape changed?")
+    return names
+
+
 class EchoUpstream(http.server.BaseHTTPRequestHandler):
     """The API behind the gateway: answers every method with the X-Relais-* and Authorization
-    headers it received, as JSON, and keeps them in `seen`."""
+    headers it received, as JSON, and keeps them in `seen` (and, with the path and every header
+    line as sent, repeated ones included, in `received`)."""
     seen = []
+    received = []
 
     def do_GET(self):  # noqa: N802 - http.server's naming
         headers = {name.lower(): value for name, value in self.headers.items() if name.lower().startswith("x-relais") or name.lower() == "authorization"}
         EchoUpstream.seen.append(headers)
+        EchoUpstream.received.append((self.path, list(self.headers.items())))
         body = json.dumps(headers).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -323,10 +339,12 @@ class RedisCluster:
     """A real Redis Cluster on loopback: `masters` redis-servers with `replicas` each, joined by
     `redis-cli --cluster create`, quick to notice a failed node (1 s)."""
 
-    def __init__(self, masters=3, replicas=1):
+    def __init__(self, masters=3, replicas=1, extra_arguments=()):
         self.masters, self.replicas = masters, replicas
         self.directory = tempfile.mkdtemp(prefix="relais-cluster-")
         self.ports = [free_port() for _ in range(masters * (1 + replicas))]
+        # More redis-server arguments, after the defaults (a later --appendonly yes wins).
+        self.extra_arguments = list(extra_arguments)
         self.processes = []
 
     @property
@@ -335,13 +353,8 @@ class RedisCluster:
 
     def start(self):
         for port in self.ports:
-            directory = os.path.join(self.directory, str(port))
-            os.makedirs(directory)
-            self.processes.append(subprocess.Popen(
-                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", directory, "--save", "", "--appendonly", "no",
-                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
-                 "--repl-diskless-sync-delay", "0", "--cluster-replica-validity-factor", "0"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            os.makedirs(os.path.join(self.directory, str(port)))
+            self.processes.append(self._spawn(port))
         for port in self.ports:
             self._wait(lambda: self.cli(port, "ping") == "PONG", f"redis-server on {port}")
         created = subprocess.run(["redis-cli", "--cluster", "create", *self.nodes, "--cluster-replicas", str(self.replicas), "--cluster-yes"],
@@ -350,6 +363,34 @@ class RedisCluster:
             raise RuntimeError(f"redis-cli --cluster create: {created.stdout}{created.stderr}")
         self._wait(self._healthy, "a healthy cluster", timeout=30)
         return self
+
+    def _spawn(self, port):
+        """redis-server for `port`, in its own directory (nodes.conf, and the AOF with appendonly)."""
+        return subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", os.path.join(self.directory, str(port)), "--save", "",
+             "--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
+             "--repl-diskless-sync-delay", "0", "--cluster-replica-validity-factor", "0", *self.extra_arguments],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def kill(self, port):
+        """SIGKILL: no shutdown, no final AOF fsync beyond what the fsync policy already did."""
+        process = self.processes[self.ports.index(port)]
+        process.kill()
+        process.wait()
+
+    def restart(self, port):
+        """The node again on its port, from its own files (as a supervisor would restart it)."""
+        self.processes[self.ports.index(port)] = self._spawn(port)
+
+    def role(self, port):
+        """master, slave (with its link up), or None (down, or a replica still syncing)."""
+        info = self.cli(port, "info", "replication") or ""
+        if "role:master" in info:
+            return "master"
+        return "slave" if "master_link_status:up" in info else None
+
+    def master_ports(self):
+        return [port for port in self.ports if self.role(port) == "master"]
 
     def cli(self, port, *arguments):
         result = subprocess.run(["redis-cli", "-p", str(port), *arguments], capture_output=True, text=True, timeout=10)

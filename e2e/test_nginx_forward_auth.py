@@ -1,13 +1,48 @@
 """Debian's nginx with auth_request to Relais' /auth, protecting a small upstream: the shipped
 recipe (config/nginx-forward-auth.conf), run for real."""
+import http.client
+import os
+import re
 import time
 import unittest
 
 import requests
 
-from stack import EchoUpstream, Nginx, Stack, free_port, sign_in
+from stack import ROOT, EchoUpstream, Nginx, Stack, free_port, identity_headers, sign_in
 
 COOKIE = "__Host-relais-session"
+HEADERS = identity_headers()
+
+
+def forged_headers():
+    """Every identity header forged, as a client could spell it: as named, lower and upper case,
+    twice, and with underscores (which some frameworks read as the same name). Every value
+    starts with "forged"."""
+    lines = []
+    for name in HEADERS:
+        short = name.rsplit("-", 1)[1].lower()
+        lines += [(name, f"forged-{short}"), (name, f"forged-{short}-again"), (name.lower(), f"forged-lower-{short}"),
+                  (name.upper(), f"forged-upper-{short}"), (name.replace("-", "_"), f"forged-underscore-{short}")]
+    return lines
+
+
+def raw_get(port, path, headers):
+    """GET with exactly these header lines (requests would merge repeated names); status, body, headers."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.putrequest("GET", path)
+        for name, value in headers:
+            connection.putheader(name, value)
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, response.read(), response.headers
+    finally:
+        connection.close()
+
+
+def forged_arrivals(received):
+    """The header lines, among requests an echo received, that carry a forged value."""
+    return [(path, name, value) for path, lines in received for name, value in lines if "forged" in value.lower()]
 
 
 class NginxForwardAuth(unittest.TestCase):
@@ -39,7 +74,7 @@ class NginxForwardAuth(unittest.TestCase):
     def test_a_valid_token_reaches_the_upstream_with_the_identity(self):
         tokens = sign_in(self.stack, "standard-client", identity="pierre")
         forged = {"X-Relais-Sub": "forged-admin", "x-relais-client": "admin-console", "X-Relais-Acr": "eidas3",
-                  "X-Relais-Scope": "everything", "X-Relais-Session": "someone-elses"}
+                  "X-Relais-Scope": "everything", "X-Relais-Session": "someone-elses", "X-Relais-Attested": "ios"}
         response = self.get(tokens["access_token"], forged)
         self.assertEqual(response.status_code, 200, response.text)
         seen = response.json()
@@ -51,8 +86,80 @@ class NginxForwardAuth(unittest.TestCase):
         self.assertNotEqual(seen["x-relais-session"], "someone-elses")
         self.assertEqual(len(seen["x-relais-session"]), 32)
         self.assertNotIn("authorization", seen)
+        self.assertNotIn("x-relais-attested", seen)
         # No forged value reached the upstream under any name.
         self.assertFalse(set(forged.values()) & set(seen.values()), seen)
+
+    def test_every_location_replaces_or_clears_every_forged_identity_header(self):
+        # The shipped recipe, location by location: each sets or clears all of Relais' identity headers.
+        with open(os.path.join(ROOT, "config", "nginx-forward-auth.conf")) as handle:
+            recipe = handle.read()
+        locations = re.findall(r"location\s+([^{]+)\{(.*?)\n    \}", recipe, re.S)
+        self.assertEqual(len(locations), 5, [name for name, _ in locations])
+        for name, body in locations:
+            for header in HEADERS:
+                self.assertRegex(body, rf"proxy_set_header\s+{header}\s", f"location {name.strip()} leaves {header} as the client sent it")
+
+        # Live: all of them forged on the API and on the web pages; the upstream gets Relais' values only.
+        tokens = sign_in(self.stack, "web-app", identity="pierre")
+        bearer = ("Authorization", "Bearer " + tokens["access_token"])
+        EchoUpstream.received.clear()
+        EchoUpstream.seen.clear()
+        status, body, _ = raw_get(self.port, "/orders", [bearer] + forged_headers())
+        self.assertEqual(status, 200, body)
+        seen = EchoUpstream.seen[-1]
+        self.assertEqual(seen["x-relais-client"], "web-app")
+        self.assertEqual(seen["x-relais-acr"], "eidas1")
+        self.assertEqual(seen["x-relais-scope"], "openid profile email")
+        self.assertEqual(len(seen["x-relais-sub"]), 66)
+        self.assertEqual(len(seen["x-relais-session"]), 32)
+        # Relais answered X-Relais-Attested empty (no attestation): nginx then sends none at all.
+        self.assertNotIn("x-relais-attested", seen)
+        self.assertEqual(forged_arrivals(EchoUpstream.received), [])
+        # Each identity header arrived once, under its own name only (no underscore twin).
+        names = [name.lower() for name, _ in EchoUpstream.received[-1][1] if name.lower().replace("_", "-").startswith("x-relais-")]
+        self.assertEqual(sorted(names), sorted(set(names)), names)
+        self.assertTrue(all("_" not in name for name in names), names)
+
+        issued = requests.post(self.stack.relay + "/session_code", headers=dict([bearer]), timeout=10).json()
+        status, _, opened = raw_get(self.port, "/session?code=" + issued["session_code"], forged_headers())
+        self.assertEqual(status, 303)
+        cookie = ("Cookie", opened["Set-Cookie"].split(";")[0])
+        EchoUpstream.received.clear()
+        EchoUpstream.seen.clear()
+        status, body, _ = raw_get(self.port, "/web/documents", [cookie] + forged_headers())
+        self.assertEqual(status, 200, body)
+        seen = EchoUpstream.seen[-1]
+        self.assertEqual(seen["x-relais-client"], "web-app")
+        self.assertEqual(seen["x-relais-scope"], "openid profile email")
+        self.assertEqual(len(seen["x-relais-session"]), 32)
+        self.assertNotIn("x-relais-attested", seen)
+        self.assertEqual(forged_arrivals(EchoUpstream.received), [])
+
+        # Refused requests reach nothing, forged headers or not.
+        for path, credentials in (("/orders", []), ("/web/documents", []), ("/orders", [cookie]), ("/web/documents", [bearer])):
+            EchoUpstream.received.clear()
+            status, _, _ = raw_get(self.port, path, credentials + forged_headers())
+            self.assertEqual(status, 401, path)
+            self.assertEqual(EchoUpstream.received, [], path)
+
+    def test_what_relais_receives_through_the_recipe_carries_no_forged_identity(self):
+        # The same recipe with an echo where Relais would be: the auth subrequests of both guarded
+        # locations and /session reach "Relais" without the client's identity headers (the echo
+        # also says yes to every check, so the guarded requests go on to the upstream: without them too).
+        echo = EchoUpstream.start()
+        gateway = Nginx(f"http://127.0.0.1:{echo.server_address[1]}", self.upstream.server_address[1]).start()
+        try:
+            EchoUpstream.received.clear()
+            for path in ("/orders", "/web/documents", "/session?code=x"):
+                status, body, _ = raw_get(gateway.port, path, [("Authorization", "Bearer x"), ("Cookie", "a=b")] + forged_headers())
+                self.assertEqual(status, 200, f"{path}: {body}")
+            paths = [path for path, _ in EchoUpstream.received]
+            self.assertEqual(sorted(paths), sorted(["/auth?session=1", "/orders", "/auth?via=cookie", "/web/documents", "/session?code=x"]), paths)
+            self.assertEqual(forged_arrivals(EchoUpstream.received), [])
+        finally:
+            gateway.stop()
+            echo.shutdown()
 
     def test_writes_are_guarded_like_reads(self):
         # Writes through nginx are checked like reads (its auth_request subrequest asks Relais with GET

@@ -61,6 +61,7 @@ public enum RelaisApplication {
         }
         router.middlewares.add(RequestLogMiddleware())
         if configuration.metrics.enabled { router.middlewares.add(MetricsMiddleware()) }
+        router.middlewares.add(RetryAfterMiddleware())
         router.middlewares.add(ErrorMiddleware())
         router.middlewares.add(BodyLimitMiddleware(maxBytes: configuration.server.maxBodyBytes))
         router.middlewares.add(StoreBudgetMiddleware(budget: configuration.store.requestBudget))
@@ -72,6 +73,7 @@ public enum RelaisApplication {
             if configuration.metrics.listenPort == nil { MetricsRoute(bearerToken: configuration.metrics.bearerToken).register(on: router) }
         }
         additionalRoutes(router)
+        router.middlewares.add(MethodNotAllowedMiddleware(routes: router.routes))  // last: around the not-found answer only
         return router
     }
 

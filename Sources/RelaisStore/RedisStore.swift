@@ -213,13 +213,28 @@ public final class RedisStore: KeyValueStore {
         if case .error(let message) = reply {
             let error: StoreError =
                 message.contains("WRONGTYPE") ? .wrongType(key: key ?? "")
-                : message.hasPrefix("READONLY") ? .storeUnavailable(reason: "Redis answered as a read-only replica (failover in progress?)")
-                : .commandFailed(reason: message)
+                : Self.refusalForNow(message).map { .storeUnavailable(reason: $0) } ?? .commandFailed(reason: message)
             outcome = error.code
             throw error
         }
         outcome = "ok"
         return reply
+    }
+
+    /// Why Redis refused a command for now, for the error replies that say the server cannot take
+    /// it at the moment rather than that it is wrong; nil for any other reply. Each refuses the
+    /// whole command (a write script stops at its first write), so nothing was written.
+    static func refusalForNow(_ message: String) -> String? {
+        let kind = message.prefix { $0 != " " }
+        switch kind {
+        case "READONLY": return "Redis answered as a read-only replica (failover in progress?)"
+        // min-replicas-to-write: e.g. a replica just promoted, whose own replica is not back yet.
+        case "NOREPLICAS": return "Redis refused the write: fewer replicas than its min-replicas-to-write are connected (NOREPLICAS)"
+        // replica-serve-stale-data no: a replica that lost its master.
+        case "MASTERDOWN": return "Redis is a replica that lost its master (MASTERDOWN)"
+        case "LOADING": return "Redis is loading its data set after a restart (LOADING)"
+        default: return nil
+        }
     }
 
     /// A server setting (`CONFIG GET name`); nil when unset or when CONFIG is not allowed (managed

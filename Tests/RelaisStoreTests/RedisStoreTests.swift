@@ -1,4 +1,4 @@
-import RelaisStore
+@testable import RelaisStore
 import RelaisTestSupport
 import Testing
 
@@ -43,6 +43,47 @@ import Testing
         #expect(try await store.get("back") == [1])
         try await store.shutdown()
         server.stop()
+    }
+
+    /// Redis' refusals that mean "not now" are `store_unavailable` (503 with Retry-After), not an
+    /// unexpected `store_command_failed`: a master left without replicas under
+    /// min-replicas-to-write (what follows a failover until the failed node is back), and a replica
+    /// that lost its master. Nothing is written; the store works again once Redis can take writes.
+    @Test func redisRefusalsForNowAreUnavailableAndLeaveNothingWritten() async throws {
+        let master = try await RedisServerProcess.launch(extraArguments: ["--min-replicas-to-write", "1"])
+        let store = try makeStore(master)
+        for write in [{ try await store.set("k", [1], ttl: nil) }, { _ = try await store.setAdd("s", member: "m", ttl: .seconds(5)) }] as [() async throws -> Void] {
+            await #expect { try await write() } throws: { error in
+                guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
+                return reason.contains("NOREPLICAS") && reason.contains("min-replicas-to-write")
+            }
+        }
+        #expect(try await store.get("k") == nil)  // reads are still served, and nothing was written
+        #expect(await master.cli(["config", "set", "min-replicas-to-write", "0"])?.hasPrefix("OK") == true)
+        try await store.set("k", [2], ttl: nil)
+        #expect(try await store.get("k") == [2])
+        try await store.shutdown()
+
+        // A replica whose master is gone, told not to serve stale data.
+        let gone = try FreePort.find()
+        let replica = try await RedisServerProcess.launch(extraArguments: ["--replicaof", "127.0.0.1", String(gone), "--replica-serve-stale-data", "no"])
+        let stale = try makeStore(replica)
+        await #expect { _ = try await stale.get("k") } throws: { error in
+            guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
+            return reason.contains("MASTERDOWN")
+        }
+        try await stale.shutdown()
+        replica.stop()
+        master.stop()
+    }
+
+    @Test func everyOtherErrorReplyIsACommandFailure() {
+        #expect(RedisStore.refusalForNow("NOREPLICAS Not enough good replicas to write.") != nil)
+        #expect(RedisStore.refusalForNow("LOADING Redis is loading the dataset in memory") != nil)
+        #expect(RedisStore.refusalForNow("READONLY You can't write against a read only replica.") != nil)
+        #expect(RedisStore.refusalForNow("ERR unknown command 'FOO'") == nil)
+        #expect(RedisStore.refusalForNow("NOSCRIPT No matching script.") == nil)
+        #expect(RedisStore.refusalForNow("LOADINGX") == nil)
     }
 
     @Test func aHungRedisFailsCallsWithinTheCommandTimeout() async throws {

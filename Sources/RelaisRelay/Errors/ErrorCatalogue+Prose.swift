@@ -21,7 +21,8 @@ extension ErrorCatalogue {
 
     | code | status | when | what the caller should do |
     |---|---|---|---|
-    | `not_found` | 404 | No endpoint at this path, or not for this method. | Fix the URL or method. |
+    | `not_found` | 404 | No endpoint at this path. | Fix the URL. |
+    | `method_not_allowed` | 405 | The path exists but not for this method (RFC 9110 §15.5.6); `Allow` lists its methods. | Use one of the methods in `Allow`. |
     | `request_too_large` | 413 | The body exceeds `server.max_body_bytes` (declared in Content-Length, or found while reading a chunked body). | Send a smaller body. |
     | `invalid_request` | 400 | The HTTP request is malformed (framework-level parsing). | Fix the request. |
     | `server_error` | 500 | An unexpected error; its type is logged with the request id, never returned. | Retry later; report the request id. |
