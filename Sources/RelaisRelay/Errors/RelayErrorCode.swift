@@ -84,7 +84,7 @@ extension RelayError {
             case .invalidScope: "`/authorize` (redirect), `/token`"
             case .accessDenied, .consentRequired, .interactionRequired: "`/callback` (redirect); `access_denied` also at `/token` (device_code grant)"
             case .transactionExpired: "`/callback`, `/logout/callback` (page)"
-            case .invalidClient: "`/token`, `/revoke`, `/introspect`, `/attest/*`"
+            case .invalidClient: "`/token`, `/revoke`, `/device_authorization`, `/introspect`, `/attest/*`"
             case .invalidGrant: "`/token`, `POST /logout`"
             case .unsupportedGrantType: "`/token`"
             case .invalidDPoPProof: "`/token` (400), `/userinfo` (401 with a `DPoP` challenge)"
@@ -121,7 +121,7 @@ extension RelayError {
             case .accessDenied: "The person cancelled at the provider; at `/token` (device_code grant), the request was denied, or died after five wrong user codes."
             case .consentRequired, .interactionRequired: "Passed on as the provider sent it."
             case .transactionExpired: "The sign-in (or logout) is older than `relay.transaction_lifetime`, or this callback was already used (a replay)."
-            case .invalidClient: "Unknown `client_id`; at `/attest/*`, an app whose `attestation` is `off`; at `/introspect`, an unknown resource server or a wrong secret (`WWW-Authenticate: Basic`)."
+            case .invalidClient: "Unknown `client_id`, or an app's HTTP Basic credentials that cannot be read or carry a password (apps are public clients: `client_id` and an empty password; answered with `WWW-Authenticate: Basic`); at `/attest/*`, an app whose `attestation` is `off`; at `/introspect`, an unknown resource server or a wrong secret (`WWW-Authenticate: Basic`)."
             case .invalidGrant:
                 "The code is unknown, expired, used (a second use revokes the session the first opened), issued to another app, for another `redirect_uri`, or its PKCE verifier does not match; the code or refresh token is bound to a DPoP key (`dpop_jkt`, or a DPoP sign-in) and the proof is missing or by another key; the refresh token is unknown, of another app, or reused after `relay.refresh_grace` (which revokes the session); the session has ended, or was sealed with a session key no longer configured."
             case .unsupportedGrantType: "A `grant_type` other than `authorization_code`, `refresh_token` and `urn:ietf:params:oauth:grant-type:device_code`."
