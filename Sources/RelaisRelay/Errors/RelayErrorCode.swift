@@ -111,7 +111,7 @@ extension RelayError {
         var meaning: String {
             switch self {
             case .invalidRequest:
-                "A parameter is missing, repeated, malformed or too long; a form or query of more than 1,000 fields; PKCE is missing or not S256; the body is not a form; an unknown `provider` or `acr_values` outside the provider's levels; another scheme than Bearer; a `/auth` query that cannot be read."
+                "A parameter is missing, repeated, malformed or too long; a form or query of more than 1,000 fields; PKCE is missing or not S256; the body is not a form; an unknown `provider` or `acr_values` outside the provider's levels; another scheme than Bearer; a `/auth` query that cannot be read, names a parameter `/auth` does not know, or gives one a value it does not take (`attested=maybe`, an empty `aud=`); two different client ids in one request (HTTP Basic and the form)."
             case .unknownClient: "No app is registered with this `client_id`."
             case .invalidRedirectURI:
                 "The `redirect_uri` (or `post_logout_redirect_uri`) is not registered for the app. Matching is exact, except that a loopback `http://127.0.0.1/…` or `http://[::1]/…` entry accepts any port (RFC 8252 §7.3)."
