@@ -176,6 +176,9 @@ public struct AppSettings: Sendable {
     /// `aud` of the app's access tokens: the APIs it calls. Default: the client_id.
     public var audiences: [String]
     public var accessTokenLifetime: Duration = .seconds(300)
+    /// How the app's id_tokens are signed (`id_token_signed_response_alg`, OpenID Connect Dynamic
+    /// Client Registration 1.0 §2: RS256 unless the app asks otherwise).
+    public var idTokenAlgorithm = IDTokenAlgorithm.rs256
     /// DPoP (RFC 9449): tokens bound to a key held by the app instance.
     public var dpop = DPoPPolicy.allowed
     /// Proofs at `/token` must carry a nonce Relais issued (`DPoP-Nonce`, RFC 9449 §8).
@@ -255,6 +258,10 @@ public struct AppSettings: Sendable {
     /// `off`: a `DPoP` header is ignored and tokens are bearer tokens. `allowed`: an app that sends
     /// a proof gets bound tokens, one that does not gets bearer tokens. `required`: `/token` refuses
     /// a request without a proof.
+    public enum IDTokenAlgorithm: String, Sendable, CaseIterable {
+        case rs256 = "RS256", es256 = "ES256"
+    }
+
     public enum DPoPPolicy: String, Sendable, CaseIterable {
         case off, allowed, required
     }
@@ -286,9 +293,13 @@ public struct ResourceServerSettings: Sendable {
 
 /// Relais' own keys: the ones that sign its tokens, and the ones that encrypt sessions at rest.
 public struct RelayKeySettings: Sendable {
-    /// Signing keys by `kid`; all are published at /jwks.json, `activeSigningKey` signs.
+    /// Signing keys by `kid`; all are published at /jwks.json, `activeSigningKey` signs access
+    /// tokens (and the id_tokens of apps that ask for its algorithm).
     public var signingKeys: [JWK] = []
     public var activeSigningKey: String?
+    /// The RSA key of `signingKeys` that signs RS256 id_tokens (`signing.active_rsa_key`; OpenID
+    /// Connect Discovery 1.0 §3 requires RS256). Nil in development: one is generated.
+    public var activeRSAKey: String?
     /// AES-256 keys by id for session payloads; `activeSessionKey` encrypts, all decrypt.
     public var sessionKeys: [(id: String, key: [UInt8])] = []
     public var activeSessionKey: String?

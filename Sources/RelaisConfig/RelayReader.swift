@@ -56,6 +56,11 @@ extension ValueReader {
         // Keys matter once apps get tokens; production never generates its own.
         let needsKeys = environment == .production && !result.apps.isEmpty
         result.keys = readKeys(signingIDs: ids("signing.keys"), sessionIDs: ids("sessions.keys"), required: needsKeys)
+        if let active = result.keys.activeSigningKey, result.keys.signingKeys.first(where: { $0.keyID == active })?.keyType == .rsa {
+            for app in result.apps where app.idTokenAlgorithm == .es256 {
+                problem("apps.\(app.clientID).id_token_signed_response_alg", "ES256 needs an EC P-256 signing.active_key; '\(active)' is RSA")
+            }
+        }
 
         var relay = result.relay
         relay.transactionLifetime = duration("relay.transaction_lifetime") ?? relay.transactionLifetime
@@ -165,6 +170,11 @@ extension ValueReader {
         }
         app.name = text("\(base).name")
         app.accessTokenLifetime = duration("\(base).access_token_lifetime") ?? app.accessTokenLifetime
+        if let alg = text("\(base).id_token_signed_response_alg") {
+            if let chosen = AppSettings.IDTokenAlgorithm(rawValue: alg) { app.idTokenAlgorithm = chosen } else {
+                problem("\(base).id_token_signed_response_alg", "expected RS256 (the default) or ES256; got '\(alg)'")
+            }
+        }
         app.audiences = list("\(base).audiences") ?? app.audiences
         app.dpop = choice("\(base).dpop", default: app.dpop)
         app.dpopNonce = boolean("\(base).dpop_nonce") ?? app.dpopNonce
@@ -295,6 +305,7 @@ extension ValueReader {
             "signing", among: signingIDs, role: "signs", required: required,
             missing: "production needs Relais' own signing keys (development generates one and keeps it in the store)"
         )
+        keys.activeRSAKey = activeRSAKey(keys, configured: !signingIDs.isEmpty, required: required)
 
         for id in sessionIDs {
             let key = "sessions.keys.\(id).secret"
@@ -313,6 +324,26 @@ extension ValueReader {
             missing: "production needs a session encryption key (development generates one and keeps it in the store)"
         )
         return keys
+    }
+
+    /// `signing.active_rsa_key`: the RSA key of `signing.keys` that signs RS256 id_tokens; implied
+    /// when the active key is RSA or when there is one RSA key. Production needs one once it has
+    /// keys (development generates one when none is configured).
+    private mutating func activeRSAKey(_ keys: RelayKeySettings, configured: Bool, required: Bool) -> String? {
+        let rsa = keys.signingKeys.filter { $0.keyType == .rsa }.compactMap(\.keyID)
+        let implied = keys.activeSigningKey.flatMap { rsa.contains($0) ? $0 : nil } ?? (rsa.count == 1 ? rsa[0] : nil)
+        let chosen = text("signing.active_rsa_key") ?? implied
+        if let chosen, !rsa.contains(chosen) {
+            problem("signing.active_rsa_key", "'\(chosen)' is not an RSA key of signing.keys (\(rsa.isEmpty ? "there is none" : rsa.joined(separator: ", ")))")
+        } else if chosen == nil && rsa.count > 1 {
+            problem("signing.active_rsa_key", "name the RSA key that signs id_tokens among signing.keys (\(rsa.joined(separator: ", ")))")
+        } else if chosen == nil && configured && required {
+            problem(
+                "signing.active_rsa_key",
+                "id_tokens are signed with RS256 (OpenID Connect Discovery 1.0 §3): add an RSA key to signing.keys (openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048)"
+            )
+        }
+        return chosen
     }
 
     /// `<section>.active_key`: one of `<section>.keys`, implied when there is only one.

@@ -11,9 +11,9 @@ import RelaisJOSE
 struct AttestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attest",
-        abstract: "Verify an Apple App Attest attestation or a Google Play Integrity token as Relais does.",
+        abstract: "Verify an Apple App Attest attestation or assertion, or a Google Play Integrity token, as Relais does.",
         discussion: "Exit 0: verified (the result on standard output). Exit 1: refused, the failed check's code on standard error. Exit 2: unusable arguments.",
-        subcommands: [Apple.self, Android.self]
+        subcommands: [Apple.self, AppleAssertion.self, Android.self]
     )
 
     struct Apple: AsyncParsableCommand {
@@ -137,7 +137,7 @@ struct AttestCommand: AsyncParsableCommand {
     }
 }
 
-private func usage(_ message: String) -> ExitCode { CommandInput.usage("relais attest: \(message)") }
+func usage(_ message: String) -> ExitCode { CommandInput.usage("relais attest: \(message)") }
 
 private func checkTime(_ text: String?) throws -> Date {
     guard let text else { return Date() }
@@ -145,7 +145,7 @@ private func checkTime(_ text: String?) throws -> Date {
     return date
 }
 
-private func readBase64(_ path: String) throws -> [UInt8] {
+func readBase64(_ path: String) throws -> [UInt8] {
     let text = try CommandInput.compactFile(path)
     guard let bytes = Base64.decode(text) ?? Base64URL.decode(text.filter { $0 != "=" }) else { throw usage("\(path) does not hold base64") }
     return bytes

@@ -236,4 +236,34 @@ import Testing
             #expect(response.status == .badRequest)
         }
     }
+
+    /// RFC 9449 §7.1: a bound token presented with the DPoP scheme is challenged with `DPoP`, also
+    /// once its session has ended (issue 33, finding 11).
+    @Test func aBoundTokenOfAnEndedSessionGetsTheDPoPChallenge() async throws {
+        let fixture = Route.Fixture()
+        try await fixture.test { client in
+            let key = try AppKey(fixture.clock)
+            let tokens = Route.json(try await Self.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL)]))
+            let access = try #require(tokens["access_token"]?.stringValue)
+            let sid = try #require(try Self.claims(access)["sid"]?.stringValue)
+            let ended = try await client.execute(
+                uri: "/sessions/\(sid)", method: .delete,
+                headers: [.authorization: "DPoP \(access)", DPoPGuard.header: try key.proof("DELETE", Route.issuer + "/sessions/\(sid)", accessToken: access)]
+            )
+            #expect(ended.status.code < 300, "\(Route.json(ended))")
+            let userinfo = try await client.execute(
+                uri: "/userinfo", method: .get,
+                headers: [.authorization: "DPoP \(access)", DPoPGuard.header: try key.proof("GET", Route.issuer + "/userinfo", accessToken: access)]
+            )
+            #expect(userinfo.status == .unauthorized && Route.json(userinfo)["error_description"] == .string("the session has ended"))
+            let challenge = try #require(userinfo.headers[.wwwAuthenticate])
+            #expect(challenge.hasPrefix(#"DPoP algs=""#) && challenge.contains(#"error="invalid_token""#), "\(challenge)")
+            // An unreadable token presented with the DPoP scheme is challenged in that scheme too.
+            let garbled = try await client.execute(
+                uri: "/userinfo", method: .get,
+                headers: [.authorization: "DPoP \(access)x", DPoPGuard.header: try key.proof("GET", Route.issuer + "/userinfo", accessToken: access + "x")]
+            )
+            #expect(garbled.headers[.wwwAuthenticate]?.hasPrefix("DPoP ") == true)
+        }
+    }
 }

@@ -24,9 +24,11 @@ import Testing
         return Application(router: router, logger: Logger(label: "relay-keys-tests") { _ in SwiftLogNoOpLogHandler() })
     }
 
-    static func keyIDs(_ client: any TestClientProtocol) async throws -> [String] {
+    /// The published keys of one type (`EC`: access tokens; `RSA`: RS256 id_tokens), newest first.
+    static func keyIDs(_ client: any TestClientProtocol, type: String = "EC") async throws -> [String] {
         let response = try await client.execute(uri: "/jwks.json", method: .get)
-        return JSONValue.object(from: Array(buffer: response.body))?["keys"]?.arrayValue?.compactMap { $0.objectValue?["kid"]?.stringValue } ?? []
+        let keys = JSONValue.object(from: Array(buffer: response.body))?["keys"]?.arrayValue?.compactMap(\.objectValue) ?? []
+        return keys.filter { $0["kty"]?.stringValue == type }.compactMap { $0["kid"]?.stringValue }
     }
 
     @Test func instancesConvergeOnOneKeyAfterTheStoreLostIt() async throws {
@@ -52,14 +54,20 @@ import Testing
                 // The first still publishes its previous key, for what it signed before.
                 #expect(try await Self.keyIDs(one) == secondKeys + firstKeys)
 
-                // The store loses the keys again: the next check puts the active key back, and an
-                // instance starting then adopts it.
-                for key in [SessionStore.Key.signingKey, SessionStore.Key.sessionKey] { _ = try await fixture.store.delete(key) }
+                // Both share the RSA key the first made (the store kept it).
+                let rsaKeys = try await Self.keyIDs(one, type: "RSA")
+                #expect(rsaKeys.count == 1 && rsaKeys.first?.hasPrefix("dev-rsa-") == true)
+                #expect(try await Self.keyIDs(two, type: "RSA") == rsaKeys)
+
+                // The store loses the keys again: the next check puts the active keys back, and an
+                // instance starting then adopts them.
+                for key in [SessionStore.Key.signingKey, SessionStore.Key.rsaSigningKey, SessionStore.Key.sessionKey] { _ = try await fixture.store.delete(key) }
                 fixture.clock.advance(by: .seconds(6))
                 #expect(try await Self.keyIDs(one).first == secondKeys.first)
                 let third = try await Self.application(fixture, http)
                 try await third.test(.router) { (three: any TestClientProtocol) async throws -> Void in
                     #expect(try await Self.keyIDs(three) == secondKeys)
+                    #expect(try await Self.keyIDs(three, type: "RSA") == rsaKeys)
                     #expect(try await three.execute(uri: "/userinfo", method: .get, headers: [.authorization: "Bearer \(token)"]).status == .ok)
                 }
             }

@@ -177,7 +177,13 @@ import Testing
             #expect(Self.error(try await Self.poll(client, late.deviceCode)) == "expired_token")
             let fresh = try await Self.phone(fixture, client)
             #expect(Self.error(try await Self.approve(client, fresh, late.userCode)) == "invalid_user_code")
-            #expect(Self.error(try await Self.poll(client, "junk")) == "expired_token")
+            // RFC 8628 §3.5: a code never issued is invalid_grant, not expired_token.
+            #expect(Self.error(try await Self.poll(client, "junk")) == "invalid_grant")
+            let never = try await Self.start(client).deviceCode.dropLast(4) + "AAAA"
+            #expect(Self.error(try await Self.poll(client, String(never))) == "invalid_grant")
+            // Long after its expiry, the record is gone: unknown then.
+            fixture.clock.advance(by: .seconds(600))
+            #expect(Self.error(try await Self.poll(client, late.deviceCode)) == "invalid_grant")
             #expect(Self.error(try await Self.poll(client, "")) == "invalid_request")
         }
     }

@@ -265,6 +265,18 @@ import Testing
                 #expect(response.status == .badRequest && Self.json(response)["error"] == .string("invalid_request"), "\(query)")
             }
             #expect(try await client.execute(uri: "/auth?acr=eidas1", method: .get, headers: bearer).status == .ok)
+            // A value the parameter does not take, an empty one, or a parameter /auth does not
+            // know is refused too, never read as "nothing required" (issue 33, finding 12).
+            for query in [
+                "attested=maybe", "attested=", "attested=true", "aud=", "aud=+", "aud=a++b", "session=", "session=yes", "scope=", "scope=openid+", "via=",
+                "acr=", "acr=a+b", "max_age=", "atested=1", "audience=orders-api",
+            ] {
+                let response = try await client.execute(uri: "/auth?" + query, method: .get, headers: bearer)
+                #expect(response.status == .badRequest && Self.json(response)["error"] == .string("invalid_request"), "\(query)")
+            }
+            for query in ["attested=0", "session=0", "session=1", "scope=openid", "via=token", "aud=" + Self.issuer] {
+                #expect(try await client.execute(uri: "/auth?" + query, method: .get, headers: bearer).status == .ok, "\(query)")
+            }
         }
     }
 

@@ -79,7 +79,8 @@ extension RelayProcessTests {
                 #expect(document["jwks_uri"] == .string(harness.issuer + "/jwks.json"))
             }
             let keys = try await harness.relayKeys()
-            #expect(keys.keys.count == 1 && !keys.keys[0].isPrivate && keys.keys[0].algorithm == "ES256")
+            // The EC key of access tokens and the RSA key of RS256 id_tokens (OpenID Connect Discovery §3).
+            #expect(keys.keys.compactMap(\.algorithm).sorted() == ["ES256", "RS256"] && keys.keys.allSatisfy { !$0.isPrivate })
         }
 
         @Test func unknownAppsAndRedirectsGetAPageNeverARedirect() async throws {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import RelaisAttest
 import RelaisCrypto
@@ -52,6 +53,44 @@ import Glibc
         #expect(try await run(Self.appleArguments + ["--at", "yesterday", Self.sample]).status == 2)
         #expect(try await run(Array(Self.appleArguments.dropLast()) + ["zz", Self.sample]).status == 2)
         #expect(try await run(Self.appleArguments + ["/nonexistent/file"]).status == 2)
+    }
+
+    /// `relais attest apple-assertion` on assertions made with a test key: the counter to store on
+    /// success, the failed step otherwise (issue 33, finding 15).
+    @Test func appleAssertionsPrintTheNextCounterOrTheFailedStep() async throws {
+        let factory = try AppAttestFactory()
+        let clientData = Array(#"{"challenge":"c1","jkt":"t1"}"#.utf8)
+        let keyFile = path("key.pem"), dataFile = path("client-data")
+        try factory.credentialKey.publicKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try Data(clientData).write(to: URL(fileURLWithPath: dataFile))
+        func verify(_ assertion: [UInt8], counter: UInt32, appID: String = AppAttestFactory.appID, key: String? = nil) async throws -> (status: Int32?, stdout: String, stderr: String) {
+            let assertionFile = path("assertion")
+            try Base64.encode(assertion).write(toFile: assertionFile, atomically: true, encoding: .utf8)
+            return try await run([
+                "attest", "apple-assertion", "--app-id", appID, "--public-key", key ?? keyFile, "--client-data-file", dataFile, "--counter", String(counter), assertionFile,
+            ])
+        }
+        let seventh = try factory.assertion(clientData: clientData, counter: 7)
+        let genuine = try await verify(seventh, counter: 6)
+        #expect(genuine.status == 0 && genuine.stdout == "7\n", "\(genuine.stderr)")
+        #expect(try await verify(seventh, counter: 0).stdout == "7\n")
+
+        let replayed = try await verify(seventh, counter: 7)
+        #expect(replayed.status == 1 && replayed.stderr.contains("apple_assertion_counter"), "\(replayed.stderr)")
+        let otherApp = try await verify(seventh, counter: 0, appID: "ABCDE12345.fr.example.other")
+        #expect(otherApp.status == 1 && otherApp.stderr.contains("apple_assertion_app_id"), "\(otherApp.stderr)")
+        let otherData = try await verify(try factory.assertion(clientData: Array("other".utf8), counter: 8), counter: 7)
+        #expect(otherData.status == 1 && otherData.stderr.contains("apple_assertion_signature"), "\(otherData.stderr)")
+        let otherKey = try await verify(try factory.assertion(clientData: clientData, counter: 8, key: P256.Signing.PrivateKey()), counter: 7)
+        #expect(otherKey.status == 1 && otherKey.stderr.contains("apple_assertion_signature"), "\(otherKey.stderr)")
+        let malformed = try await verify(Array("not cbor".utf8), counter: 0)
+        #expect(malformed.status == 1 && malformed.stderr.contains("apple_assertion_malformed"), "\(malformed.stderr)")
+
+        // Unusable arguments: a file that is not a P-256 PEM, missing client data.
+        let notAKey = path("not-a-key")
+        try "hello".write(toFile: notAKey, atomically: true, encoding: .utf8)
+        #expect(try await verify(seventh, counter: 0, key: notAKey).status == 2)
+        #expect(try await run(["attest", "apple-assertion", "--app-id", AppAttestFactory.appID, "--public-key", keyFile, "--client-data-file", "/nonexistent", keyFile]).status == 2)
     }
 
     @Test func androidVerdictsWithTheConsoleKeys() async throws {

@@ -92,8 +92,8 @@ public final class InProcessServer: TestServer {
         try await startWhenThePortIsFree()
     }
 
-    /// Starts, waiting up to 10 s for the port: a stopped listener's socket may close a moment after
-    /// its task ends, and a socket of another test may hold the port briefly.
+    /// Starts, waiting up to 10 s for the port: this server's own stopped listener may close its
+    /// socket a moment after its task ends. No other test holds the port (``FreePort`` reserves it).
     private func startWhenThePortIsFree() async throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while true {

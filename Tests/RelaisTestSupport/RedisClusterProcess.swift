@@ -18,7 +18,7 @@ public final class RedisClusterProcess: @unchecked Sendable {
                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
                 // A replica that never finished its first sync does not stand for election: no delay.
                 "--repl-diskless-sync-delay", "0", "--cluster-replica-validity-factor", "0",
-            ]))
+            ], clusterBus: true))
         }
         let cluster = RedisClusterProcess(servers: servers)
         do {

@@ -25,33 +25,34 @@ public final class RedisServerProcess: @unchecked Sendable {
         self.tls = tls
     }
 
-    /// Starts a server on a free port. A port another process grabbed in the meantime makes
-    /// redis-server exit at once; a new port is tried then. With `tls`, the port speaks TLS only
-    /// (server certificate for 127.0.0.1); `requireClientCertificate` asks clients for the test
-    /// client certificate (mutual TLS).
-    public static func launch(extraArguments: [String] = [], tls: TestCertificates? = nil, requireClientCertificate: Bool = false) async throws -> RedisServerProcess {
-        var lastError: any Error = RedisServerError.didNotStart(port: 0)
-        for _ in 0..<5 {
-            let port = try FreePort.find()
-            var arguments = extraArguments
-            if let tls {
-                arguments += [
-                    "--port", "0", "--tls-port", String(port), "--tls-cert-file", tls.serverCertificate, "--tls-key-file", tls.serverKey,
-                    "--tls-ca-cert-file", tls.bundle, "--tls-auth-clients", requireClientCertificate ? "yes" : "no",
-                    // A replica reaches its master over TLS too.
-                    "--tls-replication", "yes",
-                ]
-            }
-            let server = RedisServerProcess(port: port, extraArguments: arguments, tls: tls)
-            do {
-                try await server.start()
-                return server
-            } catch {
-                server.stop()
-                lastError = error
-            }
+    /// Starts a server on a port ``FreePort`` reserved for this test process (no other test
+    /// process, of this checkout or another, is handed it while this one runs). With `tls`, the
+    /// port speaks TLS only (server certificate for 127.0.0.1); `requireClientCertificate` asks
+    /// clients for the test client certificate (mutual TLS). `clusterBus`: the node's cluster bus
+    /// gets a reserved port of its own too (by default Redis takes the port + 10000, which no one
+    /// reserved and which can fall in the kernel's ephemeral range).
+    public static func launch(
+        extraArguments: [String] = [], tls: TestCertificates? = nil, requireClientCertificate: Bool = false, clusterBus: Bool = false
+    ) async throws -> RedisServerProcess {
+        let port = try FreePort.find()
+        var arguments = extraArguments
+        if clusterBus { arguments += ["--cluster-port", String(try FreePort.find())] }
+        if let tls {
+            arguments += [
+                "--port", "0", "--tls-port", String(port), "--tls-cert-file", tls.serverCertificate, "--tls-key-file", tls.serverKey,
+                "--tls-ca-cert-file", tls.bundle, "--tls-auth-clients", requireClientCertificate ? "yes" : "no",
+                // A replica reaches its master over TLS too.
+                "--tls-replication", "yes",
+            ]
         }
-        throw lastError
+        let server = RedisServerProcess(port: port, extraArguments: arguments, tls: tls)
+        do {
+            try await server.start()
+        } catch {
+            server.stop()
+            throw error
+        }
+        return server
     }
 
     deinit { stop() }
@@ -205,74 +206,4 @@ public final class RedisSentinelProcess: @unchecked Sendable {
     }
 
     public func stop() { process.terminate() }
-}
-
-/// Loopback port helpers built on plain sockets.
-public enum FreePort {
-    /// Ports already handed out in this process: two tests never get the same one.
-    private static let handedOut = Mutex<Set<Int>>([])
-
-    /// A free port for a test server on 127.0.0.1, below the kernel's ephemeral range. A port from
-    /// that range (what binding port 0 gives) can be taken as the source port of any outgoing
-    /// connection between the moment it is chosen and the moment the server binds it, which made
-    /// a server fail with "Address already in use" on a busy CI machine.
-    public static func find() throws -> Int {
-        let firstEphemeral = ephemeralRangeStart()
-        let candidates = firstEphemeral > 12_000 ? 10_000..<firstEphemeral : 0..<0
-        for _ in 0..<200 where !candidates.isEmpty {
-            let port = Int.random(in: candidates)
-            guard handedOut.withLock({ $0.insert(port).inserted }) else { continue }
-            if canBind(port) { return port }
-        }
-        // No room below the ephemeral range: let the kernel choose.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RedisServerError.didNotStart(port: 0) }
-        defer { close(fd) }
-        var address = loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw RedisServerError.didNotStart(port: 0) }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    private static func canBind(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = loopback(port: port)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
-    }
-
-    /// The first port of `net.ipv4.ip_local_port_range` (32768 by default).
-    private static func ephemeralRangeStart() -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8),
-            let first = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap({ Int($0) })
-        else { return 32_768 }
-        return first
-    }
-
-    public static func isAccepting(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = loopback(port: port)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
-    }
-
-    private static func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
-    }
 }

@@ -18,7 +18,9 @@ struct DeviceCodeGrant: Sendable {
         guard app.deviceGrant != nil else { throw RelayError(.unauthorizedClient, "this app is not registered for the device grant (apps.\(app.clientID).device_grant)") }
         guard let deviceCode = form["device_code"], !deviceCode.isEmpty, deviceCode.utf8.count <= 256 else { throw RelayError.invalidRequest("device_code is missing") }
         switch try await sessions.pollDevice(deviceCode, clientID: app.clientID, interval: sessions.settings.devicePollInterval) {
-        case .unknown: throw RelayError(.expiredToken, "the device code is unknown or has expired")
+        // RFC 8628 §3.5: expired_token is for a code that was issued and has expired.
+        case .unknown: throw RelayError.invalidGrant("the device code is unknown")
+        case .expired: throw RelayError(.expiredToken, "the device code has expired")
         case .foreign: throw RelayError.invalidGrant("the device code was issued to another client")
         case .used: throw RelayError.invalidGrant("the device code was already used")
         case .tooSoon: throw RelayError(.slowDown, "poll at most every \(sessions.settings.devicePollInterval.components.seconds) s")

@@ -38,8 +38,9 @@ struct DeviceRoutes: RelayRoutes {
 
     private func authorize(_ request: Request, context: RelaisRequestContext) async throws -> Response {
         let form = try await Self.form(request)
-        guard let clientID = form["client_id"], !clientID.isEmpty else { throw RelayError.invalidRequest("client_id is missing") }
-        guard let app = apps[clientID] else { throw RelayError(.invalidClient, "no app is registered with this client_id") }
+        let client = try PublicClient(request, form)
+        let clientID = client.id
+        guard let app = apps[clientID] else { throw client.unknown }
         if let limited = await limiter.check(clientID: clientID, logger: context.logger) { throw limited }
         guard app.deviceGrant != nil else { throw RelayError(.unauthorizedClient, "this app is not registered for the device grant (apps.\(clientID).device_grant)") }
         let scopes = form["scope"].map { $0.split(separator: " ").map(String.init) } ?? app.scopes

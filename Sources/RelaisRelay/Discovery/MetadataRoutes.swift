@@ -50,7 +50,7 @@ struct MetadataRoutes: RelayRoutes {
             "dpop_signing_alg_values_supported": strings(DPoPGuard.algorithms.split(separator: " ").map(String.init)),
             "token_endpoint_auth_methods_supported": strings(apps.contains { $0.attestation != .off } ? ["none", "attest_jwt_client_auth"] : ["none"]),
             "subject_types_supported": strings(["public"]),
-            "id_token_signing_alg_values_supported": strings([keys.ring.activeAlgorithm.rawValue]),
+            "id_token_signing_alg_values_supported": strings(keys.ring.idTokenAlgorithms),
             "scopes_supported": strings(scopes),
             "claims_supported": strings(["sub", "acr", "amr", "auth_time", "sid", "idp"] + ScopeCatalogue.identityClaims.sorted()),
             "authorization_response_iss_parameter_supported": .bool(true),

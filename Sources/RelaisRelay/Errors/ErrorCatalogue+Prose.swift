@@ -77,7 +77,7 @@ extension ErrorCatalogue {
     `/attest/apple`, `/attest/apple/assertion`, `/attest/android` and `/attest/dev` refuse a platform
     proof with `attestation_refused`; the `error_description` starts with the code of the check that
     failed, and the `attestation refused` log line and the `relais_attestations_total{outcome}` metric
-    carry it too. `relais attest apple|android` prints the same codes.
+    carry it too. `relais attest apple|apple-assertion|android` prints the same codes.
     """#
 
     static let configuration = #"""

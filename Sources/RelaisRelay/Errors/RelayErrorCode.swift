@@ -84,7 +84,7 @@ extension RelayError {
             case .invalidScope: "`/authorize` (redirect), `/token`"
             case .accessDenied, .consentRequired, .interactionRequired: "`/callback` (redirect); `access_denied` also at `/token` (device_code grant)"
             case .transactionExpired: "`/callback`, `/logout/callback` (page)"
-            case .invalidClient: "`/token`, `/revoke`, `/introspect`, `/attest/*`"
+            case .invalidClient: "`/token`, `/revoke`, `/device_authorization`, `/introspect`, `/attest/*`"
             case .invalidGrant: "`/token`, `POST /logout`"
             case .unsupportedGrantType: "`/token`"
             case .invalidDPoPProof: "`/token` (400), `/userinfo` (401 with a `DPoP` challenge)"
@@ -111,7 +111,7 @@ extension RelayError {
         var meaning: String {
             switch self {
             case .invalidRequest:
-                "A parameter is missing, repeated, malformed or too long; a form or query of more than 1,000 fields; PKCE is missing or not S256; the body is not a form; an unknown `provider` or `acr_values` outside the provider's levels; another scheme than Bearer; a `/auth` query that cannot be read."
+                "A parameter is missing, repeated, malformed or too long; a form or query of more than 1,000 fields; PKCE is missing or not S256; the body is not a form; an unknown `provider` or `acr_values` outside the provider's levels; another scheme than Bearer; a `/auth` query that cannot be read, names a parameter `/auth` does not know, or gives one a value it does not take (`attested=maybe`, an empty `aud=`); two different client ids in one request (HTTP Basic and the form)."
             case .unknownClient: "No app is registered with this `client_id`."
             case .invalidRedirectURI:
                 "The `redirect_uri` (or `post_logout_redirect_uri`) is not registered for the app. Matching is exact, except that a loopback `http://127.0.0.1/…` or `http://[::1]/…` entry accepts any port (RFC 8252 §7.3)."
@@ -121,9 +121,9 @@ extension RelayError {
             case .accessDenied: "The person cancelled at the provider; at `/token` (device_code grant), the request was denied, or died after five wrong user codes."
             case .consentRequired, .interactionRequired: "Passed on as the provider sent it."
             case .transactionExpired: "The sign-in (or logout) is older than `relay.transaction_lifetime`, or this callback was already used (a replay)."
-            case .invalidClient: "Unknown `client_id`; at `/attest/*`, an app whose `attestation` is `off`; at `/introspect`, an unknown resource server or a wrong secret (`WWW-Authenticate: Basic`)."
+            case .invalidClient: "Unknown `client_id`, or an app's HTTP Basic credentials that cannot be read or carry a password (apps are public clients: `client_id` and an empty password; answered with `WWW-Authenticate: Basic`); at `/attest/*`, an app whose `attestation` is `off`; at `/introspect`, an unknown resource server or a wrong secret (`WWW-Authenticate: Basic`)."
             case .invalidGrant:
-                "The code is unknown, expired, used (a second use revokes the session the first opened), issued to another app, for another `redirect_uri`, or its PKCE verifier does not match; the code or refresh token is bound to a DPoP key (`dpop_jkt`, or a DPoP sign-in) and the proof is missing or by another key; the refresh token is unknown, of another app, or reused after `relay.refresh_grace` (which revokes the session); the session has ended, or was sealed with a session key no longer configured."
+                "The code is unknown, expired, used (a second use revokes the session the first opened), issued to another app, for another `redirect_uri`, or its PKCE verifier does not match; the code or refresh token is bound to a DPoP key (`dpop_jkt`, or a DPoP sign-in) and the proof is missing or by another key; the refresh token is unknown, of another app, or reused after `relay.refresh_grace` (which revokes the session); the session has ended, or was sealed with a session key no longer configured; a `device_code` Relais never issued, or that expired more than `relay.device_code_lifetime` ago (RFC 8628 §3.5), or issued to another app, or already used."
             case .unsupportedGrantType: "A `grant_type` other than `authorization_code`, `refresh_token` and `urn:ietf:params:oauth:grant-type:device_code`."
             case .useDPoPNonce: "The app has `dpop_nonce: true` and the proof carries no nonce, or one older than about two minutes. The `DPoP-Nonce` header holds the current one."
             case .invalidDPoPProof:

@@ -20,9 +20,9 @@ struct RevokeRoute: RelayRoutes {
                 guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.firstRepeatedName == nil else {
                     throw RelayError.invalidRequest("the body must be a form without repeated parameters")
                 }
-                guard let clientID = form["client_id"], apps[clientID] != nil else {
-                    throw RelayError(.invalidClient, "no app is registered with this client_id")
-                }
+                let client = try PublicClient(request, form)
+                let clientID = client.id
+                guard apps[clientID] != nil else { throw client.unknown }
                 guard let token = form["token"], !token.isEmpty else { throw RelayError.invalidRequest("token is missing") }
                 if let sid = try await tokens.session(ofToken: token, clientID: clientID, hint: form["token_type_hint"]) {
                     if let key = try await tokens.sessions.session(sid)?.origin.dpopKey {

@@ -126,12 +126,16 @@ final class BearerAuthenticator: Sendable {
         guard let header = try Self.authorization(request) else { throw .missingToken }
         guard let (presentedAsDPoP, token) = Self.credentials(header) else { throw .invalidRequest("use the Bearer or DPoP scheme") }
         let access: AccessToken
-        do {
-            access = try verify(token)
-        } catch let error where keys.signingKeysGenerated && error.description != "the access token has expired" {
-            // Perhaps signed by another instance's new generated key: check the store once, retry.
-            await keys.synchronize(afterFailure: true)
-            access = try verify(token)
+        do throws(RelayError) {
+            do {
+                access = try verify(token)
+            } catch let error where keys.signingKeysGenerated && error.description != "the access token has expired" {
+                // Perhaps signed by another instance's new generated key: check the store once, retry.
+                await keys.synchronize(afterFailure: true)
+                access = try verify(token)
+            }
+        } catch {
+            throw Self.inScheme(error, dpop: presentedAsDPoP)
         }
         // Awaited only for a DPoP-bound token or proof: a gateway's Bearer requests do not suspend here.
         if access.jkt != nil || presentedAsDPoP {
@@ -144,8 +148,16 @@ final class BearerAuthenticator: Sendable {
         } catch {
             throw .storeUnavailable
         }
-        guard live else { throw .invalidToken("the session has ended") }
+        guard live else { throw Self.inScheme(.invalidToken("the session has ended"), dpop: presentedAsDPoP) }
         return access
+    }
+
+    /// RFC 9449 §7.1: a token presented with the DPoP scheme (a bound one, past ``checkBinding``)
+    /// is refused with a `DPoP` challenge, not a `Bearer` one.
+    private static func inScheme(_ error: RelayError, dpop: Bool) -> RelayError {
+        var error = error
+        if dpop { error.challengesDPoP = true }
+        return error
     }
 
     /// ``authenticate(_:session:target:)``'s answer when memory alone gives it: a Bearer token

@@ -47,6 +47,7 @@ struct ForwardAuthRoute: RelayRoutes {
                     return RelayError.invalidRequest("the /auth query (scope, acr, aud, session) cannot be read or repeats a parameter")
                         .bearer(requestID: context.requestID)
                 }
+                if let problem = ForwardAuthQuery.problem(in: options) { return RelayError.invalidRequest(problem).bearer(requestID: context.requestID) }
                 return try await check.answer(request, context: context, options: options)
             }
             router.on("/auth/**", method: method) { request, context in

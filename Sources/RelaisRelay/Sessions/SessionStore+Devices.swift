@@ -1,3 +1,4 @@
+import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisStore
@@ -53,7 +54,8 @@ extension SessionStore {
 
     /// How a request stands when its device polls.
     enum DevicePoll: Equatable {
-        case unknown, foreign, used, tooSoon, pending
+        /// `unknown`: never issued, or long gone; `expired`: issued, past its lifetime.
+        case unknown, expired, foreign, used, tooSoon, pending
         case decided(sid: String, DeviceRequest, DeviceDecision)
     }
 
@@ -64,7 +66,9 @@ extension SessionStore {
         let hash = SHA256.hexHash(deviceCode)
         let entry = UserCodeEntry(sid: sid, deviceCodeHash: hash, checkHash: SHA256.hexHash(userCode.check))
         guard try await store.setIfAbsent(Key.userCode(handle: userCode.handle), StoredJSON.encode(entry), ttl: settings.deviceCodeLifetime) else { return false }
-        try await store.set(Key.deviceCode(sid: sid, hash: hash), StoredJSON.encode(request), ttl: settings.deviceCodeLifetime)
+        // Kept a lifetime past its expiry, so that its device hears `expired_token` (RFC 8628 §3.5)
+        // rather than the `invalid_grant` of a code Relais never issued.
+        try await store.set(Key.deviceCode(sid: sid, hash: hash), StoredJSON.encode(request), ttl: settings.deviceCodeLifetime * 2)
         return true
     }
 
@@ -91,6 +95,7 @@ extension SessionStore {
             return try await store.get(Key.usedDeviceCode(sid: sid, hash: hash)) == nil ? .unknown : .used
         }
         guard request.clientID == clientID else { return .foreign }
+        guard request.expiresAt > clock.now else { return .expired }
         guard try await store.setIfAbsent(Key.devicePoll(sid), [1], ttl: interval) else { return .tooSoon }
         guard let decision = StoredJSON.decode(DeviceDecision.self, try await store.get(Key.deviceDecision(sid))) else { return .pending }
         return .decided(sid: sid, request, decision)

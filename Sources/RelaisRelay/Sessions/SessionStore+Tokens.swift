@@ -52,14 +52,27 @@ extension SessionStore {
     /// A value shared by every instance on this store, written once by whichever comes first
     /// (development keys, the security events' hash key). Nil when the store kept nothing.
     func sharedValue(_ name: SharedValue, proposing value: [UInt8]) async throws -> [UInt8]? {
-        let key = switch name {
-        case .signingKey: Key.signingKey
-        case .sessionKey: Key.sessionKey
-        case .eventHashKey: Key.eventHashKey
-        }
-        _ = try await store.setIfAbsent(key, value, ttl: .seconds(10 * 365 * 86400))
-        return try await store.get(key)
+        _ = try await store.setIfAbsent(name.key, value, ttl: .seconds(10 * 365 * 86400))
+        return try await store.get(name.key)
     }
 
-    enum SharedValue { case signingKey, sessionKey, eventHashKey }
+    /// ``sharedValue(_:proposing:)`` for a value costly to make (an RSA key): made only when the
+    /// store holds none.
+    func sharedValue(_ name: SharedValue, making value: () throws -> [UInt8]) async throws -> [UInt8]? {
+        if let stored = try await store.get(name.key) { return stored }
+        return try await sharedValue(name, proposing: try value())
+    }
+
+    enum SharedValue {
+        case signingKey, rsaSigningKey, sessionKey, eventHashKey
+
+        var key: String {
+            switch self {
+            case .signingKey: Key.signingKey
+            case .rsaSigningKey: Key.rsaSigningKey
+            case .sessionKey: Key.sessionKey
+            case .eventHashKey: Key.eventHashKey
+            }
+        }
+    }
 }

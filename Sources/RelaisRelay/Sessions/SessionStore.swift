@@ -51,6 +51,7 @@ struct SessionStore: Sendable {
         static func userCode(handle: String) -> String { "uc:\(SHA256.hexHash(handle))" }
         static func rateLimit(_ bucket: String, _ id: String, window index: Int) -> String { "rl:\(bucket):\(id):\(index)" }
         static let signingKey = "relay:signing-key"
+        static let rsaSigningKey = "relay:rsa-signing-key"
         static let sessionKey = "relay:session-key"
         /// The key of security events' sid and sub hashes, when none is configured.
         static let eventHashKey = "relay:event-hash-key"

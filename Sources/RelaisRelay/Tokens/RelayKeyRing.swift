@@ -4,15 +4,26 @@ import RelaisCrypto
 import RelaisJOSE
 import Synchronization
 
-/// Relais' own keys at one moment: the signing keys (all published, the active one signs) and the
-/// session keys (the active one seals, all open).
+/// Relais' own keys at one moment: the signing keys (all published, the active one signs access
+/// tokens, the RSA one RS256 id_tokens) and the session keys (the active one seals, all open).
 struct RelayKeyRing: Sendable {
     var signingKeys: JWKSet
     var activeSigningKey: JWK
+    /// OpenID Connect Discovery 1.0 §3: RS256 must be offered for id_tokens, whatever signs the rest.
+    var rsaSigningKey: JWK
     var sessionKeys: JWKSet
     var activeSessionKey: JWK
 
     var activeAlgorithm: JWSAlgorithm { activeSigningKey.keyType == .rsa ? .rs256 : .es256 }
+
+    /// The key and algorithm of an app's id_tokens: RS256 by the RSA key, or ES256 by the active
+    /// key when the app asks for it (configuration refuses ES256 with an RSA active key).
+    func idTokenSigner(_ algorithm: AppSettings.IDTokenAlgorithm) -> (key: JWK, algorithm: JWSAlgorithm) {
+        algorithm == .es256 && activeSigningKey.keyType == .ec ? (activeSigningKey, .es256) : (rsaSigningKey, .rs256)
+    }
+
+    /// What `id_token_signing_alg_values_supported` advertises.
+    var idTokenAlgorithms: [String] { activeSigningKey.keyType == .ec ? ["RS256", "ES256"] : ["RS256"] }
 }
 
 /// Relais' keys as the routes use them. Configured keys never change. In development without
@@ -27,6 +38,7 @@ final class RelayKeys: Sendable {
         var ring: RelayKeyRing
         /// The stored forms of the generated active keys (PEM, base64url); nil when configured.
         var sharedSigning: [UInt8]?
+        var sharedRSA: [UInt8]?
         var sharedSession: [UInt8]?
         var lastCheck: ContinuousClock.Instant?
     }
@@ -57,7 +69,7 @@ final class RelayKeys: Sendable {
     private init(state: State, shared: SessionStore) {
         self.state = Mutex(state)
         self.shared = shared
-        signingKeysGenerated = state.sharedSigning != nil
+        signingKeysGenerated = state.sharedSigning != nil || state.sharedRSA != nil
         sessionKeysGenerated = state.sharedSession != nil
     }
 
@@ -67,12 +79,22 @@ final class RelayKeys: Sendable {
         var sharedSigning: [UInt8]?
         if signing.isEmpty {
             let proposed = Array((try JWK.generate(for: .es256).privateKeyPEM() ?? "").utf8)
-            guard let stored = try await store.sharedValue(.signingKey, proposing: proposed), let key = signingKey(stored) else {
+            guard let stored = try await store.sharedValue(.signingKey, proposing: proposed), let key = signingKey(stored, .es256) else {
                 throw RelayStartupError("the generated signing key could not be stored")
             }
             signing = [key]
             active = key
             sharedSigning = stored
+        }
+        var rsa = settings.activeRSAKey.flatMap { id in signing.first { $0.keyID == id && $0.keyType == .rsa } }
+        var sharedRSA: [UInt8]?
+        if rsa == nil {
+            // Development without an RSA key: one for every instance, made by the first (2048 bits).
+            let stored = try await store.sharedValue(.rsaSigningKey) { Array((try JWK.generate(for: .rs256).privateKeyPEM() ?? "").utf8) }
+            guard let stored, let key = signingKey(stored, .rs256) else { throw RelayStartupError("the generated RSA signing key could not be stored") }
+            signing.append(key)
+            rsa = key
+            sharedRSA = stored
         }
         var sessions = settings.sessionKeys.map { JWK(symmetric: $0.key, keyID: $0.id, algorithm: "dir") }
         var activeSession = settings.activeSessionKey.flatMap { id in sessions.first { $0.keyID == id } }
@@ -86,10 +108,13 @@ final class RelayKeys: Sendable {
             activeSession = key
             sharedSession = stored
         }
-        guard let active, let activeSession else { throw RelayStartupError("no active signing or session key") }
-        let ring = RelayKeyRing(signingKeys: JWKSet(keys: signing), activeSigningKey: active, sessionKeys: JWKSet(keys: sessions), activeSessionKey: activeSession)
-        guard sharedSigning != nil || sharedSession != nil else { return RelayKeys(ring: ring) }
-        return RelayKeys(state: State(ring: ring, sharedSigning: sharedSigning, sharedSession: sharedSession, lastCheck: store.clock.instant), shared: store)
+        guard let active, let rsa, let activeSession else { throw RelayStartupError("no active signing or session key") }
+        let ring = RelayKeyRing(
+            signingKeys: JWKSet(keys: signing), activeSigningKey: active, rsaSigningKey: rsa, sessionKeys: JWKSet(keys: sessions), activeSessionKey: activeSession
+        )
+        guard sharedSigning != nil || sharedRSA != nil || sharedSession != nil else { return RelayKeys(ring: ring) }
+        let state = State(ring: ring, sharedSigning: sharedSigning, sharedRSA: sharedRSA, sharedSession: sharedSession, lastCheck: store.clock.instant)
+        return RelayKeys(state: state, shared: store)
     }
 
     /// Checks the generated keys against the store when the last check is older than the interval
@@ -98,23 +123,30 @@ final class RelayKeys: Sendable {
     func synchronize(afterFailure: Bool = false) async {
         guard let shared else { return }
         let now = shared.clock.instant
-        let due = state.withLock { state -> (signing: [UInt8]?, session: [UInt8]?)? in
+        let due = state.withLock { state -> (signing: [UInt8]?, rsa: [UInt8]?, session: [UInt8]?)? in
             let interval = afterFailure ? Self.failureCheckInterval : Self.checkInterval
             if let last = state.lastCheck, now - last < interval { return nil }
             state.lastCheck = now
-            return (state.sharedSigning, state.sharedSession)
+            return (state.sharedSigning, state.sharedRSA, state.sharedSession)
         }
         guard let due else { return }
         // The store answers with its value, or ours when it had lost it (put back at once).
         var storedSigning: [UInt8]?
         if let ours = due.signing { storedSigning = try? await shared.sharedValue(.signingKey, proposing: ours) }
+        var storedRSA: [UInt8]?
+        if let ours = due.rsa { storedRSA = try? await shared.sharedValue(.rsaSigningKey, proposing: ours) }
         var storedSession: [UInt8]?
         if let ours = due.session { storedSession = try? await shared.sharedValue(.sessionKey, proposing: ours) }
         state.withLock { state in
-            if let stored = storedSigning, stored != state.sharedSigning, let key = Self.signingKey(stored) {
+            if let stored = storedSigning, stored != state.sharedSigning, let key = Self.signingKey(stored, .es256) {
                 state.ring.activeSigningKey = key
-                state.ring.signingKeys = JWKSet(keys: [key] + state.ring.signingKeys.keys.filter { $0.keyID != key.keyID }.prefix(Self.keptPrevious))
+                state.ring.signingKeys = JWKSet(keys: [key] + state.ring.signingKeys.keys.filter { $0.keyID != key.keyID }.prefix(Self.keptPrevious + 1))
                 state.sharedSigning = stored
+            }
+            if let stored = storedRSA, stored != state.sharedRSA, let key = Self.signingKey(stored, .rs256) {
+                state.ring.rsaSigningKey = key
+                state.ring.signingKeys = JWKSet(keys: [key] + state.ring.signingKeys.keys.filter { $0.keyID != key.keyID }.prefix(Self.keptPrevious + 1))
+                state.sharedRSA = stored
             }
             if let stored = storedSession, stored != state.sharedSession, let key = Self.sessionKey(stored) {
                 state.ring.activeSessionKey = key
@@ -124,11 +156,13 @@ final class RelayKeys: Sendable {
         }
     }
 
-    /// A generated signing key from its stored PEM, named by its thumbprint.
-    private static func signingKey(_ stored: [UInt8]) -> JWK? {
+    /// A generated signing key (EC for ES256, RSA for RS256) from its stored PEM, named by its
+    /// thumbprint.
+    private static func signingKey(_ stored: [UInt8], _ algorithm: JWSAlgorithm) -> JWK? {
         let pem = String(decoding: stored, as: UTF8.self)
-        guard let key = try? JWK(pem: pem) else { return nil }
-        return try? JWK(pem: pem, keyID: "dev-" + key.thumbprint().prefix(12), use: "sig", algorithm: "ES256")
+        guard let key = try? JWK(pem: pem), key.keyType == (algorithm == .rs256 ? JWK.KeyType.rsa : .ec) else { return nil }
+        let prefix = algorithm == .rs256 ? "dev-rsa-" : "dev-"
+        return try? JWK(pem: pem, keyID: prefix + key.thumbprint().prefix(12), use: "sig", algorithm: algorithm.rawValue)
     }
 
     /// A generated session key from its stored base64url form, named by a digest of it (two

@@ -3,8 +3,9 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
 
-/// Mints Relais' own tokens. The access token is a JWT (RFC 9068 profile, `typ: at+jwt`) that APIs
-/// verify offline with /jwks.json; the id_token carries the identity claims the app's scopes grant.
+/// Mints Relais' own tokens. The access token is a JWT (RFC 9068 profile, `typ: at+jwt`) signed by
+/// the active key, that APIs verify offline with /jwks.json; the id_token carries the identity
+/// claims the app's scopes grant, signed RS256 by the RSA key unless the app asks for ES256.
 struct TokenMinter: Sendable {
     let issuer: String
     let keys: RelayKeys
@@ -49,7 +50,9 @@ struct TokenMinter: Sendable {
         if let authTime = identity.authTime { id["auth_time"] = .number(authTime) }
         if let nonce { id["nonce"] = .string(nonce) }
         for (name, value) in Self.grantedClaims(identity, scopes: session.scopes) { id[name] = value }
-        let idToken = try JWS.sign(payload: JSONValue.object(id).serialized(), with: keys.activeSigningKey, algorithm: keys.activeAlgorithm, extraHeader: ["typ": .string("JWT")])
+        // RS256 unless the app asked for ES256 (OpenID Connect Discovery 1.0 §3, Dynamic Registration §2).
+        let signer = keys.idTokenSigner(app.idTokenAlgorithm)
+        let idToken = try JWS.sign(payload: JSONValue.object(id).serialized(), with: signer.key, algorithm: signer.algorithm, extraHeader: ["typ": .string("JWT")])
         return Minted(accessToken: accessToken, idToken: idToken, expiresIn: Int(lifetime))
     }
 

@@ -28,8 +28,9 @@ struct TokenRoute: RelayRoutes {
         }
         if let repeated = form.firstRepeatedName { throw RelayError.invalidRequest("the parameter '\(repeated)' is given more than once") }
         guard let grantType = form["grant_type"] else { throw RelayError.invalidRequest("grant_type is missing") }
-        guard let clientID = form["client_id"], !clientID.isEmpty else { throw RelayError.invalidRequest("client_id is missing (apps are public clients)") }
-        guard let app = apps[clientID] else { throw RelayError(.invalidClient, "no app is registered with this client_id") }
+        let client = try PublicClient(request, form)
+        let clientID = client.id
+        guard let app = apps[clientID] else { throw client.unknown }
         if let limited = await limiter.check(clientID: clientID, logger: context.logger) { throw limited }
         guard grantType == "authorization_code" || grantType == "refresh_token" || grantType == DeviceCodeGrant.grantType else {
             throw RelayError(.unsupportedGrantType, "grant_type must be authorization_code, refresh_token or \(DeviceCodeGrant.grantType)")

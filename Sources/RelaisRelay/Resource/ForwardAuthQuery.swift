@@ -1,0 +1,50 @@
+import RelaisHTTPClient
+
+/// What a gateway may ask of `/auth` in its query. Every parameter is read before anything is
+/// decided, and one that cannot be read refuses the request (400 `invalid_request`): a requirement
+/// is never dropped because its value was empty, misspelt or of another kind (`attested=maybe`,
+/// `aud=`, `session=yes`, `atested=1`).
+enum ForwardAuthQuery {
+    /// The parameters `/auth` knows.
+    static let names = ["scope", "acr", "max_age", "aud", "attested", "session", "via"]
+
+    /// nil when every parameter is known and its value is one it accepts; otherwise what is wrong.
+    static func problem(in options: FormParameters) -> String? {
+        for pair in options.pairs {
+            let value = pair.value
+            switch pair.name {
+            case "scope":
+                guard isList(value, scopeToken: true) else { return "scope must be one or more space-separated scope names" }
+            case "aud":
+                guard isList(value, scopeToken: false) else { return "aud must be one or more space-separated audiences" }
+            case "acr":
+                guard isList(value, scopeToken: false), !value.contains(" ") else { return "acr must be one acr level" }
+            case "max_age":
+                guard !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+                    return "max_age must be a number of seconds"
+                }
+            case "attested", "session":
+                guard value == "0" || value == "1" else { return "\(pair.name) must be 0 or 1" }
+            case "via":
+                guard value == "token" || value == "cookie" || value == "both" else { return "via must be token, cookie or both" }
+            default:
+                return "the /auth query has no parameter '\(printable(pair.name))' (it knows \(names.joined(separator: ", ")))"
+            }
+        }
+        return nil
+    }
+
+    /// One or more names separated by single spaces, each of visible ASCII characters (for scopes,
+    /// RFC 6749 §3.3's scope-token: no `"` or `\`).
+    private static func isList(_ value: String, scopeToken: Bool) -> Bool {
+        let names = value.split(separator: " ", omittingEmptySubsequences: false)
+        return !value.isEmpty && names.allSatisfy { name in
+            !name.isEmpty && name.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E && !(scopeToken && ($0 == 0x22 || $0 == 0x5C)) }
+        }
+    }
+
+    /// A parameter name as the error may repeat it: short, visible ASCII only.
+    private static func printable(_ name: String) -> String {
+        String(String.UnicodeScalarView(name.unicodeScalars.prefix(32).filter { $0.isASCII && $0.value >= 0x21 && $0.value <= 0x7E }))
+    }
+}
