@@ -26,6 +26,8 @@ import Testing
               app:
                 redirect_uris: ["com.example.app:/cb"]
             \(app)
+            forward_auth:
+              audiences: [app]
             sessions:
               keys:
                 s1: {secret_file: \(session)}

@@ -92,8 +92,9 @@ import Testing
         let cluster = try await RedisClusterProcess.launch(masters: 3, replicasPerMaster: 0)
         defer { cluster.stop() }
         let nodes = cluster.nodes.compactMap { RedisConfiguration.Node(parsing: $0, defaultPort: 6379) }
-        let writer = RedisStore(configuration: RedisConfiguration(commandTimeout: .seconds(2), poolSize: 2, cluster: nodes))
-        let reader = RedisStore(configuration: RedisConfiguration(commandTimeout: .seconds(2), poolSize: 2, cluster: Array(nodes.reversed())))
+        // Answers, not speed: 10 s per command, as RedisClusterTests.makeStore says why.
+        let writer = RedisStore(configuration: RedisConfiguration(commandTimeout: .seconds(10), poolSize: 2, cluster: nodes))
+        let reader = RedisStore(configuration: RedisConfiguration(commandTimeout: .seconds(10), poolSize: 2, cluster: Array(nodes.reversed())))
         let heard = Heard(), listener = heard.makeListener()
         reader.listen(listener)
         #expect(try await Self.waitUntil { listener.isCurrent } != nil)
