@@ -89,6 +89,7 @@ import Testing
             let other = try AppKey(fixture.clock)
             let stolen = try await Self.refresh(client, refreshToken, proof: try other.proof("POST", Self.tokenURL))
             #expect(Route.json(stolen)["error_description"] == .string("the refresh token is bound to a DPoP key: send a proof by that key"))
+            #expect(Route.json(stolen)["error_reason"] == .string("dpop_key_mismatch"))
             let refreshed = try await Self.refresh(client, refreshToken, proof: try key.proof("POST", Self.tokenURL))
             #expect(refreshed.status == .ok && Route.json(refreshed)["token_type"] == .string("DPoP"))
 

@@ -128,12 +128,15 @@ import Testing
                     let old = try #require(phone.refresh)
                     #expect(try await DPoP.refresh(client, old, proof: try key.proof("POST", DPoP.tokenURL)).status == .ok)
                     fixture.clock.advance(by: .seconds(120))
-                    #expect(Device.error(try await DPoP.refresh(client, old, proof: try key.proof("POST", DPoP.tokenURL))) == "invalid_grant")
+                    let replayed = try await DPoP.refresh(client, old, proof: try key.proof("POST", DPoP.tokenURL))
+                    #expect(Device.error(replayed) == "invalid_grant" && Route.json(replayed)["error_reason"] == .string("refresh_token_reused"))
                 }
                 #expect(try await fixture.sessions.session(phone.sid) == nil, "\(ending): the approving session is still there")
                 #expect(try await fixture.sessions.session(deviceSID) == nil, "\(ending): the device's session outlived its approver")
                 let refreshed = try await Self.refreshDevice(client, try #require(device["refresh_token"]?.stringValue))
                 #expect(Device.error(refreshed) == "invalid_grant", "\(ending)")
+                // The session is gone (ended with its approver): a client reads it from error_reason.
+                #expect(Route.json(refreshed)["error_reason"] == .string("session_ended"), "\(ending)")
             }
         }
     }
@@ -153,6 +156,7 @@ import Testing
             let refreshed = try await Self.refreshDevice(client, try #require(device["refresh_token"]?.stringValue))
             #expect(Device.error(refreshed) == "invalid_grant")
             #expect(Route.json(refreshed)["error_description"]?.stringValue?.contains("approved this device") == true)
+            #expect(Route.json(refreshed)["error_reason"] == .string("approver_ended"))
             #expect(try await fixture.sessions.session(deviceSID) == nil)
         }
     }

@@ -108,9 +108,10 @@ public final class RedisServerProcess: @unchecked Sendable {
         return try? String(contentsOfFile: output, encoding: .utf8)
     }
 
-    /// Polls without blocking a concurrency thread; fails early if redis-server exited.
+    /// Polls without blocking a concurrency thread; fails early if redis-server exited. Up to 10 s:
+    /// a restart in AnnouncementTests missed 5 s once with three compilers beside the suite.
     private func waitUntilAccepting(_ process: ChildProcess) async throws {
-        for _ in 0..<200 {
+        for _ in 0..<400 {
             if process.hasExited() { throw RedisServerError.didNotStart(port: port) }
             if FreePort.isAccepting(port: port) { return }
             try await Task.sleep(for: .milliseconds(25))

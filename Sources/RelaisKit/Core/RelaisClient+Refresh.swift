@@ -58,7 +58,7 @@ extension RelaisClient {
                 apply(.refreshed(stored.summary))
                 return stored
             }
-            let ended = Self.cause(ofInvalidGrant: error.message)
+            let ended = Self.cause(ofInvalidGrant: error)
             try await endLocally(ended)
             throw ended
         } catch let error as RelaisKitError {
@@ -67,16 +67,18 @@ extension RelaisClient {
         }
     }
 
-    /// What a refused refresh means for the person, from Relais' `error_description`
-    /// (docs/errors.md §7, `invalid_grant`).
-    static func cause(ofInvalidGrant description: String) -> RelaisKitError {
-        if description.contains("already used") {
+    /// What a refused refresh means for the person, from Relais' stable `error_reason`
+    /// (docs/errors.md §7, `invalid_grant`); without one (an older Relais), the session has ended.
+    static func cause(ofInvalidGrant error: RelaisKitError) -> RelaisKitError {
+        let description = error.message
+        switch error.relayReason {
+        case "refresh_token_reused":
             return RelaisKitError(.refreshTokenReused, "the refresh token was used twice; Relais ended the session (\(description))")
-        }
-        if description.contains("bound to a DPoP key") {
+        case "dpop_key_mismatch":
             return RelaisKitError(.keyLost, "the session is bound to another key than this instance's (\(description))")
+        default:
+            return RelaisKitError(.sessionEnded, "the session has ended (\(description))")
         }
-        return RelaisKitError(.sessionEnded, "the session has ended (\(description))")
     }
 
     /// Sends a request with the session's access token: `Authorization: DPoP` and a proof with

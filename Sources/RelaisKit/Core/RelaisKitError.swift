@@ -60,6 +60,9 @@ public struct RelaisKitError: Error, Sendable, Equatable, CustomStringConvertibl
     public var maxAge: Int?
     /// The HTTP status of Relais' answer, when there was one.
     public var status: Int?
+    /// Relais' `error_reason`, when its answer had one (docs/errors.md §7): why a standard code
+    /// such as `invalid_grant` was given.
+    public var relayReason: String?
 
     public init(_ code: RelaisKitErrorCode, _ message: String, status: Int? = nil) {
         self.code = code

@@ -40,6 +40,8 @@ struct RelayFailure: Sendable {
     var error: String
     var description: String
     var parameters: [String: String]
+    /// Relais' `error_reason`, where one code covers several situations (docs/errors.md §7).
+    var reason: String?
 
     init?(_ response: HTTPResponse) {
         guard response.status >= 400 else { return nil }
@@ -54,6 +56,7 @@ struct RelayFailure: Sendable {
         self.error = error
         description = body?.string("error_description") ?? challenge["error_description"] ?? ""
         parameters = challenge
+        reason = body?.string("error_reason")
     }
 
     /// `Scheme a="b", c=d` → `[a: b, c: d]` (one challenge, as Relais sends).
@@ -86,6 +89,8 @@ struct RelayFailure: Sendable {
 
     /// The library's error for this answer: Relais' code, passed through.
     func kitError(status: Int) -> RelaisKitError {
-        RelaisKitError(.relay(error), description.isEmpty ? "Relais answered \(status)" : description, status: status)
+        var kitError = RelaisKitError(.relay(error), description.isEmpty ? "Relais answered \(status)" : description, status: status)
+        kitError.relayReason = reason
+        return kitError
     }
 }

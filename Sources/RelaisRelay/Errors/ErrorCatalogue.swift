@@ -49,6 +49,11 @@ public enum ErrorCatalogue {
 
             \(table(["`error`", "status", "where", "when", "what to do"], codes))
 
+            Where one code covers situations a client must tell apart, the JSON body also carries
+            `error_reason`, stable like the codes (the description is for people reading logs):
+
+            \(table(["`error_reason`", "with", "when"], RelayError.Reason.allCases.map { [code($0.rawValue), "`invalid_grant`", $0.meaning] }))
+
             A `server_error` or `temporarily_unavailable` caused by the provider carries one of these codes
             at the start of its `error_description` (also in the `sign-in failed` log line, with the request id):
 

@@ -25,6 +25,34 @@ struct RelayError: Error, Sendable, Equatable {
     var stepUp: StepUp?
     /// On a page, the situation to explain when the code's own sentence is not precise enough.
     var pageMessage: PageMessage?
+    /// Why, when one standard code covers several situations a client must tell apart (a refused
+    /// refresh: the token replayed, the session ended, the wrong key): `error_reason` in the JSON
+    /// body, stable, listed in docs/errors.md. The description stays for people reading logs.
+    var reason: Reason?
+
+    enum Reason: String, Sendable, CaseIterable {
+        /// A rotated refresh token came back: the session is revoked.
+        case refreshTokenReused = "refresh_token_reused"
+        /// The refresh token is unknown, or its session has ended (logout, revocation, expiry).
+        case sessionEnded = "session_ended"
+        /// The refresh token is bound to a DPoP key, and the proof is by another key (or missing).
+        case dpopKeyMismatch = "dpop_key_mismatch"
+        /// A device's session whose approving app session has ended.
+        case approverEnded = "approver_ended"
+        /// The token was issued to another client.
+        case otherClient = "other_client"
+
+        /// For docs/errors.md.
+        var meaning: String {
+            switch self {
+            case .refreshTokenReused: "A rotated refresh token came back after the grace window: it leaked or two copies of the app refreshed; the session is revoked."
+            case .sessionEnded: "The refresh token is unknown, or its session has ended (logout, revocation, `/sessions`, expiry)."
+            case .dpopKeyMismatch: "The refresh token is bound to a DPoP key and the proof is by another key, or missing (or a proof came for an unbound token)."
+            case .approverEnded: "A device's session (RFC 8628) whose approving app session has ended: it ended with it."
+            case .otherClient: "The refresh token was issued to another app."
+            }
+        }
+    }
 
     struct StepUp: Sendable, Equatable {
         var acrValues: String?
@@ -52,7 +80,11 @@ struct RelayError: Error, Sendable, Equatable {
     // MARK: - Frequent errors
 
     static func invalidRequest(_ description: String) -> RelayError { RelayError(.invalidRequest, description) }
-    static func invalidGrant(_ description: String) -> RelayError { RelayError(.invalidGrant, description) }
+    static func invalidGrant(_ description: String, _ reason: Reason? = nil) -> RelayError {
+        var error = RelayError(.invalidGrant, description)
+        error.reason = reason
+        return error
+    }
     static func invalidToken(_ description: String) -> RelayError { RelayError(.invalidToken, description) }
     static func insufficientScope(_ description: String) -> RelayError { RelayError(.insufficientScope, description) }
     static let storeUnavailable = RelayError(.temporarilyUnavailable, "Relais cannot reach its store right now; retry shortly")
@@ -117,11 +149,9 @@ struct RelayError: Error, Sendable, Equatable {
 
     /// The OAuth JSON error body, with the request id the log line also carries.
     func json(requestID: String) -> Response {
-        RelayResponse.json(
-            code.status,
-            .object(["error": .string(code.wireCode), "error_description": .string(description), "request_id": .string(requestID)]),
-            headers: headers
-        )
+        var body: [String: JSONValue] = ["error": .string(code.wireCode), "error_description": .string(description), "request_id": .string(requestID)]
+        if let reason { body["error_reason"] = .string(reason.rawValue) }
+        return RelayResponse.json(code.status, .object(body), headers: headers)
     }
 
     /// The JSON body with the RFC 6750 challenge, for endpoints that take an access token.

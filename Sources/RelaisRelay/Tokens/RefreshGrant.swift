@@ -49,13 +49,13 @@ struct RefreshGrant: Sendable {
         guard let secret = identity.tokenSecret, generation <= session.span.generation,
             SessionTokens.isRefreshToken(request.token, sid: sid, generation: generation, secret: secret)
         else { throw Self.unknown }
-        guard session.clientID == request.app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client") }
+        guard session.clientID == request.app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client", .otherClient) }
         try Self.checkBinding(session.origin.dpopKey, request.proof)
         // A device session lives only while the app session that approved it does: fail closed here
         // even if ending it along with its approver did not get through.
         if try await sessions.approverEnded(session) {
             _ = try? await sessions.revoke(sid, reason: .approverEnded)
-            throw RelayError.invalidGrant("the app session that approved this device has ended, and this session with it")
+            throw RelayError.invalidGrant("the app session that approved this device has ended, and this session with it", .approverEnded)
         }
         // Generated development keys may have moved on another instance: sign with the shared one.
         await vault.keys.synchronize()
@@ -85,10 +85,10 @@ struct RefreshGrant: Sendable {
     /// derived tokens (its first is generation 1) and the old token is marked rotated.
     private func rotateLegacy(_ request: Request, logger: Logger, attempt: Int = 1) async throws -> JSONValue {
         guard let record = try await sessions.legacyRefresh(request.token) else { throw Self.unknown }
-        guard record.clientID == request.app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client") }
+        guard record.clientID == request.app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client", .otherClient) }
         try Self.checkBinding(record.jkt, request.proof)
         guard let (session, stored) = try await sessions.storedSession(record.sid), session.clientID == request.app.clientID else {
-            throw RelayError.invalidGrant("the session has ended")
+            throw RelayError.invalidGrant("the session has ended", .sessionEnded)
         }
         let opened = try await vault.openForGrant(session.sealedIdentity, what: "the session", logger: logger)
         await vault.keys.synchronize()
@@ -116,13 +116,14 @@ struct RefreshGrant: Sendable {
         return try await rotateLegacy(request, logger: logger, attempt: attempt + 1)
     }
 
-    static let unknown = RelayError.invalidGrant("the refresh token is unknown, or its session has ended")
+    static let unknown = RelayError.invalidGrant("the refresh token is unknown, or its session has ended", .sessionEnded)
 
     /// RFC 9449 §5: a bound refresh token needs a proof by its key; an unbound one stays unbound.
     static func checkBinding(_ jkt: String?, _ proof: DPoPProof?) throws {
         guard jkt == proof?.thumbprint else {
             throw RelayError.invalidGrant(
-                jkt == nil ? "the refresh token is not bound to a DPoP key: refresh without a DPoP proof" : "the refresh token is bound to a DPoP key: send a proof by that key"
+                jkt == nil ? "the refresh token is not bound to a DPoP key: refresh without a DPoP proof" : "the refresh token is bound to a DPoP key: send a proof by that key",
+                .dpopKeyMismatch
             )
         }
     }
@@ -143,6 +144,6 @@ struct RefreshGrant: Sendable {
         events.record(.refreshReused, reason: RelayError.Code.invalidGrant.rawValue, client: app.clientID, provider: session.providerID, sid: sid, subject: session.subject)
         RelayMetrics.securityEvent(.refreshReuse)
         logger.warning("refresh token reused after rotation; session revoked", metadata: ["client_id": "\(app.clientID)"])
-        return RelayError.invalidGrant("the refresh token was already used; the session is revoked")
+        return RelayError.invalidGrant("the refresh token was already used; the session is revoked", .refreshTokenReused)
     }
 }
