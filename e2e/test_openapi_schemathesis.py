@@ -83,7 +83,10 @@ class OpenAPIAndSchemathesis(unittest.TestCase):
                     result = subprocess.run(
                         ["schemathesis", "--config-file", config, "run", SPEC, "--url", stack.relay, "--checks", "all",
                          "--max-examples", os.environ.get("SCHEMATHESIS_EXAMPLES", "30"), "--seed", str(seed),
-                         "--phases", "examples,coverage,fuzzing,stateful", "--generation-allow-x00", "false", "--workers", "2"],
+                         # One worker: with two, hypothesis' threads parse lambdas concurrently and
+                         # CPython 3.11's ast module (one recursion counter per interpreter) fails with
+                         # "SystemError: AST constructor recursion depth mismatch", seen in 2 of 3 runs.
+                         "--phases", "examples,coverage,fuzzing,stateful", "--generation-allow-x00", "false", "--workers", "1"],
                         capture_output=True, text=True, timeout=900, cwd=directory,
                     )
                     reports.append(f"=== seed {seed}: exit {result.returncode}\n{result.stdout}{result.stderr}")
