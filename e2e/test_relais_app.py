@@ -23,6 +23,7 @@ APPS = """
     device_grant: true
     device_approvers: [relais-app]
   demo-desktop:
+    name: Relais démo (ordinateur)
     redirect_uris: ["http://127.0.0.1/cb"]
     scopes: [openid, profile, email]
     device_grant: true
@@ -103,7 +104,10 @@ class RelaisApp(unittest.TestCase):
         device = requests.post(self.stack.relay + "/device_authorization", data={"client_id": "demo-desktop", "device_name": "kiosk"}, timeout=10).json()
         if "--dpop" in flags:
             approved = self.run_app(store, flags, "approve", device["verification_uri_complete"], "--yes")
-            self.assertIn("demo-desktop on kiosk asks for", approved)
+            # The service's name for the app, when and from where, then the device's own words, marked.
+            self.assertIn("Relais démo (ordinateur) (demo-desktop), asked at ", approved)
+            self.assertIn(" from 127.0.0.1, asks for:", approved)
+            self.assertIn('the device calls itself "kiosk" (its own words, not verified)', approved)
             self.assertIn("approved", approved)
         else:
             refused = subprocess.run(self.app(store, flags, "approve", device["verification_uri_complete"], "--yes"), capture_output=True, text=True, timeout=60)
@@ -137,7 +141,7 @@ class RelaisApp(unittest.TestCase):
             shown = process.stdout.readline()
             code = re.search(r"code ([B-Z]{4}-[B-Z]{4})", shown).group(1)
             approved = self.run_app(phone, ["--dpop"], "approve", code, "--yes")
-            self.assertIn("relais-app on", approved)
+            self.assertIn("relais-app (relais-app), asked at ", approved)
             out, err = process.communicate(timeout=40)
         finally:
             if process.poll() is None:

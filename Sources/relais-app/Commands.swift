@@ -98,7 +98,14 @@ struct Approve: AsyncParsableCommand {
         try await RelaisAppKit.run {
             let client = try options.client()
             let context = try await client.inspectDevice(codeOrURL)
-            emit("\(context.clientID) on \(context.device ?? "an unnamed device") asks for: \(context.scope) (code \(context.userCode), \(context.expiresIn) s left)")
+            // What Relais knows first (the app's name, when and from where); the device's own label
+            // last, marked as its words.
+            var asked = "\(context.appName) (\(context.clientID))"
+            if let at = context.requestedAt { asked += ", asked at \(ISO8601DateFormatter().string(from: at))" }
+            if let address = context.requesterAddress { asked += " from \(address)" }
+            asked += ", asks for: \(context.scope) (code \(context.userCode), \(context.expiresIn) s left)"
+            if let device = context.device { asked += "; the device calls itself \"\(device)\" (its own words, not verified)" }
+            emit(asked)
             var approve = !deny
             if !yes && !deny {
                 emit("Approve? [y/N] ", terminator: "")

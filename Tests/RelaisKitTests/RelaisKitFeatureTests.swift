@@ -69,6 +69,8 @@ import Testing
         // Scanned: the verification_uri_complete; typed: the code in lower case, without its dash.
         let context = try await client.inspectDevice(request.complete)
         #expect(context.clientID == "desktop" && context.device == "kiosk 12" && context.scope == "openid profile email" && context.approved == nil)
+        // What Relais knows comes with it: the app's name (its client_id when none is configured), when and from where.
+        #expect(context.appName == "desktop" && context.requestedAt != nil && context.requesterAddress == "127.0.0.1")
         let approved = try await client.approveDevice(typed)
         #expect(approved.approved == true && approved.userCode == request.userCode)
         harness.clock.advance(by: .seconds(10))

@@ -58,7 +58,13 @@ public struct RelaisPlatform: Sendable {
 public struct DeviceRequestContext: Sendable, Equatable {
     /// The app that asks (`demo-desktop`).
     public var clientID: String
-    /// The device's own label, if it sent one.
+    /// The name the service gave that app (`apps.<id>.name`, else the client_id): show it first.
+    public var appName: String
+    /// When the device asked, and from which address, as Relais saw them: show them next.
+    public var requestedAt: Date?
+    public var requesterAddress: String?
+    /// The device's own label, if it sent one: its own words, not verified. Show it last, marked
+    /// as written by the device ("iPhone de Angela – vérification sécurité" is anyone's to write).
     public var device: String?
     /// The scopes the device asks for, space-separated.
     public var scope: String
@@ -76,6 +82,8 @@ public struct RelaisSession: Sendable, Equatable, Identifiable {
     public var id: String
     /// Whether this is the calling app's own session.
     public var current: Bool
+    /// A device's session: the id of the app session that approved it (it ends when that one ends).
+    public var approvedBy: String?
     /// The app that holds the session.
     public var clientID: String
     /// The device label the app sent (`device_name`).

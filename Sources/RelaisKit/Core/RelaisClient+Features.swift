@@ -57,8 +57,9 @@ extension RelaisClient {
             throw RelaisKitError(.invalidResponse, "the device request answer has no client_id")
         }
         return DeviceRequestContext(
-            clientID: client, device: answer.string("device"), scope: answer.string("scope") ?? "", expiresIn: answer.int("expires_in") ?? 0,
-            approved: answer.bool("approved"), userCode: code
+            clientID: client, appName: answer.string("app_name") ?? client, requestedAt: answer.int("requested_at").map { Date(timeIntervalSince1970: TimeInterval($0)) },
+            requesterAddress: answer.string("requester_address"), device: answer.string("device"), scope: answer.string("scope") ?? "",
+            expiresIn: answer.int("expires_in") ?? 0, approved: answer.bool("approved"), userCode: code
         )
     }
 
@@ -72,7 +73,8 @@ extension RelaisClient {
             guard case .object(let entry) = item, let id = entry.string("id") else { return nil }
             let date = { (name: String) in Date(timeIntervalSince1970: TimeInterval(entry.int(name) ?? 0)) }
             return RelaisSession(
-                id: id, current: entry.bool("current") ?? false, clientID: entry.string("client_id") ?? "", device: entry.string("device"),
+                id: id, current: entry.bool("current") ?? false, approvedBy: entry.string("approved_by"), clientID: entry.string("client_id") ?? "",
+                device: entry.string("device"),
                 createdAt: date("created_at"), lastUsedAt: date("last_used_at"), acr: entry.string("acr"), attested: entry.string("attested"),
                 expiresAt: date("expires_at")
             )
