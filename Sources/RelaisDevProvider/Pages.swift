@@ -11,7 +11,8 @@ enum Pages {
         mode: DevProviderConfiguration.Mode
     ) -> String {
         var body = "<h1 id=\"title\">Connexion — fournisseur d'identité de développement</h1>\n"
-        body += "<p>Service : <strong id=\"client\">\(HTMLText.escape(client))</strong> · mode \(mode.rawValue)</p>\n"
+        body += "<p id=\"imitates\">Ce fournisseur de développement imite <strong>\(imitated(mode))</strong>. Les identités ci-dessous sont fictives. <small id=\"mode\">(configuration : mode \(mode.rawValue))</small></p>\n"
+        body += "<p>Service : <strong id=\"client\">\(HTMLText.escape(client))</strong></p>\n"
         body += "<form method=\"post\" action=\"\(HTMLText.escape(actionURL))\" id=\"login-form\">\n"
         if let signedInAs {
             body += "<p id=\"session\">Déjà connecté·e : \(HTMLText.escape(displayName(signedInAs)))</p>\n"
@@ -39,7 +40,7 @@ enum Pages {
             body: """
                 <h1>Une erreur est survenue</h1>
                 <p>Code : <strong id="error-code">\(HTMLText.escape(code))</strong></p>
-                <p id="error-message">\(HTMLText.escape(message))</p>
+                \(messageParagraph(message))
                 <p>Revenez au service et réessayez. Ce fournisseur est un outil de développement de Relais.</p>
                 """
         )
@@ -54,6 +55,41 @@ enum Pages {
                 <p>Votre session sur ce fournisseur d'identité est terminée. Vous pouvez fermer cette page.</p>
                 """
         )
+    }
+
+    /// The provider a mode imitates, in words a newcomer knows (not the configuration's `fcplus`).
+    static func imitated(_ mode: DevProviderConfiguration.Mode) -> String {
+        switch mode {
+        case .v2: "FranceConnect (eIDAS faible)"
+        case .v1: "FranceConnect, ancienne version v1 (eIDAS faible)"
+        case .fcplus: "FranceConnect+ (eIDAS substantiel)"
+        case .proconnect: "ProConnect"
+        }
+    }
+
+    /// The provider's error sentences are written in English where they are raised; the page is
+    /// French, so each known one is said in French, and any other is marked `lang="en"` (a quoted
+    /// English passage, read with the right voice by a screen reader).
+    static let frenchMessages: [String: String] = [
+        "The request parameters cannot be read.": "Les paramètres de la demande sont illisibles.",
+        "The login form cannot be read.": "Le formulaire de connexion est illisible.",
+        "Choose one of the listed identities.": "Choisissez une des identités proposées.",
+        "This agent does not sign in with the identity provider the service named.":
+            "Cet agent ne se connecte pas avec le fournisseur d'identité demandé par le service.",
+        "This sign-in has expired or was already completed. Start again from the service.":
+            "Cette connexion a expiré ou est déjà terminée. Recommencez depuis le service.",
+        "The logout parameters cannot be read.": "Les paramètres de la déconnexion sont illisibles.",
+        "The id_token_hint parameter is missing.": "Le paramètre id_token_hint est absent.",
+        "The client_id parameter is missing.": "Le paramètre client_id est absent.",
+        "No service provider is registered with this client_id.": "Aucun fournisseur de service n'est enregistré avec ce client_id.",
+        "The redirect_uri parameter is missing.": "Le paramètre redirect_uri est absent.",
+        "This redirect_uri is not registered for the service provider.": "Cette redirect_uri n'est pas enregistrée pour ce fournisseur de service.",
+    ]
+
+    static func messageParagraph(_ message: String) -> String {
+        if let french = frenchMessages[message] { return #"<p id="error-message">\#(HTMLText.escape(french))</p>"# }
+        let isFrench = message.hasPrefix("Une erreur") || message.hasPrefix("Le ") || message.hasPrefix("La ") || message.hasPrefix("Les ")
+        return #"<p id="error-message"\#(isFrench ? "" : #" lang="en""#)>\#(HTMLText.escape(message))</p>"#
     }
 
     static func displayName(_ identity: TestIdentity) -> String {
@@ -80,7 +116,9 @@ enum Pages {
         </style>
         </head>
         <body>
+        <main>
         \(body)
+        </main>
         </body>
         </html>
         """
