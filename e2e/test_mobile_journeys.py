@@ -45,7 +45,7 @@ class MobileJourneys(unittest.TestCase):
         # FranceConnect+ gives other subs: a sign-in there as someone else is refused.
         browser.click("step-up")
         browser.wait_for("identity-pierre")
-        self.assertIn("mode fcplus", browser.driver.page_source)
+        self.assertIn("FranceConnect+ (eIDAS substantiel)", browser.driver.find_element("id", "imitates").text)
         browser.screenshot("franceconnect-plus-login")
         browser.click("identity-pierre")
         error = browser.wait_for("error")
@@ -86,7 +86,7 @@ class MobileJourneys(unittest.TestCase):
         self.assertIn("S’identifier avec ProConnect", browser.wait_for("sign-in-proconnect").text.replace("\n", " "))
         browser.click("sign-in-proconnect")
         browser.wait_for("identity-yanis")
-        self.assertIn("mode proconnect", browser.driver.page_source)
+        self.assertIn("ProConnect", browser.driver.find_element("id", "imitates").text)
         browser.screenshot("proconnect-login")
         browser.click("identity-yanis")
         self.assertEqual(self.text("welcome"), "Bonjour Yanis")

@@ -11,7 +11,7 @@ enum Pages {
         mode: DevProviderConfiguration.Mode
     ) -> String {
         var body = "<h1 id=\"title\">Connexion — fournisseur d'identité de développement</h1>\n"
-        body += "<p id=\"imitates\">Ce fournisseur de développement imite <strong>\(imitated(mode))</strong>. Les identités ci-dessous sont fictives. <small id=\"mode\">(configuration : mode \(mode.rawValue))</small></p>\n"
+        body += "<p id=\"imitates\">Ce fournisseur de développement imite <strong>\(imitated(mode))</strong>. Les identités ci-dessous sont fictives.</p>\n"
         body += "<p>Service : <strong id=\"client\">\(HTMLText.escape(client))</strong></p>\n"
         body += "<form method=\"post\" action=\"\(HTMLText.escape(actionURL))\" id=\"login-form\">\n"
         if let signedInAs {
