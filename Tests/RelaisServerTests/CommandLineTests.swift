@@ -159,6 +159,22 @@ import Glibc
         #expect(lines.contains { $0.contains("relais stopped") })
     }
 
+    /// Without --markdown, the catalogues read as text; with it, they are the committed documents.
+    @Test func errorsAndSecurityEventsPrintReadableTextAndTheirMarkdown() async throws {
+        for (command, document, sample) in [("errors", "docs/errors.md", "invalid_request"), ("security-events", "docs/security-events.md", "session.opened")] {
+            let text = try await run([command])
+            #expect(text.status == 0, "\(command): \(text.stderr)")
+            #expect(text.stdout.contains(sample), "\(command)")
+            #expect(!text.stdout.contains("|---") && !text.stdout.contains("`") && !text.stdout.contains("<!--") && !text.stdout.contains("**"), "\(command)")
+            let markdown = try await run([command, "--markdown"])
+            #expect(markdown.status == 0)
+            #expect(markdown.stdout == (try String(contentsOfFile: Self.packageRoot.appendingPathComponent(document).path, encoding: .utf8)), "\(command)")
+        }
+        // A table row becomes its first cell, then one `column: value` line per other cell.
+        let errors = try await run(["errors"])
+        #expect(errors.stdout.contains("invalid_request\n  status: 400\n"), "\(errors.stdout.prefix(2000))")
+    }
+
     @Test func devProviderCheckValidatesTheShippedFileAndRefusesABadOne() async throws {
         let shipped = try await run(["dev-provider", "--config", Self.packageRoot.appendingPathComponent("config/dev-provider.yaml").path, "--check"])
         #expect(shipped.status == 0)
