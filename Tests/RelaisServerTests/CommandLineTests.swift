@@ -175,6 +175,17 @@ import Glibc
         #expect(errors.stdout.contains("invalid_request\n  status: 400\n"), "\(errors.stdout.prefix(2000))")
     }
 
+    /// Another process cannot see an embedded store's sessions: refused, rather than "0 live session(s)".
+    @Test func sessionsRefuseAnEmbeddedStore() async throws {
+        let example = Self.packageRoot.appendingPathComponent("config/relais.example.yaml").path
+        for verb in ["list", "revoke"] {
+            let result = try await run(["sessions", verb, "--sub", "user-1", "--config", example], environment: ["RELAIS_STORE_KIND": "embedded"])
+            #expect(result.status == 2, "\(verb): \(result.stdout)\(result.stderr)")
+            #expect(result.stderr.contains("cannot \(verb) sessions: the store is embedded"), "\(result.stderr)")
+            #expect(!result.stdout.contains("session(s)"))
+        }
+    }
+
     @Test func devProviderCheckValidatesTheShippedFileAndRefusesABadOne() async throws {
         let shipped = try await run(["dev-provider", "--config", Self.packageRoot.appendingPathComponent("config/dev-provider.yaml").path, "--check"])
         #expect(shipped.status == 0)
