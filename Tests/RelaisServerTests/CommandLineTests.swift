@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import RelaisHTTPClient
 import RelaisTestSupport
 import Testing
@@ -157,6 +158,26 @@ import Glibc
         #expect(readyLine.contains(#""request_id":"#))
         #expect(!readyLine.contains("must-not-be-logged"))
         #expect(lines.contains { $0.contains("relais stopped") })
+        // No file, no provider, no app: it says so before serving, in the log's own format.
+        #expect(lines.contains { $0.contains("no --config file given") && $0.contains("no provider and no app") && $0.contains("nobody can sign in") })
+    }
+
+    /// A port already taken: one plain sentence, exit 1, and no drain announced for a server
+    /// that never served.
+    @Test func serveSaysWhenItsPortIsAlreadyInUse() async throws {
+        try await LoopbackHTTPServer.with(router: Router()) { taken in
+            let result = try await run(
+                ["serve"],
+                environment: [
+                    "RELAIS_SERVER_HOST": "127.0.0.1", "RELAIS_SERVER_PORT": String(taken.port), "RELAIS_STORE_KIND": "embedded",
+                    "RELAIS_SERVER_ENVIRONMENT": "development",
+                ]
+            )
+            #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+            #expect(result.stdout.contains("relais could not start: cannot listen on 127.0.0.1:\(taken.port). Address already in use: another process"), "\(result.stdout)")
+            #expect(!result.stdout.contains("draining"), "\(result.stdout)")
+            #expect(!result.stdout.contains("errno"), "\(result.stdout)")
+        }
     }
 
     /// Without --markdown, the catalogues read as text; with it, they are the committed documents.
