@@ -17,6 +17,7 @@ struct Relais: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relais",
         abstract: "A backend-for-frontend relay: mobile apps sign in with FranceConnect and other OpenID providers without holding a provider secret or token.",
+        version: "relais " + RelaisVersion.description,
         subcommands: [Serve.self, CheckConfig.self, JWTCommand.self, AttestCommand.self, DevProviderCommand.self, SessionsCommand.self, ReloadCommand.self, ErrorsCommand.self, SecurityEventsCommand.self]
     )
 }

@@ -180,6 +180,15 @@ import Glibc
         }
     }
 
+    /// `relais --version`: the release and the commit. A plain `swift build` (as here) cannot know
+    /// the commit and says "unknown"; `make release` and `make demo` put it in the build id.
+    @Test func versionNamesTheReleaseAndTheCommit() async throws {
+        let result = try await run(["--version"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let line = result.stdout.trimmingCharacters(in: .newlines)
+        #expect(line.range(of: #"^relais [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{40}(-dirty)?|unknown)\)$"#, options: .regularExpression) != nil, "\(line)")
+    }
+
     /// Without --markdown, the catalogues read as text; with it, they are the committed documents.
     @Test func errorsAndSecurityEventsPrintReadableTextAndTheirMarkdown() async throws {
         for (command, document, sample) in [("errors", "docs/errors.md", "invalid_request"), ("security-events", "docs/security-events.md", "session.opened")] {
