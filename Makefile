@@ -5,6 +5,14 @@ DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev libqrencode-de
 BENCH_PACKAGES := wrk curl apache2 libapache2-mod-auth-openidc
 E2E_PACKAGES := chromium chromium-driver fonts-liberation nginx-light
 
+## `relais --version` names the commit: it travels in the ELF build id, "RL" (0x524c), the
+## commit's 20 bytes, then 0x0000, or 0x2d44 ("-D") when the tree differs from the commit
+## (Sources/relais/RelaisVersion.swift). Only the link reads it: a new commit relinks the binary,
+## nothing else. Without git, or with a plain `swift build`, the commit reads "unknown".
+RELAIS_COMMIT := $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
+RELAIS_DIRTY := $(if $(RELAIS_COMMIT),$(shell git diff --quiet HEAD -- 2>/dev/null && echo 0000 || echo 2d44))
+RELAIS_VERSION_FLAGS := $(if $(RELAIS_COMMIT),-Xlinker --build-id=0x524c$(RELAIS_COMMIT)$(RELAIS_DIRTY))
+
 .PHONY: deps bench-deps e2e-deps build release test e2e demo bench check-config clean image image-test
 
 ## Install the Debian packages Relais builds and tests with, only those missing; and joserfc and
@@ -24,7 +32,7 @@ build: deps
 	$(SWIFT) build
 
 release: deps
-	$(SWIFT) build -c release --product relais
+	$(SWIFT) build -c release --product relais $(RELAIS_VERSION_FLAGS)
 
 ## Build and run every test. Tests start their own redis-server processes on free loopback ports.
 test: deps
@@ -42,7 +50,7 @@ e2e: e2e-deps
 ## Run the development provider (http://127.0.0.1:8081/api/v2) and Relais (http://127.0.0.1:8080),
 ## both on embedded storage; Ctrl-C stops both.
 demo: deps
-	$(SWIFT) build -c release --product relais
+	$(SWIFT) build -c release --product relais $(RELAIS_VERSION_FLAGS)
 	scripts/demo.sh
 
 ## Throughput benchmarks (release build, wrk, real redis-server), with Apache + mod_auth_openidc side

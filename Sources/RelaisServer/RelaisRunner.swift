@@ -81,10 +81,14 @@ public enum RelaisRunner {
         )
         // The span exporter first: graceful shutdown goes in reverse order, so it flushes last.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = tracing.map { [.init(service: $0)] } ?? []
-        services.append(.init(service: application))
+        let address = "\(configuration.server.host):\(configuration.server.port)"
+        services.append(.init(service: ListeningService(base: application, address: address, advice: "Stop it, or choose another port (server.port)")))
         if let reloader { services.append(.init(service: ReloadService(reloader: reloader))) }
         services.append(.init(service: MemoryReturner()))
-        if let metrics = RelaisApplication.makeMetricsApplication(configuration: configuration, logger: logger) { services.append(.init(service: metrics)) }
+        if let metrics = RelaisApplication.makeMetricsApplication(configuration: configuration, logger: logger) {
+            let address = "\(configuration.metrics.listenHost ?? ""):\(configuration.metrics.listenPort.map(String.init) ?? "")"
+            services.append(.init(service: ListeningService(base: metrics, address: address, advice: "This is the metrics listener: give metrics.listen an address of its own")))
+        }
         var groupConfiguration = ServiceGroupConfiguration(
             // Graceful shutdown reaches services in reverse order: the drain flag flips first, then
             // the server stops accepting and waits for in-flight requests.
@@ -99,13 +103,19 @@ public enum RelaisRunner {
     }
 }
 
-/// Flips the drain flag as soon as graceful shutdown begins.
+/// Flips the drain flag as soon as graceful shutdown begins. When the group is cancelled instead
+/// (a service failed, e.g. the port was taken), nothing was serving: no drain to announce.
 struct DrainWatcher: Service {
     let state: DrainState
     let logger: Logger
 
     func run() async throws {
-        try? await gracefulShutdown()
+        do {
+            try await gracefulShutdown()
+        } catch {
+            state.beginDraining()
+            return
+        }
         state.beginDraining()
         logger.info("draining: refusing new work, finishing in-flight requests")
     }

@@ -1,18 +1,20 @@
 import ArgumentParser
 import RelaisRelay
 
-/// `relais errors --markdown`: the error catalogue, generated from the error types (docs/errors.md).
+/// `relais errors`: the error catalogue, generated from the error types; `--markdown` is
+/// docs/errors.md, byte for byte.
 struct ErrorsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "errors",
-        abstract: "Print the catalogue of every error code Relais reports (docs/errors.md is this output)."
+        abstract: "Print the catalogue of every error code Relais reports, as readable text.",
+        discussion: "With --markdown, the Markdown committed as docs/errors.md (a test compares them)."
     )
 
     @Flag(help: "Markdown, as committed in docs/errors.md.")
     var markdown = false
 
     func run() async throws {
-        guard markdown else { throw ValidationError("only --markdown is available") }
-        print(ErrorCatalogue.markdown(), terminator: "")
+        let text = ErrorCatalogue.markdown()
+        print(markdown ? text : PlainText.render(markdown: text), terminator: "")
     }
 }

@@ -60,7 +60,7 @@ struct JWTCommand: AsyncParsableCommand {
         @Option(help: "Expected issuer (exact).")
         var iss: String?
 
-        @Option(help: "Expected audience (client_id).")
+        @Option(help: "Expected audience: the client_id for an id_token, the API's identifier for a Relais access token. With several audiences, an id_token must also name it in azp (OpenID Connect Core 3.1.3.7); an access token (typ at+jwt, RFC 9068) need not.")
         var aud: String?
 
         @Option(help: "Expected nonce.")
@@ -108,6 +108,10 @@ struct JWTCommand: AsyncParsableCommand {
                     key = try jws.verify(with: try await loadKeys(jwks!))
                 }
                 var policy = ClaimsPolicy(issuer: iss, audience: aud)
+                // The azp rule is for id_tokens. An RFC 9068 access token (Relais' own, for several
+                // audiences when an app lists them) names its client in client_id and has no azp:
+                // its header's typ says which kind the token is.
+                policy.checkAuthorizedParty = !Self.isAccessToken(jws.header)
                 policy.nonce = nonce
                 // As the relay: a nonce-checked id_token must say when it was issued.
                 policy.requireIssuedAt = nonce != nil
@@ -129,6 +133,13 @@ struct JWTCommand: AsyncParsableCommand {
                 printError("rejected: \(error)")
                 throw ExitCode(1)
             }
+        }
+
+        /// RFC 9068 §2.1: `typ` is `at+jwt`, or `application/at+jwt` (media types are case-insensitive).
+        static func isAccessToken(_ header: [String: JSONValue]) -> Bool {
+            guard case .string(let type) = header["typ"] else { return false }
+            let lowered = type.lowercased()
+            return lowered == "at+jwt" || lowered == "application/at+jwt"
         }
 
         private func loadKeys(_ source: String) async throws -> JWKSet {

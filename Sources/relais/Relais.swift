@@ -17,6 +17,7 @@ struct Relais: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relais",
         abstract: "A backend-for-frontend relay: mobile apps sign in with FranceConnect and other OpenID providers without holding a provider secret or token.",
+        version: "relais " + RelaisVersion.description,
         subcommands: [Serve.self, CheckConfig.self, JWTCommand.self, AttestCommand.self, DevProviderCommand.self, SessionsCommand.self, ReloadCommand.self, ErrorsCommand.self, SecurityEventsCommand.self]
     )
 }
@@ -36,7 +37,10 @@ struct ConfigOptions: ParsableArguments {
 }
 
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the relay until SIGTERM or SIGINT, then drain.")
+    static let configuration = CommandConfiguration(
+        abstract: "Run the relay until SIGTERM or SIGINT, then drain.",
+        discussion: "Without providers or apps (no --config), it says so and serves only health, metrics and discovery. Exit codes: 0 stopped by SIGTERM or SIGINT; 1 could not listen (the address is in use, for example) or stopped on a runtime error; 2 invalid configuration."
+    )
 
     @OptionGroup var options: ConfigOptions
 
@@ -54,6 +58,7 @@ struct Serve: AsyncParsableCommand {
                 throw ExitCode(2)
             }
         }
+        if let notice = Self.emptinessNotice(configuration, file: options.config) { logger.warning("\(notice)") }
         // SIGHUP reads the same file and environment again (docs/operations.md, "Live reload").
         let path = options.config
         do {
@@ -61,10 +66,25 @@ struct Serve: AsyncParsableCommand {
                 configuration: configuration, logger: logger, reload: { try await ConfigurationLoader.load(filePath: path, environment: currentEnvironment()) },
                 tracing: try makeTracing(tracingEnvironment, logger: logger)
             )
+        } catch let error as ListenError {
+            logger.critical("relais could not start: \(error)")
+            throw ExitCode(1)
         } catch {
             logger.critical("relais stopped on an error", metadata: ["error": "\(error)"])
             throw ExitCode(1)
         }
+    }
+
+    /// What a relay without providers or apps does, said before it starts: it answers health,
+    /// metrics and discovery, and nobody can sign in through it.
+    static func emptinessNotice(_ configuration: RelaisConfiguration, file: String?) -> String? {
+        var missing: [String] = []
+        if configuration.providers.isEmpty { missing.append("no provider") }
+        if configuration.apps.isEmpty { missing.append("no app") }
+        guard !missing.isEmpty else { return nil }
+        let source = file.map { "\($0) and the RELAIS_* environment configure" } ?? "no --config file given, and the RELAIS_* environment configures"
+        return "\(source) \(missing.joined(separator: " and ")): relais serves its health, metrics and discovery endpoints only, and nobody can sign in through it."
+            + " Name providers and apps in a configuration file (config/relais.example.yaml is one) and pass it with --config."
     }
 }
 

@@ -11,7 +11,12 @@ import RelaisStore
 /// tokens stop working wherever sessions are checked (userinfo, introspection, session-checked
 /// forward-auth); refresh tokens at once.
 struct SessionsCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "sessions", abstract: "Manage Relais sessions in the store.", subcommands: [List.self, Revoke.self])
+    static let configuration = CommandConfiguration(
+        commandName: "sessions",
+        abstract: "Manage Relais sessions in the store (Redis; an embedded store is refused).",
+        discussion: "Exit codes: 0 done (the count is printed); 1 the store cannot be reached; 2 invalid configuration, an embedded store (only the server that opened it sees its sessions) or an unknown --provider.",
+        subcommands: [List.self, Revoke.self]
+    )
 
     /// What both subcommands take: the configuration, whose sessions, and at which providers.
     struct SubjectOptions: ParsableArguments {
@@ -24,10 +29,19 @@ struct SessionsCommand: AsyncParsableCommand {
         var provider: String?
 
         /// Runs `body` once per provider against the configured store, then closes it. Exit 2 for
-        /// an invalid configuration or an unknown `--provider`, 1 when the store fails (`verb`
-        /// names the action in the message).
+        /// an invalid configuration, an embedded store (only its own server sees its sessions) or an
+        /// unknown `--provider`, 1 when the store fails (`verb` names the action in the message).
         func forEachProvider(_ verb: String, _ body: (_ provider: String, _ store: any KeyValueStore) async throws -> Void) async throws {
             let configuration = try await options.load()
+            // An embedded store lives in the memory of the `relais serve` that opened it: this
+            // process would open an empty one of its own and answer "0" for sessions that exist.
+            if configuration.store.kind == .embedded {
+                printError(
+                    "cannot \(verb) sessions: the store is embedded (store.kind: embedded), so its sessions live inside the running `relais serve` process and no other process can see them."
+                        + " Use a Redis store (store.kind: redis); to end a person's sessions on an embedded store, POST /admin/sessions/revoke to the running server (enabled by admin.token_file)."
+                )
+                throw ExitCode(2)
+            }
             let known = configuration.providers.map(\.id)
             if let provider, !known.contains(provider) {
                 printError("unknown provider '\(provider)' (configured: \(known.joined(separator: ", ")))")

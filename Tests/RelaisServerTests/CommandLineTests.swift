@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import RelaisHTTPClient
 import RelaisTestSupport
 import Testing
@@ -157,6 +158,79 @@ import Glibc
         #expect(readyLine.contains(#""request_id":"#))
         #expect(!readyLine.contains("must-not-be-logged"))
         #expect(lines.contains { $0.contains("relais stopped") })
+        // No file, no provider, no app: it says so before serving, in the log's own format.
+        #expect(lines.contains { $0.contains("no --config file given") && $0.contains("no provider and no app") && $0.contains("nobody can sign in") })
+    }
+
+    /// A port already taken: one plain sentence, exit 1, and no drain announced for a server
+    /// that never served.
+    @Test func serveSaysWhenItsPortIsAlreadyInUse() async throws {
+        try await LoopbackHTTPServer.with(router: Router()) { taken in
+            let result = try await run(
+                ["serve"],
+                environment: [
+                    "RELAIS_SERVER_HOST": "127.0.0.1", "RELAIS_SERVER_PORT": String(taken.port), "RELAIS_STORE_KIND": "embedded",
+                    "RELAIS_SERVER_ENVIRONMENT": "development",
+                ]
+            )
+            #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+            #expect(result.stdout.contains("relais could not start: cannot listen on 127.0.0.1:\(taken.port). Address already in use: another process"), "\(result.stdout)")
+            #expect(!result.stdout.contains("draining"), "\(result.stdout)")
+            #expect(!result.stdout.contains("errno"), "\(result.stdout)")
+        }
+    }
+
+    /// `relais --version`: the release and the commit. A plain `swift build` (as here) cannot know
+    /// the commit and says "unknown"; `make release` and `make demo` put it in the build id.
+    @Test func versionNamesTheReleaseAndTheCommit() async throws {
+        let result = try await run(["--version"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let line = result.stdout.trimmingCharacters(in: .newlines)
+        #expect(line.range(of: #"^relais [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{40}(-dirty)?|unknown)\)$"#, options: .regularExpression) != nil, "\(line)")
+    }
+
+    /// Without --markdown, the catalogues read as text; with it, they are the committed documents.
+    @Test func errorsAndSecurityEventsPrintReadableTextAndTheirMarkdown() async throws {
+        for (command, document, sample) in [("errors", "docs/errors.md", "invalid_request"), ("security-events", "docs/security-events.md", "session.opened")] {
+            let text = try await run([command])
+            #expect(text.status == 0, "\(command): \(text.stderr)")
+            #expect(text.stdout.contains(sample), "\(command)")
+            #expect(!text.stdout.contains("|---") && !text.stdout.contains("`") && !text.stdout.contains("<!--") && !text.stdout.contains("**"), "\(command)")
+            let markdown = try await run([command, "--markdown"])
+            #expect(markdown.status == 0)
+            #expect(markdown.stdout == (try String(contentsOfFile: Self.packageRoot.appendingPathComponent(document).path, encoding: .utf8)), "\(command)")
+        }
+        // A table row becomes its first cell, then one `column: value` line per other cell.
+        let errors = try await run(["errors"])
+        #expect(errors.stdout.contains("invalid_request\n  status: 400\n"), "\(errors.stdout.prefix(2000))")
+    }
+
+    /// Another process cannot see an embedded store's sessions: refused, rather than "0 live session(s)".
+    @Test func sessionsRefuseAnEmbeddedStore() async throws {
+        let example = Self.packageRoot.appendingPathComponent("config/relais.example.yaml").path
+        for verb in ["list", "revoke"] {
+            let result = try await run(["sessions", verb, "--sub", "user-1", "--config", example], environment: ["RELAIS_STORE_KIND": "embedded"])
+            #expect(result.status == 2, "\(verb): \(result.stdout)\(result.stderr)")
+            #expect(result.stderr.contains("cannot \(verb) sessions: the store is embedded"), "\(result.stderr)")
+            #expect(!result.stdout.contains("session(s)"))
+        }
+    }
+
+    /// The README's command rows name the binary `make demo` builds (a release build of the
+    /// `relais` product), every one the same way.
+    @Test func theReadmeCommandRowsNameTheBinaryMakeDemoBuilds() throws {
+        let makefile = try String(contentsOfFile: Self.packageRoot.appendingPathComponent("Makefile").path, encoding: .utf8)
+        let demo = try #require(makefile.components(separatedBy: "\ndemo:").dropFirst().first?.split(separator: "\n").dropFirst().first)
+        #expect(demo.contains("build -c release --product relais"), "\(demo)")
+        let readme = try String(contentsOfFile: Self.packageRoot.appendingPathComponent("README.md").path, encoding: .utf8)
+        // A command row: its first cell is a command line whose program is relais (not the `relais` target's row).
+        let rows = readme.split(separator: "\n").filter { line in
+            guard line.hasPrefix("| `"), let command = line.dropFirst(3).split(separator: "`").first else { return false }
+            let words = command.split(separator: " ")
+            return words.count > 1 && words[0].hasSuffix("relais")
+        }
+        #expect(rows.count >= 10)
+        for row in rows { #expect(row.hasPrefix("| `.build/release/relais "), "\(row.prefix(80))") }
     }
 
     @Test func devProviderCheckValidatesTheShippedFileAndRefusesABadOne() async throws {

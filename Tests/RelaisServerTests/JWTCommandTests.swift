@@ -89,6 +89,27 @@ import Glibc
         #expect(missingKeys.status != 0 && missingKeys.stderr.contains("--jwks"))
     }
 
+    /// Relais' own access tokens (RFC 9068: `typ` at+jwt) for several APIs carry `client_id`, not
+    /// `azp`: `--aud` is enough. The azp rule stays for id_tokens (OpenID Connect Core §3.1.3.7).
+    @Test func verifyAcceptsAnAccessTokenForSeveralAudiencesWithoutAzp() async throws {
+        let claims: [String: JSONValue] = [
+            "iss": .string("https://relais.example"), "aud": .array([.string("https://api-a.example"), .string("https://api-b.example")]),
+            "sub": .string("user-1"), "client_id": .string("app"), "scope": .string("openid"), "exp": .number(Self.now + 300), "iat": .number(Self.now),
+        ]
+        let payload = JSONValue.object(claims).serialized()
+        let keys = try keyFile()
+        for type in ["at+jwt", "application/at+jwt"] {
+            let accessToken = try JWS.sign(payload: payload, with: Self.key, algorithm: .es256, extraHeader: ["typ": .string(type)])
+            let verified = try await run(["jwt", "verify", accessToken, "--jwks", keys, "--iss", "https://relais.example", "--aud", "https://api-b.example"])
+            #expect(verified.status == 0, "\(type): \(verified.stderr)")
+            let otherAPI = try await run(["jwt", "verify", accessToken, "--jwks", keys, "--aud", "https://api-c.example"])
+            #expect(otherAPI.status == 1 && otherAPI.stderr.contains("rejected: jwt_aud"), "\(otherAPI.stderr)")
+        }
+        let idToken = try JWS.sign(payload: payload, with: Self.key, algorithm: .es256, extraHeader: ["typ": .string("JWT")])
+        let rejected = try await run(["jwt", "verify", idToken, "--jwks", keys, "--aud", "https://api-b.example"])
+        #expect(rejected.status == 1 && rejected.stderr.contains("rejected: jwt_azp"), "\(rejected.stderr)")
+    }
+
     @Test func verifyDecryptsANestedJWEFirst() async throws {
         let decryptionKey = try JWK.generate(for: .es256, keyID: "our-enc", use: "enc", pinAlgorithm: false)
         let recipient = try JWK(object: decryptionKey.publicJSON()!)
