@@ -1,9 +1,16 @@
-"""Browser journeys with real Chromium: the demo app, a mobile app's private-use scheme, cancel,
-logout, and a Relais restart in the middle of a sign-in."""
+"""Browser journeys with real Chromium: `make demo`'s banner, the demo app, a mobile app's private-use
+scheme, cancel, logout, and a Relais restart in the middle of a sign-in."""
 import base64
 import hashlib
 import io
+import os
+import re
 import secrets
+import signal
+import socket
+import subprocess
+import threading
+import time
 import unittest
 from urllib.parse import urlencode
 
@@ -13,13 +20,24 @@ from PIL import Image
 from selenium.webdriver.support.ui import WebDriverWait
 
 from browser import Browser, query
-from stack import Stack
+from stack import ARTIFACTS, BINARY, ROOT, Stack
 
 
 def pkce():
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     return verifier, challenge
+
+
+def port_free(port):
+    """No server listens on the port (as servers do, SO_REUSEADDR: closed connections may linger)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 class MobileApp:
@@ -52,6 +70,62 @@ class MobileApp:
         response = requests.get(self.stack.relay + "/userinfo", headers={"Authorization": "Bearer " + tokens["access_token"]}, timeout=10)
         assert response.status_code == 200, response.text
         return response.json()
+
+
+class MakeDemo(unittest.TestCase):
+    """`make demo` as a newcomer meets it: scripts/demo.sh (with the debug binary), then every link
+    its banner prints, opened in Chromium, the first one being the demo app."""
+
+    def test_every_link_the_banner_prints_works_and_the_first_is_the_demo_app(self):
+        busy = [port for port in (8080, 8081, 8082, 8083) if not port_free(port)]
+        if busy:
+            self.skipTest(f"make demo's ports are taken: {busy}")
+        browser = Browser("make-demo")
+        log = open(os.path.join(ARTIFACTS, "make-demo.log"), "w")
+        demo = subprocess.Popen(["scripts/demo.sh"], cwd=ROOT, env={**os.environ, "DEMO_BINARY": BINARY}, stdout=subprocess.PIPE, stderr=log,
+                                text=True, start_new_session=True)
+        lines = []
+        reader = threading.Thread(target=lambda: [lines.append(line) for line in demo.stdout], daemon=True)
+        reader.start()
+        try:
+            deadline = time.time() + 60
+            while not any("Ctrl-C stops everything" in line for line in lines):
+                self.assertIsNone(demo.poll(), "scripts/demo.sh stopped: " + "".join(lines))
+                self.assertLess(time.time(), deadline, "no banner: " + "".join(lines))
+                time.sleep(0.1)
+            # The banner: the indented block that ends with "Ctrl-C" (Relais and the providers log
+            # to the same standard output, each log line starting with its timestamp).
+            end = next(i for i, line in enumerate(lines) if "Ctrl-C stops everything" in line)
+            start = end
+            while start > 0 and (lines[start - 1].startswith("  ") or not lines[start - 1].strip()):
+                start -= 1
+            banner = "".join(lines[start:end + 1])
+            links = re.findall(r"https?://[^\s)]+", banner)
+            self.assertGreaterEqual(len(links), 5, banner)
+            self.assertEqual(links[0], "http://127.0.0.1:8080/demo/", banner)
+            for link in links:
+                answer = requests.get(link, timeout=10)
+                self.assertEqual(answer.status_code, 200, f"{link}: {answer.status_code} {answer.text[:200]}")
+                browser.open(link)
+                self.assertNotIn("transaction_expired", browser.driver.page_source, link)
+                self.assertFalse(browser.has("error"), link)
+            # The first link is a working app: a sign-in through the three processes make demo starts.
+            browser.open(links[0])
+            browser.screenshot("make-demo-app")
+            browser.click("sign-in")
+            browser.click("identity-angela")
+            self.assertEqual(browser.wait_for("welcome").text, "Bonjour Angela Claire Louise")
+        finally:
+            browser.close()
+            log.close()
+            if demo.poll() is None:
+                os.killpg(demo.pid, signal.SIGTERM)
+                try:
+                    demo.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(demo.pid, signal.SIGKILL)
+                    demo.wait()
+            demo.stdout.close()
 
 
 class BrowserJourneys(unittest.TestCase):
