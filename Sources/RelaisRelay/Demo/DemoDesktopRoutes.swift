@@ -36,7 +36,7 @@ struct DemoDesktopRoutes: RelayRoutes {
             <h1>Ordinateur de démonstration</h1>
             <p lang="en">This page plays a desktop that signs in with the phone: scan the QR code with the phone (or open
             <a id="verification-link" href="#">the link</a> on it), or type the code in the signed-in demo app's
-            <em>Autoriser un appareil</em>.</p>
+            <em lang="fr">Autoriser un appareil</em>.</p>
             <div id="waiting"><p><img id="qr" alt="QR code à scanner avec le téléphone" width="256" height="256"></p>
             <p>Code : <strong id="user-code">…</strong></p>
             <p id="expires"></p></div>
@@ -83,7 +83,7 @@ struct DemoDesktopRoutes: RelayRoutes {
                 say("Connecté.");
                 const userinfo = await (await fetch("/userinfo", {headers: {Authorization: "Bearer " + answer.access_token}})).json();
                 show(`<h2 id="desktop-welcome">Bonjour ${escape(userinfo.given_name || userinfo.sub)}</h2>
-                  <p>This desktop has its own session (<code>client_id=${escape(clientId)}</code>), for the person who approved on the phone.</p>`);
+                  <p lang="en">This desktop has its own session (<code>client_id=${escape(clientId)}</code>), for the person who approved on the phone.</p>`);
                 return;
               }
             };
