@@ -185,12 +185,14 @@ extension ErrorCatalogue {
     | `relais check-config --probe` | 0 / 2 / 1 | valid and everything reachable / at least one problem / the store or a provider unreachable (a `FAILED: reason` line each) |
     | `relais serve` | 0 | stopped by SIGTERM or SIGINT after draining |
     | `relais serve` | 2 | refused to start: invalid configuration (problems on stderr) |
-    | `relais serve` | 1 | stopped on a runtime error (logged at critical level) |
+    | `relais serve` | 1 | stopped on a runtime error (logged at critical level), or could not listen on its port (`relais could not start: cannot listen on host:port…`, say, another process holds it) |
     | `relais jwt verify` | 0 / 1 / 2 | verified / rejected (the failed check on stderr) / keys or token could not be read |
     | `relais jwt decode` | 0 / 1 | decoded / not a compact JWS or JWE |
     | `relais dev-provider` | 0 / 2 / 1 | stopped by SIGTERM or SIGINT / invalid configuration / runtime error |
     | `relais dev-provider --check` | 0 / 2 | valid / at least one problem |
-    | `relais sessions revoke` | 0 / 1 / 2 | revoked (count printed) / store unreachable / invalid configuration or unknown `--provider` |
-    | `relais sessions list` | 0 / 1 / 2 | listed (count printed) / store unreachable / invalid configuration or unknown `--provider` |
+    | `relais sessions revoke` | 0 / 1 / 2 | revoked (count printed) / store unreachable / invalid configuration, unknown `--provider`, or an embedded store (another process cannot see its sessions) |
+    | `relais sessions list` | 0 / 1 / 2 | listed (count printed) / store unreachable / invalid configuration, unknown `--provider`, or an embedded store |
+    | `relais attest apple-assertion` | 0 / 1 / 2 | genuine (the new counter printed) / refused (the failed step printed) / arguments or files unusable |
+    | `relais --version`, `relais errors`, `relais security-events` | 0 | printed |
     """#
 }
