@@ -138,6 +138,11 @@ struct RelayError: Error, Sendable, Equatable {
     static func rendered(_ error: any Error, _ surface: Surface, _ context: RelaisRequestContext) throws -> Response {
         switch error {
         case let error as RelayError:
+            // A page shows people a sentence, the code and the request id, not the developer's
+            // description: this line keeps it for support, under the same request id.
+            if case .page = surface {
+                context.logger.info("page refused", metadata: ["error": "\(error.code.wireCode)", "description": "\(error.description)"])
+            }
             return error.response(surface, requestID: context.requestID)
         case let error as StoreError:
             context.logger.error("store unavailable", metadata: ["error": "\(error)"])
