@@ -21,6 +21,19 @@ import Testing
         return [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", RelayRouteTests.redirect), ("code_verifier", verifier)]
     }
 
+    /// A redemption whose `failingCall`-th store call fails (as `.first`): answered, or 503 and
+    /// then answered on the app's retry. The first status, and the tokens in the end.
+    static func redeem(_ client: any TestClientProtocol, _ fields: [(String, String)], failingCall call: Int) async throws -> (HTTPResponse.Status, [String: JSONValue]) {
+        let first = try await InterposedStore.$caller.withValue(.first) {
+            try await client.execute(uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(fields))
+        }
+        guard first.status != .ok else { return (first.status, RelayRouteTests.json(first)) }
+        #expect(first.status == .serviceUnavailable, "store call \(call) failed: \(RelayRouteTests.json(first))")
+        let retry = try await client.execute(uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(fields))
+        #expect(retry.status == .ok, "store call \(call) failed, then the retry: \(RelayRouteTests.json(retry))")
+        return (first.status, RelayRouteTests.json(retry))
+    }
+
     /// A store failure at any point of a redemption leaves the code redeemable (503, retry) or the
     /// session whole: never a consumed code without its session, nor a session without its refresh token.
     @Test func aStoreFailureAtAnyStepLeavesNothingHalfMade() async throws {
@@ -31,16 +44,7 @@ import Testing
             let fields = try await Self.signIn(fixture)
             let call = failingCall
             try await fixture.test { client in
-                let first = try await InterposedStore.$caller.withValue(.first) {
-                    try await client.execute(uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(fields))
-                }
-                var tokens = RelayRouteTests.json(first)
-                if first.status != .ok {
-                    #expect(first.status == .serviceUnavailable, "store call \(call) failed: \(tokens)")
-                    let retry = try await client.execute(uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(fields))
-                    #expect(retry.status == .ok, "store call \(call) failed, then the retry: \(RelayRouteTests.json(retry))")
-                    tokens = RelayRouteTests.json(retry)
-                }
+                let (_, tokens) = try await Self.redeem(client, fields, failingCall: call)
                 guard let refresh = tokens["refresh_token"]?.stringValue else { return }
                 let rotated = try await client.execute(
                     uri: "/token", method: .post, headers: RelayRouteTests.formHeaders,
@@ -240,16 +244,8 @@ final class InterposedStore: KeyValueStore {
                     RelayCode(app: app, subject: "sub-1", acr: "eidas2", sealedIdentity: sealed, providerSessionID: nil, replaces: oldSID), code: code
                 )
                 let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", RelayRouteTests.redirect), ("code_verifier", verifier)]
-                let first = try await InterposedStore.$caller.withValue(.first) {
-                    try await client.execute(uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(fields))
-                }
-                var tokens = RelayRouteTests.json(first)
-                if first.status != .ok {
-                    #expect(first.status == .serviceUnavailable, "store call \(call) failed: \(tokens)")
-                    let retry = try await client.execute(uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(fields))
-                    #expect(retry.status == .ok, "store call \(call) failed, then the retry: \(RelayRouteTests.json(retry))")
-                    tokens = RelayRouteTests.json(retry)
-                } else if gate.calls.withLock({ $0 }) >= call {
+                let (first, tokens) = try await CodeRedemptionTests.redeem(client, fields, failingCall: call)
+                if first == .ok, gate.calls.withLock({ $0 }) >= call {
                     answeredDespiteAFailure.withLock { $0 = true }
                 }
                 #expect(tokens["access_token"] != nil, "store call \(call) failed: no tokens in the end")

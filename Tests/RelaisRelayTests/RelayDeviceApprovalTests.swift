@@ -37,6 +37,19 @@ import Testing
         return Route.json(tokens)
     }
 
+    /// The session id an answer's access token names.
+    static func sid(_ tokens: [String: JSONValue]) throws -> String {
+        let access = try #require(tokens["access_token"]?.stringValue)
+        return try #require(try DPoP.claims(access)["sid"]?.stringValue)
+    }
+
+    /// `Authorization: DPoP` with the phone's token and a proof for `method` and `path`.
+    static func bound(_ phone: Device.Phone, _ method: String, _ path: String) throws -> HTTPFields {
+        var headers: HTTPFields = [.authorization: "DPoP " + phone.access]
+        headers[DPoPGuard.header] = try #require(phone.key).proof(method, Route.issuer + path, accessToken: phone.access)
+        return headers
+    }
+
     static func refreshDevice(_ client: any TestClientProtocol, _ token: String) async throws -> TestResponse {
         try await client.execute(
             uri: "/token", method: .post, headers: Route.formHeaders,
@@ -100,8 +113,7 @@ import Testing
                 let phone = try await Device.phone(fixture, client)
                 let key = try #require(phone.key)
                 let device = try await Self.approvedDevice(fixture, client, by: phone)
-                let deviceAccess = try #require(device["access_token"]?.stringValue)
-                let deviceSID = try #require(try DPoP.claims(deviceAccess)["sid"]?.stringValue)
+                let deviceSID = try Self.sid(device)
                 let deviceSession = try #require(try await fixture.sessions.session(deviceSID))
                 let approving = try #require(try await fixture.sessions.session(phone.sid))
                 #expect(deviceSession.origin.approvedBy == phone.sid)
@@ -109,9 +121,7 @@ import Testing
 
                 switch ending {
                 case .logout:
-                    var headers: HTTPFields = [.authorization: "DPoP " + phone.access]
-                    headers[DPoPGuard.header] = try key.proof("POST", Route.issuer + "/logout", accessToken: phone.access)
-                    #expect(try await client.execute(uri: "/logout", method: .post, headers: headers).status == .noContent)
+                    #expect(try await client.execute(uri: "/logout", method: .post, headers: try Self.bound(phone, "POST", "/logout")).status == .noContent)
                 case .revocation:
                     var headers = Route.formHeaders
                     headers[DPoPGuard.header] = try key.proof("POST", Route.issuer + "/revoke")
@@ -121,9 +131,7 @@ import Testing
                     #expect(revoked.status == .ok)
                 case .endedFromSessions:
                     let path = "/sessions/" + phone.sid
-                    var headers: HTTPFields = [.authorization: "DPoP " + phone.access]
-                    headers[DPoPGuard.header] = try key.proof("DELETE", Route.issuer + path, accessToken: phone.access)
-                    #expect(try await client.execute(uri: path, method: .delete, headers: headers).status == .noContent)
+                    #expect(try await client.execute(uri: path, method: .delete, headers: try Self.bound(phone, "DELETE", path)).status == .noContent)
                 case .refreshReplay:
                     let old = try #require(phone.refresh)
                     #expect(try await DPoP.refresh(client, old, proof: try key.proof("POST", DPoP.tokenURL)).status == .ok)
@@ -149,8 +157,7 @@ import Testing
         try await fixture.test { client in
             let phone = try await Device.phone(fixture, client)
             let device = try await Self.approvedDevice(fixture, client, by: phone)
-            let deviceAccess = try #require(device["access_token"]?.stringValue)
-                let deviceSID = try #require(try DPoP.claims(deviceAccess)["sid"]?.stringValue)
+            let deviceSID = try Self.sid(device)
             _ = try await fixture.store.delete(SessionStore.Key.session(phone.sid))
             #expect(try await fixture.sessions.session(deviceSID) != nil)
             let refreshed = try await Self.refreshDevice(client, try #require(device["refresh_token"]?.stringValue))
@@ -181,11 +188,8 @@ import Testing
         try await fixture.test { client in
             let phone = try await Device.phone(fixture, client)
             let device = try await Self.approvedDevice(fixture, client, by: phone)
-            let deviceAccess = try #require(device["access_token"]?.stringValue)
-                let deviceSID = try #require(try DPoP.claims(deviceAccess)["sid"]?.stringValue)
-            var headers: HTTPFields = [.authorization: "DPoP " + phone.access]
-            headers[DPoPGuard.header] = try #require(phone.key).proof("GET", Route.issuer + "/sessions", accessToken: phone.access)
-            let listed = Route.json(try await client.execute(uri: "/sessions", method: .get, headers: headers))["sessions"]?.arrayValue ?? []
+            let deviceSID = try Self.sid(device)
+            let listed = Route.json(try await client.execute(uri: "/sessions", method: .get, headers: try Self.bound(phone, "GET", "/sessions")))["sessions"]?.arrayValue ?? []
             let entries = Dictionary(uniqueKeysWithValues: listed.compactMap { entry in entry.objectValue.flatMap { object in object["id"]?.stringValue.map { ($0, object) } } })
             #expect(entries[deviceSID]?["approved_by"] == .string(phone.sid))
             #expect(entries[phone.sid]?["approved_by"] == .null)
