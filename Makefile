@@ -68,8 +68,9 @@ image:
 
 ## Runs the image with podman: Redis (AOF) and the development provider in containers, a sign-in
 ## through it, the session across restarts, check-config, non-root, read-only, HEALTHCHECK, and
-## docker/compose.yaml with podman-compose (e2e/image/test_image.py).
-image-test: image
+## docker/compose.yaml with podman-compose (e2e/image/test_image.py); the compose demo
+## (docker/compose.demo.yaml) walked in Chromium by the e2e journeys (e2e/image/test_compose_demo.py).
+image-test: image e2e-deps
 	IMAGE=$(IMAGE) IMAGE_BASE=$(IMAGE_BASE) scripts/image-test.sh
 
 check-config: build

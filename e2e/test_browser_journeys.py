@@ -160,18 +160,17 @@ class MakeDemo(unittest.TestCase):
             demo.stdout.close()
 
 
-class BrowserJourneys(unittest.TestCase):
-    def setUp(self):
-        self.stack = Stack().start()
-        self.browser = Browser(self.id().split(".")[-1])
+class DemoJourneys:
+    """The demo app's and the desktop's journeys, on whatever serves the demo at `self.relay` with a
+    Chromium in `self.browser`: the e2e stack below, and the compose demo in e2e/image."""
 
-    def tearDown(self):
-        self.browser.close()
-        self.stack.stop()
+    # The desktop app of the demo's QR page: its client_id and the name the approver is shown.
+    desktop_client = "desktop"
+    desktop_name = "desktop"
 
     def test_demo_app_signs_in_and_shows_the_identity(self):
         browser = self.browser
-        browser.open(self.stack.relay + "/demo/")
+        browser.open(self.relay + "/demo/")
         browser.screenshot("demo-app")
         browser.click("sign-in")
         browser.wait_for("identity-angela")
@@ -185,7 +184,7 @@ class BrowserJourneys(unittest.TestCase):
 
     def test_demo_app_as_an_attested_app_with_dpop(self):
         browser = self.browser
-        browser.open(self.stack.relay + "/demo/")
+        browser.open(self.relay + "/demo/")
         browser.click("attested")
         browser.click("sign-in")
         browser.wait_for("identity-pierre")
@@ -201,7 +200,7 @@ class BrowserJourneys(unittest.TestCase):
 
     def test_the_demo_app_opens_a_web_page_signed_in(self):
         browser = self.browser
-        browser.open(self.stack.relay + "/demo/")
+        browser.open(self.relay + "/demo/")
         browser.click("sign-in")
         browser.click("identity-angela")
         browser.wait_for("welcome")
@@ -219,13 +218,13 @@ class BrowserJourneys(unittest.TestCase):
 
     def desktop_qr(self, desktop):
         """The desktop's QR code, read back from its pixels with zxing-cpp."""
-        desktop.open(self.stack.relay + "/demo/desktop")
+        desktop.open(self.relay + "/demo/desktop")
         user_code = WebDriverWait(desktop.driver, 15).until(lambda d: d.find_element("id", "user-code").text if "-" in d.find_element("id", "user-code").text else None)
         WebDriverWait(desktop.driver, 15).until(lambda d: d.execute_script("return document.getElementById('qr').complete && document.getElementById('qr').naturalWidth > 0"))
         desktop.screenshot("desktop-qr")
         image = Image.open(io.BytesIO(desktop.driver.find_element("id", "qr").screenshot_as_png))
         decoded = [result.text for result in zxingcpp.read_barcodes(image)]
-        self.assertEqual(decoded, [self.stack.relay + "/device?user_code=" + user_code])
+        self.assertEqual(decoded, [self.relay + "/device?user_code=" + user_code])
         return user_code, decoded[0]
 
     def test_a_desktop_signs_in_with_the_phone_that_scans_its_qr_code(self):
@@ -236,7 +235,8 @@ class BrowserJourneys(unittest.TestCase):
             phone = self.browser
             phone.open(url)
             phone.click("device-continue")
-            self.assertEqual(phone.wait_for("device-app").text, "desktop")
+            self.assertEqual(phone.wait_for("device-app").text, self.desktop_client)
+            self.assertEqual(phone.driver.find_element("id", "device-app-name").text, self.desktop_name)
             self.assertEqual(phone.driver.find_element("id", "device-name").text, "Ordinateur de démonstration")
             phone.screenshot("phone-confirms-device")
             phone.click("device-sign-in")
@@ -254,7 +254,7 @@ class BrowserJourneys(unittest.TestCase):
         try:
             user_code, _ = self.desktop_qr(desktop)
             phone = self.browser
-            phone.open(self.stack.relay + "/demo/")
+            phone.open(self.relay + "/demo/")
             phone.click("sign-in")
             phone.click("identity-angela")
             phone.wait_for("welcome")
@@ -262,8 +262,8 @@ class BrowserJourneys(unittest.TestCase):
             phone.click("approve-device")
             # Relais' description first (/device/inspect), nothing decided yet.
             text = lambda element_id: phone.wait_for(element_id).text
-            self.assertEqual(text("approve-app-name"), "desktop")
-            self.assertEqual(text("approve-client"), "desktop")
+            self.assertEqual(text("approve-app-name"), self.desktop_name)
+            self.assertEqual(text("approve-client"), self.desktop_client)
             self.assertRegex(text("approve-time"), r"^\d\d:\d\d$")
             self.assertEqual(text("approve-address"), "127.0.0.1")
             self.assertEqual(text("approve-device-name"), "Ordinateur de démonstration")
@@ -279,7 +279,7 @@ class BrowserJourneys(unittest.TestCase):
             self.assertFalse(desktop.has("desktop-welcome"), "the desktop was signed in before the person confirmed")
             phone.click("approve-confirm")
             WebDriverWait(phone.driver, 15).until(lambda d: d.find_element("id", "approve-result").text)
-            self.assertEqual(phone.driver.find_element("id", "approve-result").text, "desktop autorisé")
+            self.assertEqual(phone.driver.find_element("id", "approve-result").text, self.desktop_name + " autorisé")
             self.assertFalse(phone.has("approve-confirm"))
             phone.screenshot("phone-app-approved-device")
             welcome = WebDriverWait(desktop.driver, 30).until(lambda d: d.find_element("id", "desktop-welcome"))
@@ -314,7 +314,7 @@ class BrowserJourneys(unittest.TestCase):
 
     def test_reloading_the_signed_in_demo_app_shows_the_session(self):
         browser = self.browser
-        browser.open(self.stack.relay + "/demo/")
+        browser.open(self.relay + "/demo/")
         browser.click("sign-in")
         browser.click("identity-angela")
         browser.wait_for("welcome")
@@ -329,7 +329,7 @@ class BrowserJourneys(unittest.TestCase):
 
     def test_a_cancel_at_the_provider_brings_the_demo_app_back_to_its_buttons(self):
         browser = self.browser
-        browser.open(self.stack.relay + "/demo/")
+        browser.open(self.relay + "/demo/")
         browser.click("sign-in")
         browser.click("cancel")
         cancelled = browser.wait_for("cancelled")
@@ -344,6 +344,19 @@ class BrowserJourneys(unittest.TestCase):
         browser.click("sign-in")
         browser.click("identity-angela")
         self.assertEqual(browser.wait_for("welcome").text, "Bonjour Angela Claire Louise")
+
+
+class BrowserJourneys(DemoJourneys, unittest.TestCase):
+    """The demo's journeys on the e2e stack (Redis, the development provider), then a mobile app's."""
+
+    def setUp(self):
+        self.stack = Stack().start()
+        self.relay = self.stack.relay
+        self.browser = Browser(self.id().split(".")[-1])
+
+    def tearDown(self):
+        self.browser.close()
+        self.stack.stop()
 
     def test_a_private_scheme_app_receives_its_code(self):
         app = MobileApp(self.stack)

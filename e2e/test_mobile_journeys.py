@@ -41,6 +41,7 @@ class MobileJourneys(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.stack = Stack(fcplus=True, proconnect=True).start()
+        cls.relay = cls.stack.relay  # e2e/image runs these journeys on the compose demo too
 
     @classmethod
     def tearDownClass(cls):
@@ -57,7 +58,7 @@ class MobileJourneys(unittest.TestCase):
 
     def sign_in_with_franceconnect(self, identity="angela"):
         browser = self.browser
-        browser.open(self.stack.relay + "/demo/")
+        browser.open(self.relay + "/demo/")
         browser.click("sign-in")
         browser.click(f"identity-{identity}")
         browser.wait_for("welcome")
@@ -109,7 +110,7 @@ class MobileJourneys(unittest.TestCase):
 
     def test_an_agent_signs_in_with_proconnect(self):
         browser = self.browser
-        browser.open(self.stack.relay + "/demo/")
+        browser.open(self.relay + "/demo/")
         self.assertIn("S’identifier avec ProConnect", browser.wait_for("sign-in-proconnect").text.replace("\n", " "))
         browser.click("sign-in-proconnect")
         browser.wait_for("identity-yanis")
@@ -126,7 +127,7 @@ class MobileJourneys(unittest.TestCase):
 
     def test_the_buttons_are_the_dsfr_component_with_each_brands_logo(self):
         browser = self.browser
-        browser.open(self.stack.relay + "/demo/")
+        browser.open(self.relay + "/demo/")
         franceconnect, proconnect = browser.wait_for("sign-in"), browser.wait_for("sign-in-proconnect")
         self.assertEqual(franceconnect.get_attribute("class"), "fr-connect")
         self.assertEqual(proconnect.get_attribute("class"), "fr-connect fr-connect--pro")
@@ -177,9 +178,9 @@ class MobileJourneys(unittest.TestCase):
             with self.subTest(width=size):
                 browser.driver.set_window_size(size, 900)
                 browser.driver.delete_all_cookies()
-                browser.open(self.stack.relay + "/demo/")
+                browser.open(self.relay + "/demo/")
                 browser.driver.execute_script("sessionStorage.clear()")
-                browser.open(self.stack.relay + "/demo/")
+                browser.open(self.relay + "/demo/")
                 labels = browser.wait_for("sign-in").text.replace("\n", " ")
                 self.assertEqual(labels, "S’identifier avec FranceConnect")
                 self.assertTrue(browser.has("sign-in-proconnect"))

@@ -2,7 +2,9 @@
 # `make image-test` (after `make image`): runs the image for real with podman, e2e/image/test_image.py:
 # size, non-root, read-only root, HEALTHCHECK, check-config, a sign-in through the container against
 # the development provider, the session kept across restarts of Relais and of Redis (AOF), and
-# docker/compose.yaml brought up and down with podman-compose.
+# docker/compose.yaml brought up and down with podman-compose; docker/compose.demo.yaml (Relais, the
+# three development providers, Redis) brought up on make demo's ports and walked in Chromium by the
+# e2e journeys (e2e/image/test_compose_demo.py).
 #
 # Environment: IMAGE (default localhost/relais:latest); IMAGE_BASE local (default) or public, as
 # for scripts/image-build.sh; REDIS_IMAGE (default: localhost/relais-redis:7, built here from
