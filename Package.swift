@@ -23,7 +23,7 @@ let relaisLinkerSettings: [LinkerSetting] = [
 // floor is 15: the server targets are never built for iOS, and an iOS app that picks RelaisKit
 // builds only RelaisKit and swift-crypto. macOS stays at 15 so that the server keeps building on
 // macOS; a macOS app below 15 cannot depend on this package until RelaisKit moves to a package of
-// its own (README, "For app developers", says so).
+// its own (docs/app-developers.md says so).
 let package = Package(
     name: "relais",
     platforms: [.macOS(.v15), .iOS(.v15)],

@@ -216,15 +216,15 @@ import Glibc
         }
     }
 
-    /// The README's command rows name the binary `make demo` builds (a release build of the
+    /// docs/commands.md's rows name the binary `make demo` builds (a release build of the
     /// `relais` product), every one the same way.
-    @Test func theReadmeCommandRowsNameTheBinaryMakeDemoBuilds() throws {
+    @Test func theCommandRowsNameTheBinaryMakeDemoBuilds() throws {
         let makefile = try String(contentsOfFile: Self.packageRoot.appendingPathComponent("Makefile").path, encoding: .utf8)
         let demo = try #require(makefile.components(separatedBy: "\ndemo:").dropFirst().first?.split(separator: "\n").dropFirst().first)
         #expect(demo.contains("build -c release --product relais"), "\(demo)")
-        let readme = try String(contentsOfFile: Self.packageRoot.appendingPathComponent("README.md").path, encoding: .utf8)
+        let commands = try String(contentsOfFile: Self.packageRoot.appendingPathComponent("docs/commands.md").path, encoding: .utf8)
         // A command row: its first cell is a command line whose program is relais (not the `relais` target's row).
-        let rows = readme.split(separator: "\n").filter { line in
+        let rows = commands.split(separator: "\n").filter { line in
             guard line.hasPrefix("| `"), let command = line.dropFirst(3).split(separator: "`").first else { return false }
             let words = command.split(separator: " ")
             return words.count > 1 && words[0].hasSuffix("relais")
