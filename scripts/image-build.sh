@@ -18,6 +18,11 @@ export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/docker/containers.conf}
 
 scripts/image-podman.sh
 arguments=(--format docker --file docker/Dockerfile --tag "$image")
+# The commit `relais --version` names, as the Makefile's RELAIS_VERSION_FLAGS records it.
+if commit=$(git rev-parse --verify --quiet HEAD 2>/dev/null); then
+    if git diff --quiet HEAD -- 2>/dev/null; then suffix=0000; else suffix=2d44; fi
+    arguments+=(--build-arg "RELAIS_BUILD_ID=0x524c$commit$suffix")
+fi
 
 case "$base_mode" in
 local)

@@ -267,6 +267,16 @@ resource_servers:
         healthcheck = " ".join((inspected.get("Healthcheck") or config.get("Healthcheck") or {}).get("Test") or [])
         self.assertIn("/readyz", healthcheck, "the image's HEALTHCHECK must ask /readyz (built with --format docker?)")
 
+    def test_1b_version_names_the_commit_the_image_was_built_from(self):
+        # scripts/image-build.sh records the commit (and whether the tree differed from it) as the
+        # binary's build id, as `make demo` does: an operator can tell which code a container runs.
+        git = lambda *arguments: subprocess.run(["git", *arguments], cwd=ROOT, capture_output=True, text=True)
+        commit = git("rev-parse", "HEAD").stdout.strip()
+        dirty = git("diff", "--quiet", "HEAD", "--").returncode != 0
+        version = podman("run", "--rm", "--network", "host", IMAGE, "--version").stdout.strip()
+        self.assertRegex(commit, "^[0-9a-f]{40}$")
+        self.assertTrue(version.endswith(f"(commit {commit}{'-dirty' if dirty else ''})"), version)
+
     def test_2_container_runs_as_non_root_on_a_read_only_root(self):
         status = podman("exec", self.relais, "cat", "/proc/1/status").stdout
         uids = next(line.split()[1:] for line in status.splitlines() if line.startswith("Uid:"))
