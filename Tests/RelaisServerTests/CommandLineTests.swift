@@ -220,8 +220,12 @@ import Glibc
     /// `relais` product), every one the same way.
     @Test func theCommandRowsNameTheBinaryMakeDemoBuilds() throws {
         let makefile = try String(contentsOfFile: Self.packageRoot.appendingPathComponent("Makefile").path, encoding: .utf8)
-        let demo = try #require(makefile.components(separatedBy: "\ndemo:").dropFirst().first?.split(separator: "\n").dropFirst().first)
-        #expect(demo.contains("build -c release --product relais"), "\(demo)")
+        // `demo` depends on $(RELEASE_BINARY), .build/release/relais, which a release build of the product makes.
+        let demo = try #require(makefile.components(separatedBy: "\ndemo:").dropFirst().first?.split(separator: "\n").first)
+        #expect(demo.contains("$(RELEASE_BINARY)"), "\(demo)")
+        #expect(makefile.contains("\nRELEASE_BINARY := .build/release/relais\n"))
+        let rule = try #require(makefile.components(separatedBy: "\n$(RELEASE_BINARY):").dropFirst().first?.split(separator: "\n").dropFirst().first)
+        #expect(rule.contains("build -c release --product relais"), "\(rule)")
         let commands = try String(contentsOfFile: Self.packageRoot.appendingPathComponent("docs/commands.md").path, encoding: .utf8)
         // A command row: its first cell is a command line whose program is relais (not the `relais` target's row).
         let rows = commands.split(separator: "\n").filter { line in
