@@ -60,15 +60,11 @@ struct AttestationRoutes: RelayRoutes {
 
     /// Reads the form and the app; the app must use attestation.
     private func form(_ request: Request, _ context: RelaisRequestContext) async throws -> (FormParameters, AppSettings) {
-        guard let form = try await FormParameters.body(of: request, limit: 64 * 1024) else {
-            throw RelayError.invalidRequest("the body must be an application/x-www-form-urlencoded form of at most \(FormParameters.maxFields) fields")
+        let client = try await ClientForm.read(request, context, apps: apps, limiter: limiter)
+        guard client.app.attestation != .off else {
+            throw RelayError(.invalidClient, "this app does not use attestation (apps.\(client.app.clientID).attestation is off)")
         }
-        if let repeated = form.firstRepeatedName { throw RelayError.invalidRequest("the parameter '\(repeated)' is given more than once") }
-        guard let clientID = form["client_id"], !clientID.isEmpty else { throw RelayError.invalidRequest("client_id is missing") }
-        guard let app = apps[clientID] else { throw RelayError(.invalidClient, "no app is registered with this client_id") }
-        if let limited = await limiter.check(clientID: clientID, logger: context.logger) { throw limited }
-        guard app.attestation != .off else { throw RelayError(.invalidClient, "this app does not use attestation (apps.\(clientID).attestation is off)") }
-        return (form, app)
+        return (client.form, client.app)
     }
 
     /// The common part: the instance key, the platform check, the Client Attestation JWT.
