@@ -26,7 +26,7 @@ public struct Relay: Sendable {
         try await self.init(configuration: configuration, store: store, httpClient: httpClient, clock: clock, eventSink: eventSink, extensions: .init())
     }
 
-    /// `extensions`: grants a test adds to the built-in ones.
+    /// `extensions`: grants and attestation formats a test adds to the built-in ones.
     init(
         configuration: RelaisConfiguration, store: any KeyValueStore, httpClient: HTTPClient, clock: any RelaisClock, eventSink: (any SecurityEventSink)?,
         extensions: RelayExtensions
@@ -49,13 +49,18 @@ public struct Relay: Sendable {
         let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
         let tokenSessions = TokenSessions(sessions: sessions, vault: vault, keys: keys, issuer: issuer)
         let attestation = ClientAttestationGuard(issuer: issuer, keys: keys, sessions: sessions, events: events)
-        let now: @Sendable () -> Double = { clock.now }
-        let platforms = try apps.filter { $0.value.attestation != .off }.mapValues { try PlatformAttesters($0, http: httpClient, now: now) }
         let grants = TokenGrants([
             AuthorizationCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
             RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace, events: events),
             DeviceCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
         ] + extensions.grants)
+        let challenges = AttestationChallenges(sessions: sessions)
+        var attesters: [any PlatformAttester] = [
+            AppAttestAttester(step: .attestation, challenges: challenges),
+            AppAttestAttester(step: .assertion, challenges: challenges),
+            try PlayIntegrityAttester(apps: apps, challenges: challenges, http: httpClient),
+        ]
+        if configuration.relay.devAttester { attesters.append(DevelopmentAttester(challenges: challenges)) }
 
         var routes: [any RelayRoutes] = [
             AuthorizeRoute(
@@ -64,8 +69,8 @@ public struct Relay: Sendable {
             CallbackRoute(providers: providers, sessions: sessions, vault: vault, limiter: limiter, events: events, issuer: issuer),
             TokenRoute(apps: apps, limiter: limiter, grants: grants, dpop: dpop, attestation: attestation, issuer: issuer),
             AttestationRoutes(
-                apps: apps, platforms: platforms, limiter: limiter, sessions: sessions,
-                attestations: ClientAttestationIssuer(issuer: issuer, keys: keys, clock: clock), devAttester: configuration.relay.devAttester, events: events
+                apps: apps, attesters: attesters + extensions.attesters, limiter: limiter, sessions: sessions,
+                attestations: ClientAttestationIssuer(issuer: issuer, keys: keys, clock: clock), events: events
             ),
             UserinfoRoute(
                 bearer: bearer, sessions: sessions, vault: vault, acrOrders: providerSettings.mapValues(\.acrOrder),
@@ -122,9 +127,10 @@ public struct Relay: Sendable {
     }
 }
 
-/// What a test adds to the relay's built-in grants (docs/extending.md).
+/// What a test adds to the relay's built-in grants and attestation formats (docs/extending.md).
 struct RelayExtensions: Sendable {
     var grants: [any TokenGrant] = []
+    var attesters: [any PlatformAttester] = []
 }
 
 /// A route or a group of routes of one flow.
