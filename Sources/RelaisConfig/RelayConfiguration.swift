@@ -3,16 +3,6 @@ public import RelaisJOSE
 
 /// An OpenID provider Relais signs users in with (`providers.<id>`).
 public struct ProviderSettings: Sendable {
-    /// Starting points for the settings below; explicit keys override them.
-    public enum Preset: String, Sendable, CaseIterable {
-        case franceconnectV2 = "franceconnect-v2"
-        case franceconnectPlus = "franceconnect-plus"
-        case franceconnectV1 = "franceconnect-v1"
-        /// ProConnect (ex-AgentConnect), FranceConnect's sibling for civil servants and professionals.
-        case proconnect
-        case oidc
-    }
-
     /// How a level (`acr`) is asked of the provider.
     public enum ACRRequest: String, Sendable, CaseIterable {
         /// `acr_values`: FranceConnect's way; OpenID Connect makes it a voluntary hint.
@@ -36,7 +26,8 @@ public struct ProviderSettings: Sendable {
     }
 
     public var id: String
-    public var preset: Preset
+    /// Where the settings below started; explicit keys override them.
+    public var preset: ProviderDefaults
     public var issuer: String
     /// Read endpoints from `{issuer}/.well-known/openid-configuration`; explicit endpoints win.
     public var discovery: Bool
@@ -106,56 +97,25 @@ public struct ProviderSettings: Sendable {
     /// per this interval, so forged `kid`s cannot make Relais hammer the provider.
     public var jwksRefetchInterval: Duration = .seconds(10)
 
-    public init(id: String, preset: Preset, issuer: String, clientID: String) {
+    public init(id: String, preset: ProviderDefaults, issuer: String, clientID: String) {
         self.id = id
         self.preset = preset
         self.issuer = issuer
         self.clientID = clientID
-        let franceConnect = preset == .franceconnectV2 || preset == .franceconnectPlus || preset == .franceconnectV1
-        discovery = preset != .franceconnectV1
-        clientAuthentication = .clientSecretPost
-        switch preset {
-        case .franceconnectV2, .franceconnectPlus, .franceconnectV1: scopes = ["openid", "identite_pivot", "email"]
-        // The claims ProConnect always has (its "identité pivot" of an agent).
-        case .proconnect: scopes = ["openid", "given_name", "usual_name", "email", "uid", "siret"]
-        case .oidc: scopes = ["openid", "profile", "email"]
-        }
-        switch preset {
-        case .franceconnectV2, .franceconnectV1: acrValues = "eidas1"
-        case .franceconnectPlus: acrValues = "eidas2"
-        case .proconnect, .oidc: acrValues = nil
-        }
-        switch preset {
-        case .franceconnectV2, .franceconnectPlus, .franceconnectV1: acrOrder = ["eidas1", "eidas2", "eidas3"]
-        // `-mfa`: the same level with a second factor.
-        case .proconnect: acrOrder = ["eidas0", "eidas0-mfa", "eidas1", "eidas1-mfa", "eidas2", "eidas3"]
-        case .oidc: acrOrder = []
-        }
-        switch preset {
-        case .franceconnectV2, .franceconnectV1: acrValuesSupported = ["eidas1"]
-        case .franceconnectPlus: acrValuesSupported = ["eidas2", "eidas3"]
-        case .proconnect: acrValuesSupported = acrOrder
-        case .oidc: acrValuesSupported = []
-        }
-        acrRequest = preset == .proconnect ? .claims : .acrValues
-        forwardsIDPHint = preset == .franceconnectV2 || preset == .franceconnectPlus || preset == .proconnect
-        switch preset {
-        case .franceconnectV2, .proconnect: idTokenAlgorithms = [.es256, .rs256]
-        case .franceconnectPlus: idTokenAlgorithms = [.es256]
-        case .franceconnectV1: idTokenAlgorithms = [.hs256]
-        case .oidc: idTokenAlgorithms = [.rs256, .es256, .ps256, .edDSA]
-        }
-        switch preset {
-        case .franceconnectV2: userinfoFormat = .jws
-        case .franceconnectPlus: userinfoFormat = .jwe
-        case .franceconnectV1: userinfoFormat = .json
-        // A signed JWT when the service registered a signing algorithm, JSON otherwise.
-        case .proconnect, .oidc: userinfoFormat = .auto
-        }
+        discovery = preset.discovery
+        clientAuthentication = preset.clientAuthentication
+        scopes = preset.scopes
+        acrValues = preset.acrValues
+        acrOrder = preset.acrOrder
+        acrValuesSupported = preset.acrValuesSupported ?? preset.acrOrder
+        acrRequest = preset.acrRequest
+        forwardsIDPHint = preset.forwardsIDPHint
+        idTokenAlgorithms = preset.idTokenAlgorithms
+        userinfoFormat = preset.userinfoFormat
         decryptionKeys = []
-        pkce = !franceConnect
-        requireCallbackIssuer = preset == .franceconnectV2 || preset == .franceconnectPlus || preset == .proconnect ? .always : .auto
-        requireEncryptedIDToken = preset == .franceconnectPlus
+        pkce = preset.pkce
+        requireCallbackIssuer = preset.requireCallbackIssuer
+        requireEncryptedIDToken = preset.requireEncryptedIDToken
     }
 }
 

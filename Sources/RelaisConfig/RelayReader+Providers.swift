@@ -6,7 +6,7 @@ import RelaisJOSE
 extension ValueReader {
     mutating func readProvider(id: String, environment: RelaisConfiguration.Environment, publicBaseURL: String) -> ProviderSettings {
         let base = "providers.\(id)"
-        let preset = choice("\(base).preset", default: ProviderSettings.Preset.oidc)
+        let preset = choice("\(base).preset", default: ProviderDefaults.oidc)
         let issuer = text("\(base).issuer") ?? ""
         if issuer.isEmpty { problem("\(base).issuer", "set the provider's issuer (FranceConnect v2: https://oidc.franceconnect.gouv.fr/api/v2, ProConnect: https://auth.agentconnect.gouv.fr/api/v2)") }
         else { checkURL("\(base).issuer", issuer, environment: environment) }
@@ -26,7 +26,7 @@ extension ValueReader {
         if !provider.scopes.contains("openid") { problem("\(base).scopes", "must include openid") }
         if let acr = text("\(base).acr_values") { provider.acrValues = acr }
         provider.acrOrder = list("\(base).acr_order") ?? provider.acrOrder
-        provider.acrValuesSupported = list("\(base).acr_values_supported") ?? (provider.preset == .oidc || provider.preset == .proconnect ? provider.acrOrder : provider.acrValuesSupported)
+        provider.acrValuesSupported = list("\(base).acr_values_supported") ?? provider.preset.acrValuesSupported ?? provider.acrOrder
         provider.acrRequest = choice("\(base).acr_request", default: provider.acrRequest)
         provider.forwardsIDPHint = boolean("\(base).forward_idp_hint") ?? provider.forwardsIDPHint
         provider.stepUpProvider = text("\(base).step_up_provider")

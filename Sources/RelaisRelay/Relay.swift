@@ -23,6 +23,14 @@ public struct Relay: Sendable {
         configuration: RelaisConfiguration, store: any KeyValueStore, httpClient: HTTPClient, clock: any RelaisClock = SystemClock(),
         eventSink: (any SecurityEventSink)? = nil
     ) async throws {
+        try await self.init(configuration: configuration, store: store, httpClient: httpClient, clock: clock, eventSink: eventSink, extensions: .init())
+    }
+
+    /// `extensions`: grants and attestation formats a test adds to the built-in ones.
+    init(
+        configuration: RelaisConfiguration, store: any KeyValueStore, httpClient: HTTPClient, clock: any RelaisClock, eventSink: (any SecurityEventSink)?,
+        extensions: RelayExtensions
+    ) async throws {
         let issuer = configuration.server.publicBaseURL
         let sessions = SessionStore(store: store, settings: configuration.relay, clock: clock, liveness: SessionLiveness(store: store, maxBytes: configuration.memory.sessionLiveness))
         let keys = try await RelayKeys.load(configuration.keys, store: sessions)
@@ -41,24 +49,28 @@ public struct Relay: Sendable {
         let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
         let tokenSessions = TokenSessions(sessions: sessions, vault: vault, keys: keys, issuer: issuer)
         let attestation = ClientAttestationGuard(issuer: issuer, keys: keys, sessions: sessions, events: events)
-        let now: @Sendable () -> Double = { clock.now }
-        let platforms = try apps.filter { $0.value.attestation != .off }.mapValues { try PlatformAttesters($0, http: httpClient, now: now) }
+        let grants = TokenGrants([
+            AuthorizationCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
+            RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace, events: events),
+            DeviceCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
+        ] + extensions.grants)
+        let challenges = AttestationChallenges(sessions: sessions)
+        var attesters: [any PlatformAttester] = [
+            AppAttestAttester(step: .attestation, challenges: challenges),
+            AppAttestAttester(step: .assertion, challenges: challenges),
+            try PlayIntegrityAttester(apps: apps, challenges: challenges, http: httpClient),
+        ]
+        if configuration.relay.devAttester { attesters.append(DevelopmentAttester(challenges: challenges)) }
 
         var routes: [any RelayRoutes] = [
             AuthorizeRoute(
                 validator: AppAuthorizationValidator(apps: apps, providers: providerSettings), starter: starter, tokens: tokenSessions, limiter: limiter, issuer: issuer
             ),
             CallbackRoute(providers: providers, sessions: sessions, vault: vault, limiter: limiter, events: events, issuer: issuer),
-            TokenRoute(
-                apps: apps, limiter: limiter,
-                authorizationCode: AuthorizationCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
-                refresh: RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace, events: events),
-                device: DeviceCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
-                dpop: dpop, attestation: attestation, issuer: issuer
-            ),
+            TokenRoute(apps: apps, limiter: limiter, grants: grants, dpop: dpop, attestation: attestation, issuer: issuer),
             AttestationRoutes(
-                apps: apps, platforms: platforms, limiter: limiter, sessions: sessions,
-                attestations: ClientAttestationIssuer(issuer: issuer, keys: keys, clock: clock), devAttester: configuration.relay.devAttester, events: events
+                apps: apps, attesters: attesters + extensions.attesters, limiter: limiter, sessions: sessions,
+                attestations: ClientAttestationIssuer(issuer: issuer, keys: keys, clock: clock), events: events
             ),
             UserinfoRoute(
                 bearer: bearer, sessions: sessions, vault: vault, acrOrders: providerSettings.mapValues(\.acrOrder),
@@ -80,7 +92,7 @@ public struct Relay: Sendable {
             LogoutRoutes(apps: apps, providers: providers, vault: vault, tokens: tokenSessions, bearer: bearer, events: events),
             BackchannelLogoutRoute(providers: providers, sessions: sessions, events: events),
             WellKnownRoutes(files: configuration.wellKnown),
-            MetadataRoutes(issuer: issuer, apps: configuration.apps, providers: configuration.providers, keys: keys),
+            MetadataRoutes(issuer: issuer, apps: configuration.apps, providers: configuration.providers, keys: keys, grantTypes: grants.offered(to: configuration.apps)),
         ]
         if development {
             routes.append(DemoAppRoutes(issuer: issuer, apps: configuration.apps, providers: configuration.providers, devAttester: configuration.relay.devAttester, webSessions: webSessions, vault: vault))
@@ -113,6 +125,12 @@ public struct Relay: Sendable {
         }
         return SecurityEventLog(sink: output, hashKey: shared, clock: clock)
     }
+}
+
+/// What a test adds to the relay's built-in grants and attestation formats (docs/extending.md).
+struct RelayExtensions: Sendable {
+    var grants: [any TokenGrant] = []
+    var attesters: [any PlatformAttester] = []
 }
 
 /// A route or a group of routes of one flow.

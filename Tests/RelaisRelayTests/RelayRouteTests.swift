@@ -28,6 +28,8 @@ import Testing
         let configuration: RelaisConfiguration
         /// The security events the relay wrote.
         let events = CollectedEvents()
+        /// Grants and attestation formats a test adds (docs/extending.md).
+        var extensions = RelayExtensions()
 
         init(_ change: (inout RelaisConfiguration) -> Void = { _ in }, serving wrap: (EmbeddedStore) -> any KeyValueStore = { $0 }) {
             store = EmbeddedStore(clock: clock)
@@ -48,7 +50,7 @@ import Testing
         /// `.live` serves over loopback (the peer address is then 127.0.0.1); `.router` needs no socket.
         func test(_ framework: TestingSetup = .router, _ body: @Sendable @escaping (any TestClientProtocol) async throws -> Void) async throws {
             let http = HTTPClient(configuration: .init())
-            let relay = try await Relay(configuration: configuration, store: served, httpClient: http, clock: clock, eventSink: events)
+            let relay = try await Relay(configuration: configuration, store: served, httpClient: http, clock: clock, eventSink: events, extensions: extensions)
             let router = RelaisApplication.makeRouter(
                 configuration: configuration, dependencies: RelaisDependencies(store: served, httpClient: http), additionalRoutes: relay.register(on:)
             )

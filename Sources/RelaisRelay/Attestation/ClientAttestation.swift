@@ -8,7 +8,8 @@ import RelaisJOSE
 /// How an app instance proved itself: the platform's proof Relais checked (or the attester that
 /// did), and the instance key its PoPs are signed with.
 struct ClientAttested: Sendable, Equatable {
-    /// `ios`, `android`, `dev`, or `external` for an attester of the app team's own.
+    /// The ``PlatformAttester``'s platform (`ios`, `android`, `dev`), or `external` for an attester
+    /// of the app team's own.
     var platform: String
     /// RFC 7638 thumbprint of the instance key (`cnf.jwk`).
     var thumbprint: String

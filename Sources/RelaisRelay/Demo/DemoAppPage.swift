@@ -106,7 +106,7 @@ struct DemoAppPage {
             )
         case .proconnect:
             return connectGroup(id: id, brand: .proConnect, link: "https://www.proconnect.gouv.fr/", question: "Qu’est-ce que ProConnect ?", attributes: attributes)
-        case .oidc:
+        default:
             return #"<p><button class="btn btn--secondary plain" id="\#(HTMLText.escape(id))"\#(attributes)>Se connecter avec \#(HTMLText.escape(provider.id))</button></p>"#
         }
     }

@@ -6,7 +6,7 @@ import RelaisJOSE
 
 /// `grant_type=urn:ietf:params:oauth:grant-type:device_code` (RFC 8628 §3.4): the device polls
 /// until its request is decided, then gets its tokens exactly once.
-struct DeviceCodeGrant: Sendable {
+struct DeviceCodeGrant: TokenGrant {
     static let grantType = "urn:ietf:params:oauth:grant-type:device_code"
 
     let sessions: SessionStore
@@ -14,7 +14,10 @@ struct DeviceCodeGrant: Sendable {
     let issuer: TokenIssuer
     let events: SecurityEventLog
 
-    func poll(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
+    /// Listed only where an app may use it (`apps.<id>.device_grant`).
+    func isOffered(to apps: [AppSettings]) -> Bool { apps.contains { $0.deviceGrant != nil } }
+
+    func answer(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
         guard app.deviceGrant != nil else { throw RelayError(.unauthorizedClient, "this app is not registered for the device grant (apps.\(app.clientID).device_grant)") }
         guard let deviceCode = form["device_code"], !deviceCode.isEmpty, deviceCode.utf8.count <= 256 else { throw RelayError.invalidRequest("device_code is missing") }
         switch try await sessions.pollDevice(deviceCode, clientID: app.clientID, interval: sessions.settings.devicePollInterval) {

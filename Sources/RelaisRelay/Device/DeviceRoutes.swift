@@ -37,11 +37,8 @@ struct DeviceRoutes: RelayRoutes {
     }
 
     private func authorize(_ request: Request, context: RelaisRequestContext) async throws -> Response {
-        let form = try await Self.form(request)
-        let client = try PublicClient(request, form)
-        let clientID = client.id
-        guard let app = apps[clientID] else { throw client.unknown }
-        if let limited = await limiter.check(clientID: clientID, logger: context.logger) { throw limited }
+        let client = try await ClientForm.read(request, context, apps: apps, limiter: limiter)
+        let (form, app, clientID) = (client.form, client.app, client.app.clientID)
         guard app.deviceGrant != nil else { throw RelayError(.unauthorizedClient, "this app is not registered for the device grant (apps.\(clientID).device_grant)") }
         let scopes = form["scope"].map { $0.split(separator: " ").map(String.init) } ?? app.scopes
         guard scopes.contains("openid") else { throw RelayError(.invalidScope, "scope must include openid") }
@@ -108,7 +105,7 @@ struct DeviceRoutes: RelayRoutes {
     /// be replayed here) and its sign-in recent.
     private func approvable(_ request: Request, context: RelaisRequestContext, url: String) async throws -> Approval {
         let access = try await bearer.authenticate(request, session: .alive, target: .init(method: "POST", url: url))
-        let form = try await Self.form(request)
+        let form = try await ClientForm.form(request)
         if let limited = await limiter.checkUserCode(approver: access.sid, logger: context.logger) { throw limited }
         guard let typed = form["user_code"], let userCode = UserCode(typed: typed) else { throw RelayError(.invalidUserCode, "user_code is not a user code (XXXX-XXXX)") }
         guard case .found(let sid, let found) = try await sessions.deviceRequest(userCode: userCode) else {
@@ -153,14 +150,6 @@ struct DeviceRoutes: RelayRoutes {
             "device": request.device.map(JSONValue.string) ?? .null, "device_written_by": .string("requester"),
             "scope": .string(request.scopes.joined(separator: " ")), "expires_in": .number(max(0, (request.expiresAt - now).rounded(.down))),
         ])
-    }
-
-    static func form(_ request: Request) async throws -> FormParameters {
-        guard let form = try await FormParameters.body(of: request, limit: 16 * 1024) else {
-            throw RelayError.invalidRequest("the body must be an application/x-www-form-urlencoded form of at most \(FormParameters.maxFields) fields")
-        }
-        if let repeated = form.firstRepeatedName { throw RelayError.invalidRequest("the parameter '\(repeated)' is given more than once") }
-        return form
     }
 
     /// A label shown to people: short, printable, no markup worries (pages escape it anyway).

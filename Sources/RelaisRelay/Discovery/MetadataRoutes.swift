@@ -10,6 +10,8 @@ struct MetadataRoutes: RelayRoutes {
     let apps: [AppSettings]
     let providers: [ProviderSettings]
     let keys: RelayKeys
+    /// `grant_types_supported`, from the grants `/token` answers (``TokenGrants``).
+    let grantTypes: [String]
 
     func register(on router: Router<RelaisRequestContext>) {
         let document = metadata()
@@ -45,7 +47,7 @@ struct MetadataRoutes: RelayRoutes {
             "revocation_endpoint_auth_methods_supported": strings(["none"]),
             "response_types_supported": strings(["code"]),
             "response_modes_supported": strings(["query"]),
-            "grant_types_supported": strings(["authorization_code", "refresh_token"] + (apps.contains { $0.deviceGrant != nil } ? [DeviceCodeGrant.grantType] : [])),
+            "grant_types_supported": strings(grantTypes),
             "code_challenge_methods_supported": strings(["S256"]),
             "dpop_signing_alg_values_supported": strings(DPoPGuard.algorithms.split(separator: " ").map(String.init)),
             "token_endpoint_auth_methods_supported": strings(apps.contains { $0.attestation != .off } ? ["none", "attest_jwt_client_auth"] : ["none"]),

@@ -4,13 +4,15 @@ import RelaisHTTPClient
 import RelaisJOSE
 
 /// `grant_type=authorization_code` with PKCE: the code from /callback opens the session.
-struct AuthorizationCodeGrant: Sendable {
+struct AuthorizationCodeGrant: TokenGrant {
+    static let grantType = "authorization_code"
+
     let sessions: SessionStore
     let vault: SessionVault
     let issuer: TokenIssuer
     let events: SecurityEventLog
 
-    func redeem(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
+    func answer(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
         guard let code = form["code"], !code.isEmpty else { throw RelayError.invalidRequest("code is missing") }
         guard let redirectURI = form["redirect_uri"], !redirectURI.isEmpty else { throw RelayError.invalidRequest("redirect_uri is missing") }
         guard let verifier = form["code_verifier"], !verifier.isEmpty else { throw RelayError.invalidRequest("code_verifier is missing (PKCE)") }

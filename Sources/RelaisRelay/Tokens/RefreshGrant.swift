@@ -10,7 +10,9 @@ import RelaisClock
 /// compare-and-set of the session record, so exactly one request rotates each generation across
 /// every instance. The previous generation gets an answer within the grace window (the app lost
 /// the response); any older one, or the previous after the window, ends the session (a replay).
-struct RefreshGrant: Sendable {
+struct RefreshGrant: TokenGrant {
+    static let grantType = "refresh_token"
+
     let sessions: SessionStore
     let vault: SessionVault
     let issuer: TokenIssuer
@@ -29,7 +31,7 @@ struct RefreshGrant: Sendable {
         let attested: ClientAttested?
     }
 
-    func rotate(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
+    func answer(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
         guard let token = form["refresh_token"], !token.isEmpty else { throw RelayError.invalidRequest("refresh_token is missing") }
         // RFC 6749 §6: a refresh may repeat or narrow the granted scopes, never widen them.
         let scopes = form["scope"].map { $0.split(separator: " ").map(String.init) }
