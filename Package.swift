@@ -226,6 +226,7 @@ let package = Package(
             dependencies: [
                 "RelaisTelemetry",
                 "RelaisAttest",
+                "RelaisClock",
                 "RelaisConfig",
                 "RelaisDevProvider",
                 "RelaisRelay",
@@ -243,6 +244,7 @@ let package = Package(
             name: "relais-bench",
             dependencies: [
                 "RelaisAttest",
+                "RelaisClock",
                 "RelaisCrypto",
                 "RelaisHTTPClient",
                 "RelaisJOSE",

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import Synchronization
+import RelaisClock
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
@@ -26,7 +27,7 @@ extension DevProviderProcessTests {
             let jws = try JWS.parse(try #require(tokens["id_token"]?.stringValue))
             #expect(jws.algorithm == .hs256)
             try jws.verify(with: JWK(symmetric: Array(ProviderClient.secrets["app"]!.utf8)))
-            var policy = ClaimsPolicy(issuer: client.issuer, audience: "app")
+            var policy = ClaimsPolicy(issuer: client.issuer, audience: "app", now: { [clock = client.clock] in clock.now })
             policy.nonce = ProviderClient.nonce
             #expect(try policy.validate(jws).acr == "eidas1")
             let userinfo = try await client.userinfo(try #require(tokens["access_token"]?.stringValue))

@@ -23,8 +23,7 @@ import Testing
     }
 
     private var policy: ClaimsPolicy {
-        var policy = ClaimsPolicy(issuer: "https://idp.example/api/v2", audience: "client-1")
-        policy.now = { Self.now }
+        var policy = ClaimsPolicy(issuer: "https://idp.example/api/v2", audience: "client-1", now: { Self.now })
         policy.nonce = String(repeating: "n", count: 32)
         policy.minimumACR = "eidas1"
         policy.acrOrder = ["eidas1", "eidas2", "eidas3"]

@@ -48,9 +48,13 @@ struct AccessTokenVerifier: Sendable {
     /// - Parameters:
     ///   - issuer: Relais' public address, exactly as its tokens carry it in `iss`.
     ///   - audience: This API's own identifier, one of the app's `audiences` in Relais' configuration.
-    init(issuer: String, audience: String, fetcher: any JWKSFetcher) {
+    ///   - now: The time `exp`, `nbf` and `iat` are checked against, in seconds since 1970.
+    init(
+        issuer: String, audience: String, fetcher: any JWKSFetcher,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
         keys = JWKSCache(url: issuer + "/jwks.json", fetcher: fetcher)
-        var policy = ClaimsPolicy(issuer: issuer, audience: audience)
+        var policy = ClaimsPolicy(issuer: issuer, audience: audience, now: now)
         policy.expectedType = "at+jwt"         // an access token, never an id_token (RFC 9068)
         policy.leeway = .seconds(30)           // clock skew tolerated on exp, nbf and iat
         policy.requiredClaims = ["sub", "client_id", "sid", "scope"]
@@ -124,7 +128,8 @@ func hasValidProof(
     guard let dpop else { return false }  // a bound token without a proof is refused
     let proof: DPoPProof
     do {
-        proof = try DPoPProofVerifier().verify(dpop, method: method, url: url, accessToken: accessToken)
+        let verifier = DPoPProofVerifier(now: { Date().timeIntervalSince1970 })
+        proof = try verifier.verify(dpop, method: method, url: url, accessToken: accessToken)
     } catch {
         return false  // log error.code: dpop_htu, dpop_ath, dpop_iat, ...
     }
@@ -176,12 +181,8 @@ func hasValidProof(
 
     /// The JOSE code the example verifier refuses `token` with; `now` pins the verifier's clock.
     private func refusal(_ token: String, now: Double? = nil) async -> String? {
-        var verifier = AccessTokenVerifier(issuer: Self.issuer, audience: Self.audience, fetcher: InMemoryFetcher(serving: [Self.signingKey]))
-        if let now {
-            var policy = verifier.policy
-            policy.now = { now }
-            verifier = AccessTokenVerifier(keys: verifier.keys, policy: policy)
-        }
+        let fetcher = InMemoryFetcher(serving: [Self.signingKey])
+        let verifier = AccessTokenVerifier(issuer: Self.issuer, audience: Self.audience, fetcher: fetcher, now: { now ?? Date().timeIntervalSince1970 })
         do {
             _ = try await verifier.verify(token)
             return nil
@@ -298,13 +299,5 @@ func hasValidProof(
         for (index, (block, snippet)) in zip(blocks, snippets).enumerated() {
             #expect(block == snippet.text, "swift block \(index + 1) of the article differs from snippet '\(snippet.name)'")
         }
-    }
-}
-
-extension AccessTokenVerifier {
-    /// The example's verifier with another policy (a pinned clock), for tests only.
-    init(keys: JWKSCache, policy: ClaimsPolicy) {
-        self.keys = keys
-        self.policy = policy
     }
 }

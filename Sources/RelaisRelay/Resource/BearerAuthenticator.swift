@@ -243,11 +243,10 @@ final class BearerAuthenticator: Sendable {
         do {
             let jws = try JWS.parse(String(token))
             try jws.verify(with: keys.ring.signingKeys)
-            var policy = ClaimsPolicy(issuer: issuer)
+            var policy = ClaimsPolicy(issuer: issuer, now: { [clock] in clock.now })
             policy.expectedType = "at+jwt"
             policy.leeway = Self.leeway
             policy.requiredClaims = ["sub", "client_id", "sid", "scope"]
-            policy.now = { [clock] in clock.now }
             claims = try policy.validate(jws)
         } catch {
             throw .invalidToken(error.code == "jwt_exp" ? "the access token has expired" : "the access token is not valid (\(error.code))")
