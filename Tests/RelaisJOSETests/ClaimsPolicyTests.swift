@@ -81,6 +81,15 @@ import Testing
         #expect(try rejection(base, typ: "application/JWT") == nil)
     }
 
+    /// A caller acts on one check by its case, not by matching the code or the description.
+    @Test func theFailedCheckIsTyped() throws {
+        var claims = base
+        claims["exp"] = .number(Self.now - 120)
+        #expect(throws: JOSEError.claimRejected(check: .expiration, reason: "expired 120 s ago")) { try policy.validate(try token(claims)) }
+        #expect(JOSEError.claimRejected(check: .expiration, reason: "").failedCheck == .expiration)
+        #expect(JOSEError.invalidSignature.failedCheck == nil)
+    }
+
     @Test func severalAudiencesNeedTheMatchingAzp() throws {
         var claims = base
         claims["aud"] = .array([.string("client-1"), .string("api")])

@@ -109,7 +109,7 @@ struct ClientAttestationGuard: Sendable {
         do {
             claims = try policy.validate(jws)
         } catch {
-            if error.code == "jwt_exp" { throw RelayError(.useFreshAttestation, "the client attestation has expired: attest the app again") }
+            if error.failedCheck == .expiration { throw RelayError(.useFreshAttestation, "the client attestation has expired: attest the app again") }
             throw invalid("is not valid (\(error.code))")
         }
         guard claims.subject == app.clientID else { throw invalid("was issued to another client (sub)") }

@@ -29,6 +29,14 @@ struct RelayError: Error, Sendable, Equatable {
     /// refresh: the token replayed, the session ended, the wrong key): `error_reason` in the JSON
     /// body, stable, listed in docs/errors.md. The description stays for people reading logs.
     var reason: Reason?
+    /// Why an access token was refused, where the relay itself acts on it; never rendered.
+    var tokenFault: TokenFault?
+
+    /// An expired token is not worth a check of the store's keys; one naming a key this instance
+    /// lacks is (``RelayKeys``: another instance may have generated it).
+    enum TokenFault: Sendable {
+        case expired, unknownKey
+    }
 
     enum Reason: String, Sendable, CaseIterable {
         /// A rotated refresh token came back: the session is revoked.
