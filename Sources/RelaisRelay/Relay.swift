@@ -16,6 +16,8 @@ public struct Relay: Sendable {
     private let trustedProxies: [IPNetwork]
     /// The operator's look and the default language of Relais' pages (`pages.*`).
     private let pages: PageRenderer
+    /// Kept in step with the store by ``RelayKeySync`` when generated.
+    let keys: RelayKeys
 
     /// Builds the services once per process; keys may be read from (or, in development, written
     /// to) the store. `eventSink` replaces the configured output of security events (tests).
@@ -88,6 +90,7 @@ public struct Relay: Sendable {
         }
         self.routes = routes
         self.trustedProxies = trustedProxies
+        self.keys = keys
         pages = PageRenderer(configuration.pages)
     }
 

@@ -19,7 +19,6 @@ struct MetadataRoutes: RelayRoutes {
         // Generated development keys may change (see RelayKeys): served as they are now.
         let signingKeys = keys.ring.signingKeys.publicJSON()
         router.get("/jwks.json") { [keys] _, _ in
-            await keys.synchronize()
             return RelayResponse.publicDocument(keys.signingKeysGenerated ? keys.ring.signingKeys.publicJSON() : signingKeys, contentType: "application/jwk-set+json")
         }
         // The jwks_uri to register at providers: the public halves of Relais' client keys

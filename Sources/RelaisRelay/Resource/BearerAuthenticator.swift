@@ -129,10 +129,9 @@ final class BearerAuthenticator: Sendable {
         do throws(RelayError) {
             do {
                 access = try verify(token)
-            } catch let error where keys.signingKeysGenerated && error.tokenFault != .expired {
-                // Perhaps signed by another instance's new generated key: check the store once, retry.
-                await keys.synchronize(afterFailure: true)
-                access = try verify(token)
+            } catch let error where error.tokenFault == .unknownKey {
+                guard let again = try await keys.retryingOnUnknownKey(.signing, { () throws(RelayError) -> AccessToken? in try verify(token) }) else { throw error }
+                access = again
             }
         } catch {
             throw Self.inScheme(error, dpop: presentedAsDPoP)

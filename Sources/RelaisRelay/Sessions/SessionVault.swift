@@ -34,8 +34,7 @@ struct SessionVault: Sendable {
     /// `invalid_grant` (the key was removed: the app must sign the user in again).
     func openForGrant(_ sealed: String, what: String, logger: Logger) async throws -> SessionIdentity {
         if let identity = open(SessionIdentity.self, sealed) { return identity }
-        await keys.synchronize(afterFailure: true)
-        if let identity = open(SessionIdentity.self, sealed) { return identity }
+        if let identity = await keys.retryingOnUnknownKey(.session, { open(SessionIdentity.self, sealed) }) { return identity }
         logger.error("\(what) was sealed with a session key this instance does not have", metadata: ["generated_keys": "\(keys.sessionKeysGenerated)"])
         if keys.sessionKeysGenerated { throw RelayError(.temporarilyUnavailable, "the development session keys are being synchronised; try again shortly") }
         throw RelayError.invalidGrant("\(what) was sealed with a session key that is no longer configured; sign in again")
@@ -44,8 +43,7 @@ struct SessionVault: Sendable {
     /// ``openIdentity(_:)``, with one check of the keys against the store when it fails.
     func openIdentityAfterSync(_ sealed: String) async -> SessionIdentity? {
         if let identity = openIdentity(sealed) { return identity }
-        await keys.synchronize(afterFailure: true)
-        return openIdentity(sealed)
+        return await keys.retryingOnUnknownKey(.session) { openIdentity(sealed) }
     }
 
     func seal(_ identity: SessionIdentity) throws -> String {

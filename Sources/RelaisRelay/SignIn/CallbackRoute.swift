@@ -124,7 +124,6 @@ struct CallbackRoute: RelayRoutes {
         )
         let relayCode = SessionTokens.code(sid: SessionStore.newSessionID(), secret: secret)
         do {
-            await vault.keys.synchronize()
             let sealed = try vault.seal(sealedIdentity)
             let record = RelayCode(
                 app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: sealed, providerSessionID: identity.sessionID, replaces: replaces
@@ -148,7 +147,6 @@ struct CallbackRoute: RelayRoutes {
         _ sid: String, identity: UpstreamIdentity, app: AppRequest, context: RelaisRequestContext, fail: (RelayError, String) -> Response
     ) async -> Response {
         do {
-            await vault.keys.synchronize()
             let sealed = try vault.seal(SessionIdentity(claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken))
             let decision = SessionStore.DeviceDecision(
                 approved: true, subject: identity.subject, providerID: app.providerID, acr: identity.acr, sealedIdentity: sealed,

@@ -31,7 +31,6 @@ struct AuthorizationCodeGrant: Sendable {
             throw error
         }
         let opened = try await vault.openForGrant(record.sealedIdentity, what: "the sign-in", logger: logger)
-        await vault.keys.synchronize()
         // Found under its session's tag, so the code names its session.
         guard let sid = SessionStore.sessionID(in: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
         let (identity, sealed, secret) = try vault.withTokenSecret(opened, sealed: record.sealedIdentity)

@@ -57,8 +57,6 @@ struct RefreshGrant: Sendable {
             _ = try? await sessions.revoke(sid, reason: .approverEnded)
             throw RelayError.invalidGrant("the app session that approved this device has ended, and this session with it", .approverEnded)
         }
-        // Generated development keys may have moved on another instance: sign with the shared one.
-        await vault.keys.synchronize()
         if generation < session.span.generation {
             guard generation == session.span.generation - 1, let refreshedAt = session.span.refreshedAt,
                 sessions.clock.now - refreshedAt <= Double(grace.components.seconds)
@@ -91,7 +89,6 @@ struct RefreshGrant: Sendable {
             throw RelayError.invalidGrant("the session has ended", .sessionEnded)
         }
         let opened = try await vault.openForGrant(session.sealedIdentity, what: "the session", logger: logger)
-        await vault.keys.synchronize()
         if let rotatedAt = record.rotatedAt {
             guard sessions.clock.now - rotatedAt <= Double(grace.components.seconds) else {
                 throw try await replayed(record.sid, session, app: request.app, logger: logger)
