@@ -162,9 +162,8 @@ struct RelayError: Error, Sendable, Equatable {
 
     /// The OAuth JSON error body, with the request id the log line also carries.
     func json(requestID: String) -> Response {
-        var body: [String: JSONValue] = ["error": .string(code.wireCode), "error_description": .string(description), "request_id": .string(requestID)]
-        if let reason { body["error_reason"] = .string(reason.rawValue) }
-        return RelayResponse.json(code.status, .object(body), headers: headers)
+        let body = JSONErrorBody.serialized(code: code.wireCode, description: description, reason: reason?.rawValue, requestID: requestID)
+        return RelayResponse.json(code.status, serialized: body, headers: headers)
     }
 
     /// The JSON body with the RFC 6750 challenge, for endpoints that take an access token.
