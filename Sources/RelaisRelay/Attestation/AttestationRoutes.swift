@@ -29,7 +29,7 @@ struct AttestationRoutes: RelayRoutes {
     let devAttester: Bool
     let events: SecurityEventLog
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.post("/attest/challenge") { request, context in
             try await limiter.guarding(.json, request, context) {
                 let (_, app) = try await form(request, context)

@@ -21,7 +21,7 @@ struct DeviceRoutes: RelayRoutes {
     let limiter: RateLimiter
     let events: SecurityEventLog
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.post("/device_authorization") { request, context in
             try await limiter.guarding(.json, request, context) { try await authorize(request, context: context) }
         }

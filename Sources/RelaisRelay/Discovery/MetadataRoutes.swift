@@ -11,7 +11,7 @@ struct MetadataRoutes: RelayRoutes {
     let providers: [ProviderSettings]
     let keys: RelayKeys
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         let document = metadata()
         let serialized = document.serialized()
         router.get("/.well-known/oauth-authorization-server") { _, _ in RelayResponse.publicDocument(serialized, contentType: "application/json") }

@@ -18,7 +18,7 @@ struct UserinfoRoute: RelayRoutes {
     /// Bounded in bytes (`memory.userinfo_bodies`).
     let bodies: MemoryCache<String, [UInt8]>
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.get("/userinfo") { request, context in try await respond(request, context: context) }
         router.post("/userinfo") { request, context in try await respond(request, context: context) }
     }

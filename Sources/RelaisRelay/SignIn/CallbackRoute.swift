@@ -18,7 +18,7 @@ struct CallbackRoute: RelayRoutes {
     let events: SecurityEventLog
     let issuer: String
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.get("/callback") { request, context in
             try await limiter.guarding(.page, request, context) { try await callback(request, context: context) }
         }

@@ -13,7 +13,7 @@ struct UserSessionRoutes: RelayRoutes {
     let sessions: SessionStore
     let events: SecurityEventLog
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.get("/sessions") { request, context in
             try await RelayError.rendering(.bearer, context) { RelayResponse.json(.ok, serialized: try await list(request)) }
         }

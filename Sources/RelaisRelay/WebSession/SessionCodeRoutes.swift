@@ -29,7 +29,7 @@ struct SessionCodeRoutes: RelayRoutes {
     /// Development only: the target of an app with no `web_targets` (the demo's web page).
     let developmentTarget: String?
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.post("/session_code") { request, context in
             try await limiter.guarding(.bearer, request, context) { try await issue(request) }
         }
