@@ -22,7 +22,7 @@ struct TokenSessions: Sendable {
                 else { return nil }
                 return sid
             }
-            if let record = try await sessions.legacyRefresh(token) { return record.clientID == clientID ? record.sid : nil }
+            if let record = try await sessions.earlierVersionRefreshRecord(token) { return record.clientID == clientID ? record.sid : nil }
         }
         // An expired access token still names its grant: revoking it ends the session when that
         // still exists (RFC 7009 §2.1 lets revocation reach the whole grant).

@@ -168,7 +168,7 @@ struct RelayCode: JSONRecord, Sendable {
 
 /// A signed-in person, for one app: what the refresh token, the access token's `sid`, /userinfo,
 /// introspection and forward-auth refer to.
-struct SessionRecord: JSONRecord, Sendable {
+struct SessionRecord: Sendable {
     var clientID: String
     var subject: String
     var providerID: String
@@ -221,40 +221,10 @@ struct SessionRecord: JSONRecord, Sendable {
         self.sealedIdentity = sealedIdentity
     }
 
-    init?(json: [String: JSONValue]) {
-        guard let clientID = json["client_id"]?.stringValue, let subject = json["sub"]?.stringValue, let providerID = json["idp"]?.stringValue,
-            let scopes = json["scopes"]?.arrayValue?.compactMap(\.stringValue), let createdAt = json["created_at"]?.numberValue,
-            let expiresAt = json["expires_at"]?.numberValue, let sealed = json["identity"]?.stringValue
-        else { return nil }
-        self.init(
-            clientID: clientID, subject: subject, providerID: providerID, scopes: scopes, acr: json["acr"]?.stringValue, createdAt: createdAt,
-            expiresAt: expiresAt, sealedIdentity: sealed
-        )
-        if let platform = json["attested"]?.stringValue, let key = json["attested_key"]?.stringValue {
-            attested = ClientAttested(platform: platform, thumbprint: key)
-        }
-        origin.device = json["device"]?.stringValue
-        origin.approvedBy = json["approved_by"]?.stringValue
-    }
-
-    var json: JSONValue {
-        var object: [String: JSONValue] = [
-            "client_id": .string(clientID), "sub": .string(subject), "idp": .string(providerID), "scopes": .array(scopes.map { .string($0) }),
-            "created_at": .number(createdAt), "expires_at": .number(expiresAt), "identity": .string(sealedIdentity),
-        ]
-        if let acr { object["acr"] = .string(acr) }
-        if let attested {
-            object["attested"] = .string(attested.platform)
-            object["attested_key"] = .string(attested.thumbprint)
-        }
-        if let device = origin.device { object["device"] = .string(device) }
-        if let approvedBy = origin.approvedBy { object["approved_by"] = .string(approvedBy) }
-        return .object(object)
-    }
 }
 
 extension SessionRecord {
-    /// The record's first byte in the store (JSON records, written before, start with `{`).
+    /// The record's first byte in the store (an earlier version's JSON starts with `{`).
     static let compactFormat: UInt8 = 0xC1
 
     /// The stored form (``CompactWriter``): about 40% smaller than the JSON it replaced.
@@ -290,7 +260,7 @@ extension SessionRecord {
     init?(stored bytes: [UInt8]?) {
         guard let bytes else { return nil }
         guard var reader = CompactReader(bytes, format: Self.compactFormat) else {
-            guard let record = StoredJSON.decode(SessionRecord.self, bytes) else { return nil }
+            guard let record = Self(earlierVersionJSON: bytes) else { return nil }
             self = record
             return
         }
@@ -335,18 +305,6 @@ extension SessionRecord {
         }
         guard reader.isAtEnd else { return nil }
     }
-}
-
-/// What a random refresh token, minted before derived tokens (``SessionTokens``), stands for:
-/// read for sessions opened by an earlier version until they move to derived tokens.
-struct RefreshRecord: Codable, Sendable {
-    var sid: String
-    var clientID: String
-    var rotatedAt: Double?
-    /// The response that replaced this token, sealed, for a retry within the grace window.
-    var sealedSuccessor: String?
-    /// The thumbprint of the DPoP key the token is bound to: a refresh needs a proof by it.
-    var jkt: String?
 }
 
 /// A record written with Relais' own JSON code rather than Codable: these are read on every

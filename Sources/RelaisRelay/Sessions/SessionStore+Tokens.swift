@@ -2,27 +2,8 @@ import RelaisClock
 import RelaisStore
 import RelaisConfig
 
-/// Refresh tokens written by earlier versions, logout transactions and replay memory.
+/// Logout transactions, replay memory, rate-limit counts and values shared by every instance.
 extension SessionStore {
-    /// When the session's tokens were last refreshed; nil when they never were.
-    func lastRefreshed(_ sid: String, _ session: SessionRecord) async throws -> Double? {
-        if let refreshedAt = session.span.refreshedAt { return refreshedAt }
-        return try await store.get(Key.lastUsed(sid)).flatMap { Double(String(decoding: $0, as: UTF8.self)) }
-    }
-
-    /// The record of a random refresh token minted before derived tokens (``SessionTokens``).
-    func legacyRefresh(_ token: String) async throws -> RefreshRecord? {
-        StoredJSON.decode(RefreshRecord.self, try await store.get(Key.refreshToken(token)))
-    }
-
-    /// Moves a session from a random refresh token to derived ones: the session (with its new
-    /// identity and generation) replaces the record read as `stored`, and the old token is marked
-    /// rotated, so that a later use of it is recognised as a replay.
-    func adopt(_ token: String, _ sid: String, stored: [UInt8], with session: SessionRecord, rotated: RefreshRecord) async throws -> Bool {
-        guard let ttl = ttl(for: session) else { return false }
-        return try await replace(sid, stored: stored, with: session, also: [.set(Key.refreshToken(token), StoredJSON.encode(rotated), ttl: ttl)])
-    }
-
     func saveLogout(_ transaction: LogoutTransaction, state: String) async throws {
         try await store.set(Key.logout(state), StoredJSON.encode(transaction), ttl: settings.transactionLifetime)
     }

@@ -19,8 +19,8 @@ struct SessionStore: Sendable {
         static func transaction(_ state: String) -> String { "tx:\(SHA256.hexHash(state))" }
         static func code(_ code: String) -> String { "code:\(tag(of: code)):\(SHA256.hexHash(code))" }
         static func session(_ sid: String) -> String { "session:{\(sid)}" }
-        /// Written by versions before derived tokens (``SessionTokens``), read for their sessions:
-        /// the last refresh, and one record per random refresh token.
+        /// Written by versions before derived tokens (``SessionTokens``): the last refresh, and one
+        /// record per random refresh token. Read by Migration/ only, and deleted with it.
         static func lastUsed(_ sid: String) -> String { "used:{\(sid)}" }
         static func refreshToken(_ token: String) -> String { "rt:\(tag(of: token)):\(SHA256.hexHash(token))" }
         static func subjectSessions(provider: String, subject: String) -> String { "sub:\(SHA256.hexHash(provider + "\u{0}" + subject))" }

@@ -54,20 +54,4 @@ struct SessionVault: Sendable {
         guard let decrypted = try? JWE.parse(sealed).decrypt(with: keys.ring.sessionKeys) else { return nil }
         return SessionIdentity(plaintext: decrypted.plaintext)
     }
-
-    /// The identity with a token secret and its sealed form: one sealed before secrets existed
-    /// (a sign-in or session from an earlier version) gets one now, sealed anew.
-    func withTokenSecret(_ identity: SessionIdentity, sealed: String) throws -> (identity: SessionIdentity, sealed: String, secret: [UInt8]) {
-        if let secret = identity.tokenSecret { return (identity, sealed, secret) }
-        var identity = identity
-        let secret = SessionTokens.newSecret()
-        identity.tokenSecret = secret
-        return (identity, try seal(identity), secret)
-    }
-
-    /// A token response sealed by an earlier version for its refresh grace window.
-    func open(json sealed: String) -> JSONValue? {
-        guard let decrypted = try? JWE.parse(sealed).decrypt(with: keys.ring.sessionKeys) else { return nil }
-        return JSONValue.parse(decrypted.plaintext)
-    }
 }

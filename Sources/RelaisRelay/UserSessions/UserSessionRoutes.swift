@@ -40,7 +40,7 @@ struct UserSessionRoutes: RelayRoutes {
             let entry: [String: JSONValue] = [
                 "id": .string(sid), "current": .bool(sid == access.sid), "client_id": .string(session.clientID),
                 "device": session.origin.device.map(JSONValue.string) ?? .null, "created_at": .number(session.createdAt.rounded(.down)),
-                "last_used_at": .number((try await sessions.lastRefreshed(sid, session) ?? session.createdAt).rounded(.down)),
+                "last_used_at": .number((try await sessions.lastRefreshedIncludingEarlierVersions(sid, session) ?? session.createdAt).rounded(.down)),
                 "acr": session.acr.map(JSONValue.string) ?? .null, "attested": session.attested.map { .string($0.platform) } ?? .null,
                 "expires_at": .number(session.expiresAt.rounded(.down)),
                 // A device signed in by this person's app: the session that approved it, which ends it when it ends.
