@@ -129,7 +129,7 @@ struct DeviceRoutes: RelayRoutes {
         }
         guard let session = try await sessions.session(access.sid) else { throw RelayError.invalidToken("the session has ended") }
         let maxAge = Int(grant.approvalMaxAge.components.seconds)
-        if sessions.clock.now - session.createdAt > Double(maxAge) {
+        if sessions.clock.now - session.span.createdAt > Double(maxAge) {
             var error = RelayError.insufficientUserAuthentication(
                 "approving a device needs a sign-in of the last \(maxAge) s: sign the person in again", .init(acrValues: nil, maxAge: maxAge)
             )

@@ -63,7 +63,7 @@ struct TokenSessions: Sendable {
         let lifetime = Double(sessions.settings.sessionLifetime.components.seconds)
         guard sessions.clock.now - issuedAt <= lifetime else { return .refused("The id_token_hint is older than any session lives.", .logoutHintTooOld) }
         guard let session = try await sessions.session(sid) else { return .ended }
-        guard session.clientID == clientID, claims.string("sub") == session.subject, issuedAt + 2 >= session.createdAt else {
+        guard session.clientID == clientID, claims.string("sub") == session.subject, issuedAt + 2 >= session.span.createdAt else {
             return .refused("The id_token_hint was not issued for this session.", .logoutHintOtherSession)
         }
         return .live(sid: sid, session)

@@ -132,7 +132,7 @@ extension SessionRecord: JSONRecord {
             expiresAt: expiresAt, sealedIdentity: sealed
         )
         if let platform = json["attested"]?.stringValue, let key = json["attested_key"]?.stringValue {
-            attested = ClientAttested(platform: platform, thumbprint: key)
+            origin.attested = ClientAttested(platform: platform, thumbprint: key)
         }
         origin.device = json["device"]?.stringValue
         origin.approvedBy = json["approved_by"]?.stringValue
@@ -141,10 +141,10 @@ extension SessionRecord: JSONRecord {
     var json: JSONValue {
         var object: [String: JSONValue] = [
             "client_id": .string(clientID), "sub": .string(subject), "idp": .string(providerID), "scopes": .array(scopes.map { .string($0) }),
-            "created_at": .number(createdAt), "expires_at": .number(expiresAt), "identity": .string(sealedIdentity),
+            "created_at": .number(span.createdAt), "expires_at": .number(span.expiresAt), "identity": .string(sealedIdentity),
         ]
         if let acr { object["acr"] = .string(acr) }
-        if let attested {
+        if let attested = origin.attested {
             object["attested"] = .string(attested.platform)
             object["attested_key"] = .string(attested.thumbprint)
         }

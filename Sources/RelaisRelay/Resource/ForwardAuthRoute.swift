@@ -193,7 +193,7 @@ private enum Principal {
             sid: sid, session: session,
             facts: .init(
                 acr: session.acr, providerID: session.providerID, authTime: nil, audiences: audiences, scope: session.scopes.joined(separator: " "), jkt: nil,
-                attested: session.attested?.platform
+                attested: session.origin.attested?.platform
             )
         )
     }

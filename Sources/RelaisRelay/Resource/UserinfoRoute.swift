@@ -53,7 +53,7 @@ struct UserinfoRoute: RelayRoutes {
         var claims = TokenMinter.grantedClaims(identity, scopes: access.scopes)
         claims["sub"] = .string(access.subject)
         let body = JSONValue.object(claims).serialized()
-        bodies.put(key, body, bytes: body.count + key.utf8.count + 64, expiresAt: session.expiresAt, now: now)
+        bodies.put(key, body, bytes: body.count + key.utf8.count + 64, expiresAt: session.span.expiresAt, now: now)
         return body
     }
 }

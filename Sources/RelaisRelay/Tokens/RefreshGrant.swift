@@ -94,7 +94,7 @@ struct RefreshGrant: Sendable {
     /// A session opened by an attested app instance is refreshed by that instance only: its
     /// attestation, for the same instance key, comes with every refresh.
     static func checkAttestation(_ session: SessionRecord, _ attested: ClientAttested?) throws {
-        guard let key = session.attested?.thumbprint else { return }
+        guard let key = session.origin.attested?.thumbprint else { return }
         guard attested?.thumbprint == key else {
             throw RelayError(.invalidClientAttestation, "this session was opened by an attested app instance: refresh with that instance's client attestation")
         }
