@@ -18,7 +18,7 @@ public enum RelayRunner {
         tracing: TracingBackend? = nil
     ) async throws {
         let keySync = RelayKeySync()
-        try await RelaisRunner.run(
+        try await ServerSkeleton.run(
             configuration: configuration,
             logger: logger,
             name: "relais",

@@ -184,7 +184,7 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
         let configuration = testConfiguration()
         let dependencies = RelaisDependencies(store: EmbeddedStore(), httpClient: HTTPClient(configuration: configuration.httpClient))
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
-        let group = RelaisRunner.makeServiceGroup(
+        let group = ServerSkeleton.makeServiceGroup(
             configuration: configuration,
             dependencies: dependencies,
             logger: quietLogger(),

@@ -9,7 +9,7 @@ public import RelaisClock
 /// The server skeleton's lifecycle: until SIGTERM or SIGINT, then a drain: /readyz turns 503, the
 /// listener closes, in-flight requests get up to `server.drain_timeout` to finish. The programs
 /// (`RelayRunner`, `DevProviderRunner`) close the store and the outbound client last.
-public enum RelaisRunner {
+public enum ServerSkeleton {
     /// Runs a program on the server skeleton: its dependencies, its routes (built once the store is
     /// up, e.g. keys loaded from it), until SIGTERM or SIGINT; then the drain, and the store and the
     /// outbound client closed last. `name` starts the start and stop log lines.
