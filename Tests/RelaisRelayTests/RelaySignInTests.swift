@@ -7,7 +7,7 @@ import RelaisServer
 import RelaisTestSupport
 import Testing
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     /// The relay's sign-in against the development provider (FranceConnect v2), over real HTTP.
     @Suite struct RelaySignInTests {
         @Test func aSignInGivesTheAppVerifiableTokensAndItsIdentity() async throws {
