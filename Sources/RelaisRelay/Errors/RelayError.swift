@@ -141,8 +141,8 @@ struct RelayError: Error, Sendable, Equatable {
         }
     }
 
-    /// ``rendering(_:_:_:)``'s answer to `error`, for a route that catches on its own (a closure
-    /// is one more async frame on a path a gateway takes for every request); rethrows the rest.
+    /// ``rendering(_:_:_:)``'s answer to `error`, for a hot route that catches on its own, without
+    /// the closure's async frame (docs/capacity.md, "The session check's path"); rethrows the rest.
     static func rendered(_ error: any Error, _ surface: Surface, _ context: RelaisRequestContext) throws -> Response {
         switch error {
         case let error as RelayError:
