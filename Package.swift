@@ -189,6 +189,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -226,6 +227,7 @@ let package = Package(
             dependencies: [
                 "RelaisTelemetry",
                 "RelaisAttest",
+                "RelaisClock",
                 "RelaisConfig",
                 "RelaisDevProvider",
                 "RelaisRelay",
@@ -243,6 +245,7 @@ let package = Package(
             name: "relais-bench",
             dependencies: [
                 "RelaisAttest",
+                "RelaisClock",
                 "RelaisCrypto",
                 "RelaisHTTPClient",
                 "RelaisJOSE",

@@ -21,7 +21,7 @@ public enum DevProviderRunner {
         server.log = configuration.log
         server.store = configuration.store
         let issuer = configuration.server.publicBaseURL + (configuration.provider.mode == .v1 ? "/api/v1" : "/api/v2")
-        try await RelaisRunner.run(
+        try await ServerSkeleton.run(
             configuration: server,
             logger: logger,
             name: "development provider",

@@ -1,4 +1,5 @@
 import Hummingbird
+import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
@@ -131,7 +132,7 @@ struct TokenRoute {
                 return .failure(AuthenticationFailure("client authentication failed (this client authenticates with \(client.authentication.rawValue))"))
             }
             try jws.verify(with: try await provider.clientKeys.verificationKey(client: clientID, algorithm: jws.algorithm, keyID: jws.keyID))
-            var policy = ClaimsPolicy(issuer: clientID)
+            var policy = ClaimsPolicy(issuer: clientID, now: { [clock = provider.clock] in clock.now })
             policy.leeway = .seconds(5)
             policy.requiredClaims = ["sub", "jti", "aud"]
             let claims = try policy.validate(jws)

@@ -38,7 +38,7 @@ public enum ClaimCheck: String, Sendable, CaseIterable {
 /// too, so that one kind of token (an id_token) cannot be replayed as another (an access token).
 ///
 /// ```swift
-/// var policy = ClaimsPolicy(issuer: "https://oidc.franceconnect.gouv.fr/api/v2", audience: clientID)
+/// var policy = ClaimsPolicy(issuer: "https://oidc.franceconnect.gouv.fr/api/v2", audience: clientID, now: { clock.now })
 /// policy.nonce = transaction.nonce
 /// policy.minimumACR = "eidas1"
 /// policy.acrOrder = ["eidas1", "eidas2", "eidas3"]
@@ -75,14 +75,19 @@ public struct ClaimsPolicy: Sendable {
     public var requiredClaims: [String] = []
     /// Expected `typ` header (case-insensitive, `application/` prefix ignored, RFC 7515 §4.1.9); nil skips the check.
     public var expectedType: String?
-    /// Seconds since 1970; injectable for tests.
-    public var now: @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    /// The time every check reads, in seconds since 1970.
+    public var now: @Sendable () -> Double
 
     /// A policy checking `iss` and `aud`, plus `exp` (required) with 30 s of leeway. Set the other
     /// properties for the remaining checks.
-    public init(issuer: String? = nil, audience: String? = nil) {
+    ///
+    /// - Parameter now: The time in seconds since 1970, read at each validation: the wall clock
+    ///   (`{ Date().timeIntervalSince1970 }`) in production, a clock the tests move otherwise. It is
+    ///   required so that no check reads the wall clock behind its caller's back.
+    public init(issuer: String? = nil, audience: String? = nil, now: @escaping @Sendable () -> Double) {
         self.issuer = issuer
         self.audience = audience
+        self.now = now
     }
 
     /// Runs every check on an already verified token and returns its claims.

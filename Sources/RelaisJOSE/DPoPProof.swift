@@ -87,7 +87,7 @@ public enum DPoPProofError: Error, Equatable, Sendable, CustomStringConvertible 
 /// each request, and what Relais runs at `/token`, `/userinfo` and `/auth`.
 ///
 /// ```swift
-/// let verifier = DPoPProofVerifier()
+/// let verifier = DPoPProofVerifier(now: { Date().timeIntervalSince1970 })
 /// guard let header = dpopHeader else { return .unauthorized }  // exactly one DPoP header
 /// let proof = try verifier.verify(
 ///     header, method: "GET", url: "https://api.example.fr/orders",
@@ -107,10 +107,14 @@ public struct DPoPProofVerifier: Sendable {
     public var window: Duration = .seconds(60)
     /// How far in the future `iat` may be (clock skew between the app and the server).
     public var leeway: Duration = .seconds(5)
-    /// The current time, in seconds since 1970 (tests and Relais inject their clock here).
-    public var now: @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    /// The time the `iat` window is checked against, in seconds since 1970.
+    public var now: @Sendable () -> Double
 
-    public init() {}
+    /// - Parameter now: The time in seconds since 1970: the wall clock
+    ///   (`{ Date().timeIntervalSince1970 }`) in production, a clock the tests move otherwise.
+    public init(now: @escaping @Sendable () -> Double) {
+        self.now = now
+    }
 
     /// Verifies `proof`, sent with a `method` request to `url`.
     /// - Parameters:

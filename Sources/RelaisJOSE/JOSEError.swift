@@ -62,6 +62,16 @@ public enum JOSEError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The claim check that failed, for ``claimRejected(check:reason:)``; nil for every other
+    /// error. A caller that acts on one check tests it here, not on ``code`` or ``description``:
+    ///
+    /// ```swift
+    /// if error.failedCheck == .expiration { /* ask the client to refresh */ }
+    /// ```
+    public var failedCheck: ClaimCheck? {
+        if case .claimRejected(let check, _) = self { check } else { nil }
+    }
+
     /// ``code``, a colon, and the reason in words, for server logs. It never contains key
     /// material or a nonce, but it can contain claim values (`iss`, `azp`, `acr`).
     public var description: String {

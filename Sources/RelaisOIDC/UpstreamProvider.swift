@@ -195,8 +195,7 @@ public actor UpstreamProvider {
                 throw UpstreamError.logoutTokenRejected("typ is '\(type)', not logout+jwt")
             }
             try await verifySignature(jws, algorithms: settings.idTokenAlgorithms)
-            var policy = ClaimsPolicy(issuer: settings.issuer, audience: settings.clientID)
-            policy.now = { [clock] in clock.now }
+            var policy = ClaimsPolicy(issuer: settings.issuer, audience: settings.clientID, now: { [clock] in clock.now })
             policy.leeway = Self.leeway
             policy.requireIssuedAt = true
             policy.requireExpiration = false  // optional in logout tokens; checked when present
@@ -302,8 +301,7 @@ public actor UpstreamProvider {
             }
             let jws = try JWS.parse(try signedToken(raw))
             try await verifySignature(jws, algorithms: settings.idTokenAlgorithms)
-            var policy = ClaimsPolicy(issuer: settings.issuer, audience: settings.clientID)
-            policy.now = { [clock] in clock.now }
+            var policy = ClaimsPolicy(issuer: settings.issuer, audience: settings.clientID, now: { [clock] in clock.now })
             policy.leeway = Self.leeway
             policy.nonce = nonce
             policy.requireIssuedAt = true
@@ -353,8 +351,7 @@ public actor UpstreamProvider {
             }
             let jws = try JWS.parse(try signedToken(text))
             try await verifySignature(jws, algorithms: settings.userinfoAlgorithms ?? settings.idTokenAlgorithms)
-            var policy = ClaimsPolicy()
-            policy.now = { [clock] in clock.now }
+            var policy = ClaimsPolicy(now: { [clock] in clock.now })
             policy.leeway = Self.leeway
             policy.requireExpiration = false
             let claims = try policy.validate(jws)

@@ -13,9 +13,13 @@ import RelaisOIDC
 /// (`SignIn/`, `Tokens/`, `Sessions/`, `Resource/`, `Logout/`, `UserSessions/`, `Discovery/`, `Demo/`).
 public struct Relay: Sendable {
     private let routes: [any RelayRoutes]
+    /// Apart from `routes`: its checks answered from memory must not pay their per-request middleware.
+    private let forwardAuth: ForwardAuthRoute
     private let trustedProxies: [IPNetwork]
     /// The operator's look and the default language of Relais' pages (`pages.*`).
     private let pages: PageRenderer
+    /// Kept in step with the store by ``RelayKeySync`` when generated.
+    let keys: RelayKeys
 
     /// Builds the services once per process; keys may be read from (or, in development, written
     /// to) the store. `eventSink` replaces the configured output of security events (tests).
@@ -79,10 +83,6 @@ public struct Relay: Sendable {
             IntrospectRoute(bearer: bearer, sessions: sessions, resourceServers: configuration.resourceServers),
             UserSessionRoutes(bearer: bearer, sessions: sessions, events: events),
             AdminSessionRoutes(token: configuration.adminToken, providers: configuration.providers.map(\.id), sessions: sessions, limiter: limiter, events: events),
-            ForwardAuthRoute(
-                bearer: bearer, webSessions: webSessions, apps: apps, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder),
-                trustedProxies: trustedProxies
-            ),
             SessionCodeRoutes(
                 issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, vault: vault, limiter: limiter, developmentTarget: development ? issuer + DemoAppRoutes.webPath : nil
             ),
@@ -99,17 +99,23 @@ public struct Relay: Sendable {
             routes.append(DemoDesktopRoutes(apps: configuration.apps))
         }
         self.routes = routes
+        forwardAuth = ForwardAuthRoute(
+            bearer: bearer, webSessions: webSessions, apps: apps, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder),
+            trustedProxies: trustedProxies
+        )
         self.trustedProxies = trustedProxies
+        self.keys = keys
         pages = PageRenderer(configuration.pages)
     }
 
     public func register(on router: Router<RelaisRequestContext>) {
         // Forward-auth binds its events' origin itself, on its full path only: the checks it answers
         // from memory record no event, and a binding per request is a measurable share of them.
-        for group in routes where group is ForwardAuthRoute { group.register(on: router) }
-        router.middlewares.add(EventOriginMiddleware(trustedProxies: trustedProxies))
-        router.middlewares.add(PageContextMiddleware(renderer: pages))
-        for group in routes where !(group is ForwardAuthRoute) { group.register(on: router) }
+        forwardAuth.register(on: router)
+        let flows = router.group()
+            .add(middleware: EventOriginMiddleware(trustedProxies: trustedProxies))
+            .add(middleware: PageContextMiddleware(renderer: pages))
+        for group in routes { group.register(on: flows) }
     }
 
     /// The security event log: off, or to its output with a hash key that every instance shares
@@ -135,5 +141,5 @@ struct RelayExtensions: Sendable {
 
 /// A route or a group of routes of one flow.
 protocol RelayRoutes: Sendable {
-    func register(on router: Router<RelaisRequestContext>)
+    func register(on router: some RouterMethods<RelaisRequestContext>)
 }

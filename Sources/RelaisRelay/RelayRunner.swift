@@ -17,7 +17,8 @@ public enum RelayRunner {
         reload: (@Sendable () async throws -> RelaisConfiguration)? = nil,
         tracing: TracingBackend? = nil
     ) async throws {
-        try await RelaisRunner.run(
+        let keySync = RelayKeySync()
+        try await ServerSkeleton.run(
             configuration: configuration,
             logger: logger,
             name: "relais",
@@ -30,10 +31,12 @@ public enum RelayRunner {
             onServerRunning: onServerRunning,
             clock: clock,
             reload: reload,
-            tracing: tracing
+            tracing: tracing,
+            services: [keySync]
         ) { current, dependencies in
             if current.server.environment == .production, let warning = await persistenceWarning(dependencies.store) { logger.warning("\(warning)") }
             let relay = try await Relay(configuration: current, store: dependencies.store, httpClient: dependencies.httpClient, clock: clock)
+            keySync.follow(relay)
             return relay.register(on:)
         }
     }

@@ -23,8 +23,7 @@ struct JOSEBench: AsyncParsableCommand {
             "family_name": .string("DUBOIS"), "birthdate": .string("1962-08-24"), "gender": .string("female"),
             "birthplace": .string("75107"), "birthcountry": .string("99100"),
         ]
-        var policy = ClaimsPolicy(issuer: "https://oidc.franceconnect.gouv.fr/api/v2", audience: "6925fb8143c76eded44d32b40c0cb1006065f7f003de52712b78985704f39950")
-        policy.now = { now }
+        var policy = ClaimsPolicy(issuer: "https://oidc.franceconnect.gouv.fr/api/v2", audience: "6925fb8143c76eded44d32b40c0cb1006065f7f003de52712b78985704f39950", now: { now })
         policy.nonce = "b2f4c8d1e7a9036f5c2e8b1d4a7f0c3e6b9d2a5f8c1e4b7d0a3f6c9e2b5d8a1f"
         policy.minimumACR = "eidas1"
         policy.acrOrder = ["eidas1", "eidas2", "eidas3"]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import RelaisAttest
+import RelaisClock
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
@@ -67,7 +68,7 @@ struct MobileBench: AsyncParsableCommand {
     }
 
     private func tokenHeaders(_ key: JWK, attestation: String) throws -> [(name: String, value: String)] {
-        let now = Date().timeIntervalSince1970.rounded(.down)
+        let now = SystemClock().now.rounded(.down)
         let pop = try JWS.sign(
             payload: JSONValue.object(["iss": .string(clientID), "aud": .string(relay), "jti": .string(SecureRandom.token(bits: 96)), "iat": .number(now)]).serialized(),
             with: key, algorithm: .es256, extraHeader: ["typ": .string("oauth-client-attestation-pop+jwt")]
@@ -77,7 +78,7 @@ struct MobileBench: AsyncParsableCommand {
 
     private func dpopProof(_ key: JWK, _ method: String, _ url: String, accessToken: String? = nil) throws -> String {
         var claims: [String: JSONValue] = [
-            "jti": .string(SecureRandom.token(bits: 96)), "htm": .string(method), "htu": .string(url), "iat": .number(Date().timeIntervalSince1970.rounded(.down)),
+            "jti": .string(SecureRandom.token(bits: 96)), "htm": .string(method), "htu": .string(url), "iat": .number(SystemClock().now.rounded(.down)),
         ]
         if let accessToken { claims["ath"] = .string(Base64URL.encode(SHA256.hash(Array(accessToken.utf8)))) }
         return try JWS.sign(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RelaisAttest
+import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
@@ -140,7 +141,7 @@ struct AttestCommand: AsyncParsableCommand {
 func usage(_ message: String) -> ExitCode { CommandInput.usage("relais attest: \(message)") }
 
 private func checkTime(_ text: String?) throws -> Date {
-    guard let text else { return Date() }
+    guard let text else { return Date(timeIntervalSince1970: SystemClock().now) }
     guard let date = try? Date(text, strategy: .iso8601) else { throw usage("--at '\(text)' is not an ISO 8601 time such as 2024-06-01T00:00:00Z") }
     return date
 }

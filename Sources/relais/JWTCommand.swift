@@ -1,4 +1,5 @@
 import ArgumentParser
+import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
@@ -107,7 +108,7 @@ struct JWTCommand: AsyncParsableCommand {
                 } else {
                     key = try jws.verify(with: try await loadKeys(jwks!))
                 }
-                var policy = ClaimsPolicy(issuer: iss, audience: aud)
+                var policy = ClaimsPolicy(issuer: iss, audience: aud, now: { SystemClock().now })
                 // The azp rule is for id_tokens. An RFC 9068 access token (Relais' own, for several
                 // audiences when an app lists them) names its client in client_id and has no azp:
                 // its header's typ says which kind the token is.

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import Synchronization
+import RelaisClock
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
@@ -26,7 +27,7 @@ extension DevProviderProcessTests {
             let jws = try JWS.parse(try #require(tokens["id_token"]?.stringValue))
             #expect(jws.algorithm == .hs256)
             try jws.verify(with: JWK(symmetric: Array(ProviderClient.secrets["app"]!.utf8)))
-            var policy = ClaimsPolicy(issuer: client.issuer, audience: "app")
+            var policy = ClaimsPolicy(issuer: client.issuer, audience: "app", now: { [clock = client.clock] in clock.now })
             policy.nonce = ProviderClient.nonce
             #expect(try policy.validate(jws).acr == "eidas1")
             let userinfo = try await client.userinfo(try #require(tokens["access_token"]?.stringValue))
@@ -150,7 +151,7 @@ extension DevProviderProcessTests {
             let client = try await ProviderClient.launch(clients: clients)
             let tokenURL = client.issuer + "/token"
             func assertion(_ key: JWK, audience: String = tokenURL, jti: String = SecureRandom.token(bits: 96), issuer: String = "app", lifetime: Double = 60) throws -> String {
-                let now = Date().timeIntervalSince1970.rounded()
+                let now = client.clock.now.rounded()
                 let claims: [String: JSONValue] = [
                     "iss": .string(issuer), "sub": .string(issuer), "aud": .string(audience), "jti": .string(jti),
                     "iat": .number(now), "exp": .number(now + lifetime),
@@ -180,6 +181,10 @@ extension DevProviderProcessTests {
             // A secret is not accepted from a private_key_jwt client.
             let code = try #require(try await client.signIn()["code"])
             #expect(try await client.exchange(code: code, secret: "anything").status == 401)
+            // The assertion's exp is checked on the provider's clock, not the machine's.
+            let minted = try assertion(signing)
+            client.clock.advance(by: .seconds(120))
+            #expect(try await exchange(minted) == (401, "invalid_client"))
         }
     }
 }

@@ -138,7 +138,7 @@ final class ProviderClient: @unchecked Sendable {
     func verify(_ token: String, audience: String = "app", nonce: String? = ProviderClient.nonce) async throws -> VerifiedClaims {
         let jws = try JWS.parse(token)
         try jws.verify(with: try await jwks())
-        var policy = ClaimsPolicy(issuer: issuer, audience: audience)
+        var policy = ClaimsPolicy(issuer: issuer, audience: audience, now: { [clock] in clock.now })
         policy.nonce = nonce
         return try policy.validate(jws)
     }

@@ -23,8 +23,7 @@ import Testing
     }
 
     private var policy: ClaimsPolicy {
-        var policy = ClaimsPolicy(issuer: "https://idp.example/api/v2", audience: "client-1")
-        policy.now = { Self.now }
+        var policy = ClaimsPolicy(issuer: "https://idp.example/api/v2", audience: "client-1", now: { Self.now })
         policy.nonce = String(repeating: "n", count: 32)
         policy.minimumACR = "eidas1"
         policy.acrOrder = ["eidas1", "eidas2", "eidas3"]
@@ -80,6 +79,15 @@ import Testing
         #expect(try rejection(base, typ: "at+jwt") == "jwt_typ")
         #expect(try rejection(base, typ: nil) == "jwt_typ")
         #expect(try rejection(base, typ: "application/JWT") == nil)
+    }
+
+    /// A caller acts on one check by its case, not by matching the code or the description.
+    @Test func theFailedCheckIsTyped() throws {
+        var claims = base
+        claims["exp"] = .number(Self.now - 120)
+        #expect(throws: JOSEError.claimRejected(check: .expiration, reason: "expired 120 s ago")) { try policy.validate(try token(claims)) }
+        #expect(JOSEError.claimRejected(check: .expiration, reason: "").failedCheck == .expiration)
+        #expect(JOSEError.invalidSignature.failedCheck == nil)
     }
 
     @Test func severalAudiencesNeedTheMatchingAzp() throws {

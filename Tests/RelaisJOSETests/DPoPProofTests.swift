@@ -22,9 +22,7 @@ import Testing
     }
 
     static var verifier: DPoPProofVerifier {
-        var verifier = DPoPProofVerifier()
-        verifier.now = { DPoPProofTests.now }
-        return verifier
+        DPoPProofVerifier(now: { DPoPProofTests.now })
     }
 
     @Test func aValidProofGivesTheKeysThumbprint() throws {

@@ -48,9 +48,11 @@ struct AccessTokenVerifier: Sendable {
     /// - Parameters:
     ///   - issuer: Relais' public address, exactly as its tokens carry it in `iss`.
     ///   - audience: This API's own identifier, one of the app's `audiences` in Relais' configuration.
-    init(issuer: String, audience: String, fetcher: any JWKSFetcher) {
+    ///   - now: The time `exp`, `nbf` and `iat` are checked against, in seconds since 1970: the
+    ///     wall clock in production (`{ Date().timeIntervalSince1970 }`), a time of their own in tests.
+    init(issuer: String, audience: String, fetcher: any JWKSFetcher, now: @escaping @Sendable () -> Double) {
         keys = JWKSCache(url: issuer + "/jwks.json", fetcher: fetcher)
-        var policy = ClaimsPolicy(issuer: issuer, audience: audience)
+        var policy = ClaimsPolicy(issuer: issuer, audience: audience, now: now)
         policy.expectedType = "at+jwt"         // an access token, never an id_token (RFC 9068)
         policy.leeway = .seconds(30)           // clock skew tolerated on exp, nbf and iat
         policy.requiredClaims = ["sub", "client_id", "sid", "scope"]
@@ -118,13 +120,14 @@ func authorize(
 /// Whether a DPoP-bound token (its claims carry `cnf.jkt`) comes with a proof by its key
 /// (RFC 9449 §7): signed by that key, for this request, and never used before.
 func hasValidProof(
-    dpop: String?, method: String, url: String, accessToken: String, boundTo jkt: String,
+    dpop: String?, method: String, url: String, accessToken: String, boundTo jkt: String, now: Double,
     alreadyUsed: (String) async -> Bool  // records the jti; true if it was seen (a shared cache)
 ) async -> Bool {
     guard let dpop else { return false }  // a bound token without a proof is refused
     let proof: DPoPProof
     do {
-        proof = try DPoPProofVerifier().verify(dpop, method: method, url: url, accessToken: accessToken)
+        let verifier = DPoPProofVerifier(now: { now })  // seconds since 1970
+        proof = try verifier.verify(dpop, method: method, url: url, accessToken: accessToken)
     } catch {
         return false  // log error.code: dpop_htu, dpop_ath, dpop_iat, ...
     }
@@ -134,6 +137,8 @@ func hasValidProof(
 // end-snippet
 
 @Suite struct DocumentationExampleTests {
+    /// The time an API in production would pass: the tokens here are minted with the machine's.
+    static let wallClock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
     static let issuer = "https://relais.example.fr"
     static let audience = "https://api.example.fr"
     static let signingKey = try! JWK.generate(for: .es256, keyID: "relais-2026")
@@ -170,18 +175,14 @@ func hasValidProof(
     }
 
     private func decision(_ token: String, scope: String = "orders:read", minimumACR: String? = nil, keys: [JWK]? = [signingKey]) async -> AccessDecision {
-        let verifier = AccessTokenVerifier(issuer: Self.issuer, audience: Self.audience, fetcher: InMemoryFetcher(serving: keys))
+        let verifier = AccessTokenVerifier(issuer: Self.issuer, audience: Self.audience, fetcher: InMemoryFetcher(serving: keys), now: Self.wallClock)
         return await authorize(authorization: "Bearer " + token, scope: scope, minimumACR: minimumACR, verifier: verifier)
     }
 
     /// The JOSE code the example verifier refuses `token` with; `now` pins the verifier's clock.
     private func refusal(_ token: String, now: Double? = nil) async -> String? {
-        var verifier = AccessTokenVerifier(issuer: Self.issuer, audience: Self.audience, fetcher: InMemoryFetcher(serving: [Self.signingKey]))
-        if let now {
-            var policy = verifier.policy
-            policy.now = { now }
-            verifier = AccessTokenVerifier(keys: verifier.keys, policy: policy)
-        }
+        let fetcher = InMemoryFetcher(serving: [Self.signingKey])
+        let verifier = AccessTokenVerifier(issuer: Self.issuer, audience: Self.audience, fetcher: fetcher, now: { now ?? Self.wallClock() })
         do {
             _ = try await verifier.verify(token)
             return nil
@@ -192,7 +193,7 @@ func hasValidProof(
 
     @Test func aGoodTokenIsAcceptedWithKeysFromTheIssuersJWKS() async throws {
         let fetcher = InMemoryFetcher(serving: [Self.signingKey])
-        let verifier = AccessTokenVerifier(issuer: Self.issuer, audience: Self.audience, fetcher: fetcher)
+        let verifier = AccessTokenVerifier(issuer: Self.issuer, audience: Self.audience, fetcher: fetcher, now: Self.wallClock)
         let token = try Self.accessToken()
         let expected = Caller(subject: "user-42", clientID: "web-app", scopes: ["openid", "profile", "orders:read"], acr: "eidas1")
         #expect(try await verifier.verify(token) == expected)
@@ -244,7 +245,7 @@ func hasValidProof(
     }
 
     @Test func noTokenAndUnreachableKeysAreAnsweredWithoutBlamingTheToken() async throws {
-        let verifier = AccessTokenVerifier(issuer: Self.issuer, audience: Self.audience, fetcher: InMemoryFetcher(serving: [Self.signingKey]))
+        let verifier = AccessTokenVerifier(issuer: Self.issuer, audience: Self.audience, fetcher: InMemoryFetcher(serving: [Self.signingKey]), now: Self.wallClock)
         #expect(await authorize(authorization: nil, scope: "orders:read", verifier: verifier) == .refused(status: 401, wwwAuthenticate: #"Bearer realm="my-api""#))
         #expect(await authorize(authorization: "Basic dTpw", scope: "orders:read", verifier: verifier) == .refused(status: 401, wwwAuthenticate: #"Bearer realm="my-api""#))
         #expect(await decision(try Self.accessToken(), keys: nil) == .refused(status: 503, wwwAuthenticate: #"Bearer realm="my-api""#))
@@ -275,7 +276,7 @@ func hasValidProof(
         let seen = Mutex<Set<String>>([])
         let alreadyUsed: (String) async -> Bool = { jti in seen.withLock { !$0.insert(jti).inserted } }
         func check(_ dpop: String?, url checked: String = url) async throws -> Bool {
-            await hasValidProof(dpop: dpop, method: "GET", url: checked, accessToken: token, boundTo: appKey.thumbprint(), alreadyUsed: alreadyUsed)
+            await hasValidProof(dpop: dpop, method: "GET", url: checked, accessToken: token, boundTo: appKey.thumbprint(), now: Self.wallClock(), alreadyUsed: alreadyUsed)
         }
         let good = try proof(appKey, htu: url + "?page=2")  // query and fragment are not compared
         #expect(try await check(good))
@@ -298,13 +299,5 @@ func hasValidProof(
         for (index, (block, snippet)) in zip(blocks, snippets).enumerated() {
             #expect(block == snippet.text, "swift block \(index + 1) of the article differs from snippet '\(snippet.name)'")
         }
-    }
-}
-
-extension AccessTokenVerifier {
-    /// The example's verifier with another policy (a pinned clock), for tests only.
-    init(keys: JWKSCache, policy: ClaimsPolicy) {
-        self.keys = keys
-        self.policy = policy
     }
 }

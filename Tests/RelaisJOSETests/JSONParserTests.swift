@@ -64,7 +64,7 @@ import Testing
 @Suite struct ClaimsIndexTests {
     private func claims(_ json: String) throws -> VerifiedClaims {
         let key = JWK(symmetric: Array(repeating: 1, count: 32))
-        var policy = ClaimsPolicy()
+        var policy = ClaimsPolicy(now: { 0 })
         policy.requireExpiration = false
         return try policy.validate(try JWS.parse(JWS.sign(payload: Array(json.utf8), with: key, algorithm: .hs256)))
     }
@@ -95,7 +95,7 @@ import Testing
     @Test func stringClaimsCompareOnTheirDecodedValue() throws {
         // Escaped forms of the expected values must match, and lookalikes must not.
         let key = JWK(symmetric: Array(repeating: 1, count: 32))
-        var policy = ClaimsPolicy(issuer: "https://idp.example/api/v2", audience: "app")
+        var policy = ClaimsPolicy(issuer: "https://idp.example/api/v2", audience: "app", now: { 0 })
         policy.requireExpiration = false
         policy.nonce = "nonce-0123456789abcdefghij"
         func check(_ json: String) -> JOSEError? {
@@ -125,7 +125,7 @@ import Testing
     }
 
     @Test func decodedClaimsGoThroughTheSameComparisons() throws {
-        var policy = ClaimsPolicy(issuer: "https://idp.example", audience: "app")
+        var policy = ClaimsPolicy(issuer: "https://idp.example", audience: "app", now: { 0 })
         policy.requireExpiration = false
         policy.nonce = "nonce-0123456789abcdefghij"
         let good: [String: JSONValue] = ["iss": .string("https://idp.example"), "aud": .array([.string("app")]), "nonce": .string("nonce-0123456789abcdefghij")]

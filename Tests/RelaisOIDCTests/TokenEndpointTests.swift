@@ -101,8 +101,7 @@ extension Case {
             #expect(form["client_assertion_type"] == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
             let assertion = try JWS.parse(try #require(form["client_assertion"]))
             try assertion.verify(with: TestKeys.publicHalf(TestKeys.clientKey))
-            var policy = ClaimsPolicy(issuer: TestKeys.clientID, audience: harness.scenario.issuer + "/token")
-            policy.now = { harness.clock.now }
+            var policy = ClaimsPolicy(issuer: TestKeys.clientID, audience: harness.scenario.issuer + "/token", now: { harness.clock.now })
             policy.requireIssuedAt = true
             policy.requiredClaims = ["jti"]
             let claims = try policy.validate(assertion)

@@ -17,7 +17,7 @@ import Testing
             clientID: "bench-app", subject: "a7980eaaf61a4b8c5ff48c4d5ede7479521514c9c4a97a62bceec8176446e971v1", providerID: "fc",
             scopes: ["openid", "profile", "email"], acr: acr, createdAt: 1_795_561_103.6369503, expiresAt: 1_803_337_103.6369503, sealedIdentity: sealed
         )
-        record.attested = attested
+        record.origin.attested = attested
         record.origin.device = device
         return record
     }

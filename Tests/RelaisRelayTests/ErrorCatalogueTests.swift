@@ -27,6 +27,16 @@ import Testing
         #expect(RelayError.Code.invalidClient.status == .unauthorized && RelayError.Code.insufficientScope.status == .forbidden)
     }
 
+    /// The bearer authenticator tells an expired token (never worth a key check) and an unknown
+    /// key (worth one) by a marker, whatever the words say.
+    @Test func aRefusedAccessTokenCarriesItsFault() {
+        let expired = BearerAuthenticator.refusal(.claimRejected(check: .expiration, reason: "expired 5 s ago"))
+        #expect(expired.tokenFault == .expired && expired.description == "the access token has expired")
+        #expect(BearerAuthenticator.refusal(.noMatchingKey(reason: "kid")).tokenFault == .unknownKey)
+        let forged = BearerAuthenticator.refusal(.invalidSignature)
+        #expect(forged.tokenFault == nil && forged.description == "the access token is not valid (jose_invalid_signature)")
+    }
+
     /// Every case of the catalogued error types appears in its catalogue, once.
     @Test func everyCodeOfTheOtherModulesIsCatalogued() {
         func check(_ catalogue: [String], _ codes: [String]) {

@@ -103,7 +103,7 @@ import Testing
             #expect(try DPoP.claims(access)["attested"] == .string("dev"))
             let sid = try #require(try DPoP.claims(access)["sid"]?.stringValue)
             let session = try #require(try await fixture.sessions.session(sid))
-            #expect(session.attested == ClientAttested(platform: "dev", thumbprint: instance.key.thumbprint()))
+            #expect(session.origin.attested == ClientAttested(platform: "dev", thumbprint: instance.key.thumbprint()))
 
             // Refreshes come from the same instance, with a fresh PoP each time.
             let refreshToken = try #require(body["refresh_token"]?.stringValue)

@@ -46,7 +46,7 @@ import Testing
             clientID: "app", redirectURI: Route.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
             providerID: "fc", acr: "eidas1", forceLogin: false
         )
-        app.dpopJKT = dpopJKT
+        app.redemption.dpopJKT = dpopJKT
         app.deviceName = deviceName
         let code = try await RelayRouteTests.saveCode(fixture, app: app, subject: subject, acr: "eidas1")
         var all = Route.formHeaders

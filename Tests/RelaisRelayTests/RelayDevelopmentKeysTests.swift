@@ -9,6 +9,7 @@ import RelaisJOSE
 @testable import RelaisRelay
 import RelaisServer
 import RelaisStore
+import Synchronization
 import Testing
 
 /// Generated development keys live in the store; when the store loses them (Redis restarted
@@ -16,12 +17,24 @@ import Testing
 @Suite struct RelayDevelopmentKeysTests {
     typealias Route = RelayRouteTests
 
-    static func application(_ fixture: Route.Fixture, _ http: HTTPClient) async throws -> some ApplicationProtocol {
+    static func application(_ fixture: Route.Fixture, _ http: HTTPClient) async throws -> (some ApplicationProtocol, Relay) {
         let relay = try await Relay(configuration: fixture.configuration, store: fixture.store, httpClient: http, clock: fixture.clock)
         let router = RelaisApplication.makeRouter(
             configuration: fixture.configuration, dependencies: RelaisDependencies(store: fixture.store, httpClient: http), additionalRoutes: relay.register(on:)
         )
-        return Application(router: router, logger: Logger(label: "relay-keys-tests") { _ in SwiftLogNoOpLogHandler() })
+        return (Application(router: router, logger: Logger(label: "relay-keys-tests") { _ in SwiftLogNoOpLogHandler() }), relay)
+    }
+
+    /// One round of ``RelayKeySync``, the service that checks the keys every 5 s.
+    static func syncRound(_ relay: Relay) async throws {
+        let waits = Mutex<[Duration]>([])
+        let sync = RelayKeySync { interval in
+            let count = waits.withLock { $0.append(interval); return $0.count }
+            if count == 2 { throw CancellationError() }
+        }
+        sync.follow(relay)
+        try await sync.run()
+        #expect(waits.withLock { $0 } == [RelayKeys.checkInterval, RelayKeys.checkInterval])
     }
 
     /// The published keys of one type (`EC`: access tokens; `RSA`: RS256 id_tokens), newest first.
@@ -34,10 +47,10 @@ import Testing
     @Test func instancesConvergeOnOneKeyAfterTheStoreLostIt() async throws {
         let fixture = Route.Fixture()
         let http = HTTPClient(configuration: .init())
-        let first = try await Self.application(fixture, http)
+        let (first, firstRelay) = try await Self.application(fixture, http)
         // Redis loses everything; a second instance starts and generates keys of its own.
         for key in [SessionStore.Key.signingKey, SessionStore.Key.sessionKey] { _ = try await fixture.store.delete(key) }
-        let second = try await Self.application(fixture, http)
+        let (second, _) = try await Self.application(fixture, http)
         try await first.test(.router) { one in
             try await second.test(.router) { two in
                 let firstKeys = try await Self.keyIDs(one)
@@ -59,12 +72,13 @@ import Testing
                 #expect(rsaKeys.count == 1 && rsaKeys.first?.hasPrefix("dev-rsa-") == true)
                 #expect(try await Self.keyIDs(two, type: "RSA") == rsaKeys)
 
-                // The store loses the keys again: the next check puts the active keys back, and an
-                // instance starting then adopts them.
+                // The store loses the keys again: the next periodic check puts the active keys back,
+                // and an instance starting then adopts them.
                 for key in [SessionStore.Key.signingKey, SessionStore.Key.rsaSigningKey, SessionStore.Key.sessionKey] { _ = try await fixture.store.delete(key) }
                 fixture.clock.advance(by: .seconds(6))
+                try await Self.syncRound(firstRelay)
                 #expect(try await Self.keyIDs(one).first == secondKeys.first)
-                let third = try await Self.application(fixture, http)
+                let (third, _) = try await Self.application(fixture, http)
                 try await third.test(.router) { (three: any TestClientProtocol) async throws -> Void in
                     #expect(try await Self.keyIDs(three) == secondKeys)
                     #expect(try await Self.keyIDs(three, type: "RSA") == rsaKeys)

@@ -117,7 +117,7 @@ import Testing
                 let deviceSession = try #require(try await fixture.sessions.session(deviceSID))
                 let approving = try #require(try await fixture.sessions.session(phone.sid))
                 #expect(deviceSession.origin.approvedBy == phone.sid)
-                #expect(deviceSession.expiresAt <= approving.expiresAt, "the device's session outlives its approver")
+                #expect(deviceSession.span.expiresAt <= approving.span.expiresAt, "the device's session outlives its approver")
 
                 switch ending {
                 case .logout:

@@ -6,7 +6,7 @@ import RelaisJOSE
 import RelaisTestSupport
 import Testing
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     /// The person's side of a device request in a browser: the page, the usual sign-in at the
     /// development provider, then the device's poll, over real HTTP.
     @Suite struct RelayDeviceSignInTests {

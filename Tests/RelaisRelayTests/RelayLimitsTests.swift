@@ -5,7 +5,7 @@ import RelaisServer
 import RelaisTestSupport
 import Testing
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     /// Rate limits per client IP (behind trusted proxies) and per app, and the app-link files.
     @Suite struct RelayLimitsTests {
         @Test func authorizeAndTokenAreRateLimitedPerClientIP() async throws {

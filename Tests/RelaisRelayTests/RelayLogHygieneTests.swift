@@ -6,7 +6,7 @@ import RelaisServer
 import RelaisTestSupport
 import Testing
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     /// "Tokens, secrets and identity claims are never logged at any level": Relais runs at `trace`
     /// through a whole life (sign-in, exchange, replay, refresh, userinfo, gateways, introspection,
     /// revocation, logout, failed sign-ins), then its log is searched for every secret it handled.

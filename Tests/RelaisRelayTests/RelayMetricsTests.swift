@@ -5,7 +5,7 @@ import RelaisServer
 import RelaisTestSupport
 import Testing
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     /// The operator's counters at `/metrics`: each sign-in outcome, sessions opened and ended by
     /// reason, and replays, counted exactly over a scripted run of a real relay.
     @Suite struct RelayMetricsTests {

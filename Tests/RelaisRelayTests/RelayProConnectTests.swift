@@ -5,7 +5,7 @@ import RelaisJOSE
 import RelaisTestSupport
 import Testing
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     /// The `proconnect` preset against the development provider in ProConnect mode: an agent's claims
     /// reach the app, a level is required through `claims`, and the app's `idp_hint` is passed on.
     @Suite struct RelayProConnectTests {

@@ -90,7 +90,7 @@ extension RelaySessionsAndProvidersChain {
             request.extra = [("acr_values", "eidas3")]
             let tokens = try await harness.tokens(request)
             let access = try JWS.parse(try #require(tokens["access_token"]?.stringValue))
-            #expect(try ClaimsPolicy().validate(access).acr == "eidas3")
+            #expect(try ClaimsPolicy(now: { harness.clock.now }).validate(access).acr == "eidas3")
             let accessToken = try #require(tokens["access_token"]?.stringValue)
             let claims = try #require(JSONValue.object(from: try await harness.userinfo(accessToken).body))
             #expect(claims["given_name"] == .string("Angela Claire Louise"))

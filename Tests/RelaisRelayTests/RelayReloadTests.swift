@@ -139,7 +139,7 @@ import Glibc
     }
 }
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     /// The real binary under SIGHUP every 200 ms while sign-ins run: none fails.
     @Suite struct RelayReloadProcessTests {
         @Test func signInsCompleteWhileTheConfigurationIsReloadedEvery200ms() async throws {

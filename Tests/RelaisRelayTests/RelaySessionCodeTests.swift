@@ -82,7 +82,7 @@ import Testing
             let setCookie = try #require(opened.headers[.setCookie])
             let sid = try #require(SessionStore.sessionID(in: code))
             let session = try #require(try await fixture.sessions.session(sid))
-            let remaining = Int(session.expiresAt - fixture.clock.now)
+            let remaining = Int(session.span.expiresAt - fixture.clock.now)
             for attribute in ["Max-Age=\(remaining)", "Path=/", "Secure", "HttpOnly", "SameSite=Lax"] {
                 #expect(setCookie.contains("; \(attribute)"), "\(setCookie)")
             }

@@ -107,7 +107,7 @@ extension RelaySessionsAndProvidersChain {
         @Test func aCachedVerificationNeverOutlivesTheToken() async throws {
             let harness = try await RelayHarness.launch(relayEnvironment: ["RELAIS_APPS_APP_ACCESS_TOKEN_LIFETIME": "1s"])
             let accessToken = try #require(try await harness.tokens()["access_token"]?.stringValue)
-            let claims = try ClaimsPolicy().validate(try JWS.parse(accessToken))
+            let claims = try ClaimsPolicy(now: { harness.clock.now }).validate(try JWS.parse(accessToken))
             #expect(claims.expiration! - claims.issuedAt! == 1)
             func auth() async throws -> Int {
                 try await harness.http.send(HTTPClientRequest(url: harness.issuer + "/auth?session=0", headers: [(name: "Authorization", value: "Bearer \(accessToken)")])).status
@@ -242,7 +242,7 @@ extension RelaySessionsAndProvidersChain {
             let second = try await harness.tokens(identity: "pierre")
             let other = try await harness.tokens(identity: "karima")
             let access = try JWS.parse(try #require(first["access_token"]?.stringValue))
-            let accessClaims = try ClaimsPolicy().validate(access)
+            let accessClaims = try ClaimsPolicy(now: { harness.clock.now }).validate(access)
             let subject = try #require(accessClaims.subject)
             func sessions(_ arguments: [String]) async throws -> (status: Int32?, output: String) {
                 let output = FileManager.default.temporaryDirectory.appendingPathComponent("relais-sessions-\(UUID().uuidString)").path

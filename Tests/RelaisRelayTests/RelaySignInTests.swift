@@ -1,4 +1,5 @@
 import Foundation
+import RelaisClock
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
@@ -6,7 +7,7 @@ import RelaisServer
 import RelaisTestSupport
 import Testing
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     /// The relay's sign-in against the development provider (FranceConnect v2), over real HTTP.
     @Suite struct RelaySignInTests {
         @Test func aSignInGivesTheAppVerifiableTokensAndItsIdentity() async throws {
@@ -33,7 +34,7 @@ extension RelayProcessTests {
             let keys = try await harness.relayKeys()
             let access = try JWS.parse(try #require(tokens["access_token"]?.stringValue))
             try access.verify(with: keys)
-            var accessPolicy = ClaimsPolicy(issuer: harness.issuer, audience: "app")
+            var accessPolicy = ClaimsPolicy(issuer: harness.issuer, audience: "app", now: { harness.clock.now })
             accessPolicy.expectedType = "at+jwt"
             accessPolicy.checkAuthorizedParty = false  // RFC 9068: the client is in client_id
             let accessClaims = try accessPolicy.validate(access)
@@ -44,7 +45,7 @@ extension RelayProcessTests {
 
             let id = try JWS.parse(try #require(tokens["id_token"]?.stringValue))
             try id.verify(with: keys)
-            var idPolicy = ClaimsPolicy(issuer: harness.issuer, audience: "app")
+            var idPolicy = ClaimsPolicy(issuer: harness.issuer, audience: "app", now: { harness.clock.now })
             idPolicy.nonce = request.nonce
             let idClaims = try idPolicy.validate(id)
             #expect(idClaims.subject == accessClaims.subject)

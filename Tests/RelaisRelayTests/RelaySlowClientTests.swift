@@ -8,7 +8,7 @@ import Testing
 import Glibc
 #endif
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     /// Clients that connect and send nothing, or trickle their request: each connection has
     /// deadlines and the number of connections a bound, so `/healthz` keeps answering and nothing
     /// leaks. The real binary (its descriptors are counted in /proc), real sockets, real time

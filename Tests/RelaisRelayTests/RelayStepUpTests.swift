@@ -58,7 +58,7 @@ import Testing
     }
 }
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     @Suite struct RelayStepUpTests {
         /// Sign-in at FranceConnect+ for a step-up: /authorize with acr_values and the app's id_token_hint.
         func stepUp(_ harness: RelayHarness, _ request: RelayHarness.AppRequest, identity: String) async throws -> HTTPClientResponse {

@@ -7,7 +7,7 @@ import RelaisServer
 import RelaisTestSupport
 import Testing
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     /// `/token` (code and refresh grants) and `/userinfo`: every refusal, rotation, grace and reuse.
     @Suite struct RelayTokenTests {
         private func error(_ response: HTTPClientResponse) -> String? { JSONValue.object(from: response.body)?["error"]?.stringValue }

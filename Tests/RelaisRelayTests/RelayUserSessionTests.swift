@@ -149,7 +149,7 @@ import Testing
     }
 }
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     @Suite struct RelayDeviceNameTests {
         /// The label travels from /authorize through the provider and the code to the session list.
         @Test func theDeviceNameGivenAtSignInIsListed() async throws {

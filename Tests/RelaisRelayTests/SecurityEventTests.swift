@@ -213,7 +213,7 @@ import Testing
     }
 }
 
-extension RelayProcessTests {
+extension RelaySignInAndTokensChain {
     /// Security events of real sign-ins against the development provider, read from the file the
     /// relay appends them to: who signed in and how it ended, never a token, a code or a claim.
     @Suite struct SecurityEventSignInTests {

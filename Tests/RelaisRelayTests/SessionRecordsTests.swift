@@ -10,7 +10,7 @@ import Testing
     @Test func theAppRequestIsStoredAsOneFlatObject() throws {
         let stored = #"{"app":{"clientID":"app","redirectURI":"com.example.app:/cb","codeChallenge":"c","state":"s","scopes":["openid"],"providerID":"fc","acr":"eidas1","forceLogin":true},"providerNonce":"n"}"#
         let transaction = try #require(StoredJSON.decode(LoginTransaction.self, Array(stored.utf8)))
-        #expect(transaction.app.providerID == "fc" && transaction.app.acr == "eidas1" && transaction.app.forceLogin && transaction.app.state == "s")
+        #expect(transaction.app.upstream.providerID == "fc" && transaction.app.upstream.acr == "eidas1" && transaction.app.upstream.forceLogin && transaction.app.state == "s")
         let written = try #require(JSONValue.object(from: StoredJSON.encode(transaction))?["app"]?.objectValue)
         #expect(Set(written.keys) == ["clientID", "redirectURI", "codeChallenge", "state", "scopes", "providerID", "acr", "forceLogin"])
         #expect(StoredJSON.decode(LoginTransaction.self, StoredJSON.encode(transaction))?.app == transaction.app)
@@ -21,8 +21,8 @@ import Testing
         let app = #"{"clientID":"app","redirectURI":"com.example.app:\/cb","codeChallenge":"c","state":"s","scopes":["openid","profile"],"nonce":"n1","providerID":"fc","acr":"eidas2","forceLogin":false,"stepUpOf":"old-sid","idpHint":"hint","dpopJKT":"jkt","deviceName":"Pixel de Léa"}"#
         let transaction = try #require(StoredJSON.decode(LoginTransaction.self, Array(#"{"app":\#(app),"providerNonce":"pn","providerCodeVerifier":"v","deviceSID":"dsid"}"#.utf8)))
         #expect(transaction.app.redirectURI == "com.example.app:/cb" && transaction.app.scopes == ["openid", "profile"] && transaction.app.nonce == "n1")
-        #expect(transaction.app.upstream.stepUpOf == "old-sid" && transaction.app.upstream.idpHint == "hint" && transaction.app.dpopJKT == "jkt")
-        #expect(transaction.app.deviceName == "Pixel de Léa" && !transaction.app.forceLogin && transaction.app.acr == "eidas2")
+        #expect(transaction.app.upstream.stepUpOf == "old-sid" && transaction.app.upstream.idpHint == "hint" && transaction.app.redemption.dpopJKT == "jkt")
+        #expect(transaction.app.deviceName == "Pixel de Léa" && !transaction.app.upstream.forceLogin && transaction.app.upstream.acr == "eidas2")
         #expect(transaction.providerNonce == "pn" && transaction.providerCodeVerifier == "v" && transaction.deviceSID == "dsid")
         let again = try #require(StoredJSON.decode(LoginTransaction.self, StoredJSON.encode(transaction)))
         #expect(again.app == transaction.app && again.providerCodeVerifier == "v" && again.deviceSID == "dsid")

@@ -104,6 +104,15 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
         }
     }
 
+    /// One writer for every JSON error body (the server's and the relay's): keys sorted, the
+    /// optional members left out, nothing escaped that JSON does not require.
+    @Test func everyJSONErrorBodyIsWrittenOneWay() {
+        let full = JSONErrorBody.serialized(code: "invalid_grant", description: "a \"b\"/c", reason: "session_ended", requestID: "r-1")
+        #expect(String(decoding: full, as: UTF8.self) == #"{"error":"invalid_grant","error_description":"a \"b\"/c","error_reason":"session_ended","request_id":"r-1"}"#)
+        let bare = JSONErrorBody.serialized(code: "not_found", description: "No such endpoint.", requestID: nil)
+        #expect(String(decoding: bare, as: UTF8.self) == #"{"error":"not_found","error_description":"No such endpoint."}"#)
+    }
+
     @Test func oversizedBodiesAreRefusedWith413() async throws {
         let configuration = testConfiguration { $0.server.maxBodyBytes = 1024 }
         try await withApplication(configuration) { client in
@@ -175,7 +184,7 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
         let configuration = testConfiguration()
         let dependencies = RelaisDependencies(store: EmbeddedStore(), httpClient: HTTPClient(configuration: configuration.httpClient))
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
-        let group = RelaisRunner.makeServiceGroup(
+        let group = ServerSkeleton.makeServiceGroup(
             configuration: configuration,
             dependencies: dependencies,
             logger: quietLogger(),

@@ -104,17 +104,6 @@ public struct FileStorage: SecureStorage {
     }
 }
 
-/// Where the library reads the time. Tests move a clock instead of sleeping.
-public protocol RelaisKitClock: Sendable {
-    var now: Date { get }
-}
-
-/// The device's clock.
-public struct SystemClock: RelaisKitClock {
-    public init() {}
-    public var now: Date { Date() }
-}
-
 extension NSLock {
     /// `withLock`, which Apple's Foundation has only from iOS 16 and macOS 13.
     func locked<T>(_ body: () throws -> T) rethrows -> T {

@@ -19,7 +19,7 @@ struct AttestationRoutes: RelayRoutes {
     let attestations: ClientAttestationIssuer
     let events: SecurityEventLog
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.post("/attest/challenge") { request, context in
             try await limiter.guarding(.json, request, context) {
                 let app = try await attestingApp(request, context).app

@@ -102,16 +102,15 @@ struct ClientAttestationGuard: Sendable {
         } catch {
             throw invalid("signature does not verify")
         }
-        var policy = ClaimsPolicy(issuer: attester)
+        var policy = ClaimsPolicy(issuer: attester, now: { [clock = sessions.clock] in clock.now })
         policy.expectedType = ClientAttestationIssuer.type
         policy.leeway = Self.leeway
         policy.requiredClaims = ["sub", "cnf"]
-        policy.now = { [clock = sessions.clock] in clock.now }
         let claims: VerifiedClaims
         do {
             claims = try policy.validate(jws)
         } catch {
-            if error.code == "jwt_exp" { throw RelayError(.useFreshAttestation, "the client attestation has expired: attest the app again") }
+            if error.failedCheck == .expiration { throw RelayError(.useFreshAttestation, "the client attestation has expired: attest the app again") }
             throw invalid("is not valid (\(error.code))")
         }
         guard claims.subject == app.clientID else { throw invalid("was issued to another client (sub)") }
@@ -127,7 +126,7 @@ struct ClientAttestationGuard: Sendable {
         guard Self.algorithms.contains(jws.algorithm), (try? key.check(for: jws.algorithm)) != nil, (try? jws.verify(with: key)) != nil else {
             throw invalid("is not signed by the attested instance key (cnf.jwk)")
         }
-        var policy = ClaimsPolicy(audience: issuer)
+        var policy = ClaimsPolicy(audience: issuer, now: { [clock = sessions.clock] in clock.now })
         policy.checkAuthorizedParty = false
         policy.expectedType = Self.proofType
         policy.requireExpiration = false
@@ -135,7 +134,6 @@ struct ClientAttestationGuard: Sendable {
         policy.maxAge = Self.proofWindow
         policy.leeway = Self.leeway
         policy.requiredClaims = ["jti"]
-        policy.now = { [clock = sessions.clock] in clock.now }
         let claims: VerifiedClaims
         do { claims = try policy.validate(jws) } catch { throw invalid("is not valid (\(error.code)): aud must be \(issuer), iat recent, jti set") }
         if let subject = claims.issuer, subject != app.clientID { throw invalid("names another client (iss)") }

@@ -19,9 +19,7 @@ struct DPoPGuard: Sendable {
     static let algorithms = [JWSAlgorithm.es256, .es384, .edDSA, .rs256, .ps256].map(\.rawValue).joined(separator: " ")
 
     init(sessions: SessionStore, nonces: DPoPNonces, events: SecurityEventLog) {
-        var verifier = DPoPProofVerifier()
-        verifier.now = { [clock = sessions.clock] in clock.now }
-        self.verifier = verifier
+        verifier = DPoPProofVerifier(now: { [clock = sessions.clock] in clock.now })
         self.sessions = sessions
         self.nonces = nonces
         self.events = events

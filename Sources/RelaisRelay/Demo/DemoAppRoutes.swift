@@ -20,7 +20,7 @@ struct DemoAppRoutes: RelayRoutes {
     /// The web page the demo opens through a session code: it shows whom its cookie signs in.
     static let webPath = "/demo/web"
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         let redirect = issuer + "/demo/callback"
         guard let app = apps.first(where: { $0.redirectURIs.contains(redirect) }) else { return }
         let mobile = devAttester && app.attestation != .off && app.dpop != .off

@@ -12,7 +12,7 @@ struct DemoDesktopRoutes: RelayRoutes {
 
     static let path = "/demo/desktop"
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         guard let app = apps.first(where: { $0.deviceGrant != nil }) else { return }
         let page = Self.page(clientID: app.clientID)
         router.get(RouterPath(Self.path)) { _, _ in

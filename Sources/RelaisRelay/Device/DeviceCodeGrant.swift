@@ -39,7 +39,7 @@ struct DeviceCodeGrant: TokenGrant {
                 guard let approving = try await sessions.session(approver) else {
                     throw RelayError(.accessDenied, "the app session that approved the request has ended since")
                 }
-                approverEnds = approving.expiresAt
+                approverEnds = approving.span.expiresAt
             }
             let opened = try await vault.openForGrant(sealed, what: "the approving sign-in", logger: logger)
             let (identity, resealed, secret) = try vault.withTokenSecret(opened, sealed: sealed)
@@ -48,7 +48,7 @@ struct DeviceCodeGrant: TokenGrant {
                 clientID: app.clientID, subject: subject, providerID: providerID, scopes: request.scopes, acr: decision.acr, createdAt: now,
                 expiresAt: min(now + Double(sessions.settings.sessionLifetime.components.seconds), approverEnds ?? .infinity), sealedIdentity: resealed
             )
-            session.attested = attested
+            session.origin.attested = attested
             session.origin.dpopKey = proof?.thumbprint
             session.origin.approvedBy = decision.approverSID
             let response = try issuer.issue(sid: sid, session: session, identity: identity, secret: secret, app: app, nonce: nil)

@@ -26,7 +26,7 @@ struct DevicePageRoutes: RelayRoutes {
     let limiter: RateLimiter
     let starter: SignInStarter
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.get("/device") { request, context in
             try await limiter.guarding(.page, request, context) {
                 let typed = FormParameters.query(of: request)?["user_code"]

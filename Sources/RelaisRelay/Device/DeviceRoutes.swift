@@ -21,7 +21,7 @@ struct DeviceRoutes: RelayRoutes {
     let limiter: RateLimiter
     let events: SecurityEventLog
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.post("/device_authorization") { request, context in
             try await limiter.guarding(.json, request, context) { try await authorize(request, context: context) }
         }
@@ -126,7 +126,7 @@ struct DeviceRoutes: RelayRoutes {
         }
         guard let session = try await sessions.session(access.sid) else { throw RelayError.invalidToken("the session has ended") }
         let maxAge = Int(grant.approvalMaxAge.components.seconds)
-        if sessions.clock.now - session.createdAt > Double(maxAge) {
+        if sessions.clock.now - session.span.createdAt > Double(maxAge) {
             var error = RelayError.insufficientUserAuthentication(
                 "approving a device needs a sign-in of the last \(maxAge) s: sign the person in again", .init(acrValues: nil, maxAge: maxAge)
             )

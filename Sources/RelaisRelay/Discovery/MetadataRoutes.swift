@@ -13,7 +13,7 @@ struct MetadataRoutes: RelayRoutes {
     /// `grant_types_supported`, from the grants `/token` answers (``TokenGrants``).
     let grantTypes: [String]
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         let document = metadata()
         let serialized = document.serialized()
         router.get("/.well-known/oauth-authorization-server") { _, _ in RelayResponse.publicDocument(serialized, contentType: "application/json") }
@@ -21,7 +21,6 @@ struct MetadataRoutes: RelayRoutes {
         // Generated development keys may change (see RelayKeys): served as they are now.
         let signingKeys = keys.ring.signingKeys.publicJSON()
         router.get("/jwks.json") { [keys] _, _ in
-            await keys.synchronize()
             return RelayResponse.publicDocument(keys.signingKeysGenerated ? keys.ring.signingKeys.publicJSON() : signingKeys, contentType: "application/jwk-set+json")
         }
         // The jwks_uri to register at providers: the public halves of Relais' client keys

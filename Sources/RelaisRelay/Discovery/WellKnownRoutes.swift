@@ -8,7 +8,7 @@ import RelaisServer
 struct WellKnownRoutes: RelayRoutes {
     let files: WellKnownSettings
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         for (path, body) in [("/.well-known/apple-app-site-association", files.appleAppSiteAssociation), ("/.well-known/assetlinks.json", files.assetLinks)] {
             guard let body else { continue }
             router.get(RouterPath(path)) { _, _ in

@@ -29,6 +29,14 @@ struct RelayError: Error, Sendable, Equatable {
     /// refresh: the token replayed, the session ended, the wrong key): `error_reason` in the JSON
     /// body, stable, listed in docs/errors.md. The description stays for people reading logs.
     var reason: Reason?
+    /// Why an access token was refused, where the relay itself acts on it; never rendered.
+    var tokenFault: TokenFault?
+
+    /// An expired token is not worth a check of the store's keys; one naming a key this instance
+    /// lacks is (``RelayKeys``: another instance may have generated it).
+    enum TokenFault: Sendable {
+        case expired, unknownKey
+    }
 
     enum Reason: String, Sendable, CaseIterable {
         /// A rotated refresh token came back: the session is revoked.
@@ -133,8 +141,8 @@ struct RelayError: Error, Sendable, Equatable {
         }
     }
 
-    /// ``rendering(_:_:_:)``'s answer to `error`, for a route that catches on its own (a closure
-    /// is one more async frame on a path a gateway takes for every request); rethrows the rest.
+    /// ``rendering(_:_:_:)``'s answer to `error`, for a hot route that catches on its own, without
+    /// the closure's async frame (docs/capacity.md, "The session check's path"); rethrows the rest.
     static func rendered(_ error: any Error, _ surface: Surface, _ context: RelaisRequestContext) throws -> Response {
         switch error {
         case let error as RelayError:
@@ -154,9 +162,8 @@ struct RelayError: Error, Sendable, Equatable {
 
     /// The OAuth JSON error body, with the request id the log line also carries.
     func json(requestID: String) -> Response {
-        var body: [String: JSONValue] = ["error": .string(code.wireCode), "error_description": .string(description), "request_id": .string(requestID)]
-        if let reason { body["error_reason"] = .string(reason.rawValue) }
-        return RelayResponse.json(code.status, .object(body), headers: headers)
+        let body = JSONErrorBody.serialized(code: code.wireCode, description: description, reason: reason?.rawValue, requestID: requestID)
+        return RelayResponse.json(code.status, serialized: body, headers: headers)
     }
 
     /// The JSON body with the RFC 6750 challenge, for endpoints that take an access token.

@@ -20,7 +20,7 @@ struct BackchannelLogoutRoute: RelayRoutes {
     /// A used `jti` is remembered past the token's acceptable age, so a replay is always caught.
     static let replayWindow: Duration = .seconds(600)
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.post("/backchannel-logout") { request, context in
             try await RelayError.rendering(.json, context) { try await logout(request, context: context) }
         }

@@ -23,7 +23,7 @@ struct LogoutRoutes: RelayRoutes {
 
     var sessions: SessionStore { tokens.sessions }
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.get("/logout") { request, context in
             try await RelayError.rendering(.page, context) {
                 guard let parameters = FormParameters.query(of: request), parameters.firstRepeatedName == nil else {

@@ -14,7 +14,7 @@ struct RevokeRoute: RelayRoutes {
     let issuer: String
     let events: SecurityEventLog
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.post("/revoke") { request, context in
             try await RelayError.rendering(.json, context) {
                 guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.firstRepeatedName == nil else {

@@ -22,11 +22,11 @@ struct TokenSessions: Sendable {
                 else { return nil }
                 return sid
             }
-            if let record = try await sessions.legacyRefresh(token) { return record.clientID == clientID ? record.sid : nil }
+            if let record = try await sessions.earlierVersionRefreshRecord(token) { return record.clientID == clientID ? record.sid : nil }
         }
         // An expired access token still names its grant: revoking it ends the session when that
         // still exists (RFC 7009 §2.1 lets revocation reach the whole grant).
-        var policy = ClaimsPolicy(issuer: issuer)
+        var policy = ClaimsPolicy(issuer: issuer, now: now)
         policy.requireExpiration = false
         policy.leeway = .seconds(365 * 86400)
         guard let claims = verified(token, policy), claims.string("client_id") == clientID else { return nil }
@@ -35,7 +35,7 @@ struct TokenSessions: Sendable {
 
     /// The session named by one of Relais' own id_tokens for `clientID`, however old.
     func session(ofIDToken token: String, clientID: String) -> String? {
-        var policy = ClaimsPolicy(issuer: issuer, audience: clientID)
+        var policy = ClaimsPolicy(issuer: issuer, audience: clientID, now: now)
         policy.requireExpiration = false
         policy.leeway = .seconds(365 * 86400)
         return verified(token, policy)?.string("sid")
@@ -56,22 +56,22 @@ struct TokenSessions: Sendable {
     /// An `id_token_hint` at logout: it must be younger than a session's absolute lifetime, and its
     /// session must be the one it was minted for (same app, same person, begun before it).
     func logoutHint(_ token: String, clientID: String) async throws -> LogoutHint {
-        var policy = ClaimsPolicy(issuer: issuer, audience: clientID)
+        var policy = ClaimsPolicy(issuer: issuer, audience: clientID, now: now)
         policy.requireExpiration = false
         policy.leeway = .seconds(365 * 86400)
         guard let claims = verified(token, policy), let sid = claims.string("sid"), let issuedAt = claims["iat"]?.numberValue else { return .none }
         let lifetime = Double(sessions.settings.sessionLifetime.components.seconds)
         guard sessions.clock.now - issuedAt <= lifetime else { return .refused("The id_token_hint is older than any session lives.", .logoutHintTooOld) }
         guard let session = try await sessions.session(sid) else { return .ended }
-        guard session.clientID == clientID, claims.string("sub") == session.subject, issuedAt + 2 >= session.createdAt else {
+        guard session.clientID == clientID, claims.string("sub") == session.subject, issuedAt + 2 >= session.span.createdAt else {
             return .refused("The id_token_hint was not issued for this session.", .logoutHintOtherSession)
         }
         return .live(sid: sid, session)
     }
 
+    private var now: @Sendable () -> Double { { [clock = sessions.clock] in clock.now } }
+
     private func verified(_ token: String, _ policy: ClaimsPolicy) -> VerifiedClaims? {
-        var policy = policy
-        policy.now = { [clock = sessions.clock] in clock.now }
         guard let jws = try? JWS.parse(token), (try? jws.verify(with: keys.ring.signingKeys)) != nil else { return nil }
         return try? policy.validate(jws)
     }

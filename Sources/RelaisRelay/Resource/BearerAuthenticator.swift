@@ -129,10 +129,9 @@ final class BearerAuthenticator: Sendable {
         do throws(RelayError) {
             do {
                 access = try verify(token)
-            } catch let error where keys.signingKeysGenerated && error.description != "the access token has expired" {
-                // Perhaps signed by another instance's new generated key: check the store once, retry.
-                await keys.synchronize(afterFailure: true)
-                access = try verify(token)
+            } catch let error where error.tokenFault == .unknownKey {
+                guard let again = try await keys.retryingOnUnknownKey(.signing, { () throws(RelayError) -> AccessToken? in try verify(token) }) else { throw error }
+                access = again
             }
         } catch {
             throw Self.inScheme(error, dpop: presentedAsDPoP)
@@ -234,6 +233,18 @@ final class BearerAuthenticator: Sendable {
         guard proof.thumbprint == jkt else { throw .invalidDPoPProof("the proof is not signed by the key the token is bound to") }
     }
 
+    /// A token JOSE refused, with what the relay may do about it (``RelayError/tokenFault``).
+    static func refusal(_ error: JOSEError) -> RelayError {
+        guard error.failedCheck != .expiration else {
+            var expired = RelayError.invalidToken("the access token has expired")
+            expired.tokenFault = .expired
+            return expired
+        }
+        var refused = RelayError.invalidToken("the access token is not valid (\(error.code))")
+        if case .noMatchingKey = error { refused.tokenFault = .unknownKey }
+        return refused
+    }
+
     /// The signature and claims, remembered per token until it expires.
     func verify(_ token: some StringProtocol) throws(RelayError) -> AccessToken {
         let now = clock.now
@@ -243,14 +254,13 @@ final class BearerAuthenticator: Sendable {
         do {
             let jws = try JWS.parse(String(token))
             try jws.verify(with: keys.ring.signingKeys)
-            var policy = ClaimsPolicy(issuer: issuer)
+            var policy = ClaimsPolicy(issuer: issuer, now: { [clock] in clock.now })
             policy.expectedType = "at+jwt"
             policy.leeway = Self.leeway
             policy.requiredClaims = ["sub", "client_id", "sid", "scope"]
-            policy.now = { [clock] in clock.now }
             claims = try policy.validate(jws)
         } catch {
-            throw .invalidToken(error.code == "jwt_exp" ? "the access token has expired" : "the access token is not valid (\(error.code))")
+            throw Self.refusal(error)
         }
         guard let subject = claims.subject, let clientID = claims.string("client_id"), let sid = claims.string("sid"), let expiration = claims.expiration else {
             throw .invalidToken("the access token lacks sub, client_id, sid or exp")

@@ -6,19 +6,11 @@ import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer
 
-/// `/auth`: forward-auth for gateways (nginx `auth_request`, Traefik ForwardAuth, Envoy
-/// ext_authz). A valid Bearer gives 200 and the identity in headers; anything else 401 (or 403
-/// for a missing scope or a too-low acr) with `WWW-Authenticate`.
-///
-/// Envoy asks with the method of the request it guards (nginx and Traefik ask with GET), so every
-/// method is answered alike. `/auth?scope=a+b` (required scopes), `&acr=eidas2` (minimum
-/// level), `&attested=1` (only tokens of attested app instances), `&aud=orders-api` (the token must be for this API; default `forward_auth.audiences`)
-/// `&session=0|1` (override `forward_auth.check_session`) and `&via=token|cookie|both` (what may
-/// prove the person: the access token, the web session cookie a session code opened, or either;
-/// default token) come from the gateway's own
-/// configuration. Under `/auth/…` (Envoy's `path_prefix`, which appends the guarded request's
-/// path and query) the query belongs to the client, so it is ignored: a client could otherwise
-/// switch the session check off with `?session=0`.
+/// `/auth`: forward-auth for gateways (nginx `auth_request`, Traefik ForwardAuth, Envoy ext_authz);
+/// its query, answers and headers are documented in docs/operations.md ("Forward-auth"). Every
+/// method is answered alike because Envoy asks with the guarded request's. Under `/auth/…` the
+/// query is the client's (Envoy's `path_prefix`), so it is ignored: a client could otherwise switch
+/// the session check off with `?session=0`.
 struct ForwardAuthRoute: RelayRoutes {
     let bearer: BearerAuthenticator
     let webSessions: WebSessionAuthenticator
@@ -33,7 +25,7 @@ struct ForwardAuthRoute: RelayRoutes {
 
     static let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         let names = [settings.subjectHeader, settings.clientHeader, settings.acrHeader, settings.scopeHeader, settings.sessionHeader, settings.attestedHeader].map { HTTPField.Name($0)! }
         let check = Check(
             bearer: bearer, webSessions: webSessions, apps: apps, checkSession: settings.checkSession, audiences: settings.audiences, names: names, acrOrders: acrOrders, trustedProxies: trustedProxies
@@ -193,7 +185,7 @@ private enum Principal {
             sid: sid, session: session,
             facts: .init(
                 acr: session.acr, providerID: session.providerID, authTime: nil, audiences: audiences, scope: session.scopes.joined(separator: " "), jkt: nil,
-                attested: session.attested?.platform
+                attested: session.origin.attested?.platform
             )
         )
     }

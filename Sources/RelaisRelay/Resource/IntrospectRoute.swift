@@ -17,7 +17,7 @@ struct IntrospectRoute: RelayRoutes {
 
     static let inactive = JSONValue.object(["active": .bool(false)]).serialized()
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.post("/introspect") { request, context in
             try await RelayError.rendering(.json, context) { RelayResponse.json(.ok, serialized: try await introspect(request)) }
         }

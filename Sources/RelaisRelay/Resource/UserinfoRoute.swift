@@ -18,7 +18,7 @@ struct UserinfoRoute: RelayRoutes {
     /// Bounded in bytes (`memory.userinfo_bodies`).
     let bodies: MemoryCache<String, [UInt8]>
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.get("/userinfo") { request, context in try await respond(request, context: context) }
         router.post("/userinfo") { request, context in try await respond(request, context: context) }
     }
@@ -53,7 +53,7 @@ struct UserinfoRoute: RelayRoutes {
         var claims = TokenMinter.grantedClaims(identity, scopes: access.scopes)
         claims["sub"] = .string(access.subject)
         let body = JSONValue.object(claims).serialized()
-        bodies.put(key, body, bytes: body.count + key.utf8.count + 64, expiresAt: session.expiresAt, now: now)
+        bodies.put(key, body, bytes: body.count + key.utf8.count + 64, expiresAt: session.span.expiresAt, now: now)
         return body
     }
 }

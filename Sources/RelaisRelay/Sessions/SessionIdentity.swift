@@ -9,7 +9,7 @@ struct SessionIdentity: Sendable, Equatable {
     /// The provider's id_token, for the logout `id_token_hint`.
     var providerIDToken: String
     /// The key the session's code and refresh tokens are derived from (``SessionTokens``); nil in
-    /// identities sealed before it existed, which get one when their session is next refreshed.
+    /// an earlier version's identities (Migration/).
     var tokenSecret: [UInt8]?
 
     init(claims: [String: JSONValue], amr: [String]?, authTime: Double?, providerIDToken: String, tokenSecret: [UInt8]? = SessionTokens.newSecret()) {
@@ -20,7 +20,7 @@ struct SessionIdentity: Sendable, Equatable {
         self.tokenSecret = tokenSecret
     }
 
-    /// The plaintext's first byte; the JSON of identities sealed before starts with `{`.
+    /// The plaintext's first byte; an earlier version's JSON starts with `{`.
     static let compactFormat: UInt8 = 0xD1
 
     /// The plaintext that is sealed: claims as JSON, the id_token's segments as bytes (a third
@@ -42,10 +42,7 @@ struct SessionIdentity: Sendable, Equatable {
     /// Either plaintext form; nil for anything else or anything cut short.
     init?(plaintext bytes: [UInt8]) {
         guard var reader = CompactReader(bytes, format: Self.compactFormat) else {
-            guard let json = JSONValue.object(from: bytes), let claims = json["claims"]?.objectValue, let idToken = json["provider_id_token"]?.stringValue else {
-                return nil
-            }
-            self.init(claims: claims, amr: json["amr"]?.arrayValue?.compactMap(\.stringValue), authTime: json["auth_time"]?.numberValue, providerIDToken: idToken, tokenSecret: nil)
+            self.init(earlierVersionJSON: bytes)
             return
         }
         guard let flags = reader.byte(), flags & ~7 == 0, let claimsJSON = reader.raw(), let claims = JSONValue.parse(Array(claimsJSON))?.objectValue,

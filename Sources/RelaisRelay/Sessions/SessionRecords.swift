@@ -41,15 +41,6 @@ struct AppRequest: Sendable, Equatable {
         var idpHint: String?
     }
 
-    var providerID: String { upstream.providerID }
-    var acr: String? { upstream.acr }
-    var forceLogin: Bool { upstream.forceLogin }
-    var codeChallenge: String { redemption.codeChallenge }
-    var dpopJKT: String? {
-        get { redemption.dpopJKT }
-        set { redemption.dpopJKT = newValue }
-    }
-
     init(
         clientID: String, redirectURI: String, codeChallenge: String, state: String?, scopes: [String], nonce: String?, providerID: String,
         acr: String?, forceLogin: Bool
@@ -76,7 +67,7 @@ struct AppRequest: Sendable, Equatable {
             clientID: clientID, redirectURI: redirectURI, codeChallenge: codeChallenge, state: json["state"]?.stringValue, scopes: scopeNames,
             nonce: json["nonce"]?.stringValue, providerID: providerID, acr: json["acr"]?.stringValue, forceLogin: forceLogin
         )
-        dpopJKT = json["dpopJKT"]?.stringValue
+        redemption.dpopJKT = json["dpopJKT"]?.stringValue
         deviceName = json["deviceName"]?.stringValue
         upstream.stepUpOf = json["stepUpOf"]?.stringValue
         upstream.idpHint = json["idpHint"]?.stringValue
@@ -84,12 +75,12 @@ struct AppRequest: Sendable, Equatable {
 
     var json: [String: JSONValue] {
         var object: [String: JSONValue] = [
-            "clientID": .string(clientID), "redirectURI": .string(redirectURI), "codeChallenge": .string(codeChallenge),
+            "clientID": .string(clientID), "redirectURI": .string(redirectURI), "codeChallenge": .string(redemption.codeChallenge),
             "scopes": .array(scopes.map { .string($0) }), "providerID": .string(upstream.providerID), "forceLogin": .bool(upstream.forceLogin),
         ]
         object["state"] = state.map { .string($0) }
         object["nonce"] = nonce.map { .string($0) }
-        object["dpopJKT"] = dpopJKT.map { .string($0) }
+        object["dpopJKT"] = redemption.dpopJKT.map { .string($0) }
         object["deviceName"] = deviceName.map { .string($0) }
         object["acr"] = upstream.acr.map { .string($0) }
         object["stepUpOf"] = upstream.stepUpOf.map { .string($0) }
@@ -168,7 +159,7 @@ struct RelayCode: JSONRecord, Sendable {
 
 /// A signed-in person, for one app: what the refresh token, the access token's `sid`, /userinfo,
 /// introspection and forward-auth refer to.
-struct SessionRecord: JSONRecord, Sendable {
+struct SessionRecord: Sendable {
     var clientID: String
     var subject: String
     var providerID: String
@@ -193,11 +184,6 @@ struct SessionRecord: JSONRecord, Sendable {
         var approvedBy: String?
     }
 
-    var attested: ClientAttested? {
-        get { origin.attested }
-        set { origin.attested = newValue }
-    }
-
     /// When the session began, its absolute end (idle renewals never go past it), and its refreshes.
     struct Span: Sendable, Equatable {
         var createdAt: Double
@@ -207,9 +193,6 @@ struct SessionRecord: JSONRecord, Sendable {
         /// When the last rotation happened; nil before the first.
         var refreshedAt: Double?
     }
-
-    var createdAt: Double { span.createdAt }
-    var expiresAt: Double { span.expiresAt }
 
     init(clientID: String, subject: String, providerID: String, scopes: [String], acr: String?, createdAt: Double, expiresAt: Double, sealedIdentity: String) {
         self.clientID = clientID
@@ -221,46 +204,16 @@ struct SessionRecord: JSONRecord, Sendable {
         self.sealedIdentity = sealedIdentity
     }
 
-    init?(json: [String: JSONValue]) {
-        guard let clientID = json["client_id"]?.stringValue, let subject = json["sub"]?.stringValue, let providerID = json["idp"]?.stringValue,
-            let scopes = json["scopes"]?.arrayValue?.compactMap(\.stringValue), let createdAt = json["created_at"]?.numberValue,
-            let expiresAt = json["expires_at"]?.numberValue, let sealed = json["identity"]?.stringValue
-        else { return nil }
-        self.init(
-            clientID: clientID, subject: subject, providerID: providerID, scopes: scopes, acr: json["acr"]?.stringValue, createdAt: createdAt,
-            expiresAt: expiresAt, sealedIdentity: sealed
-        )
-        if let platform = json["attested"]?.stringValue, let key = json["attested_key"]?.stringValue {
-            attested = ClientAttested(platform: platform, thumbprint: key)
-        }
-        origin.device = json["device"]?.stringValue
-        origin.approvedBy = json["approved_by"]?.stringValue
-    }
-
-    var json: JSONValue {
-        var object: [String: JSONValue] = [
-            "client_id": .string(clientID), "sub": .string(subject), "idp": .string(providerID), "scopes": .array(scopes.map { .string($0) }),
-            "created_at": .number(createdAt), "expires_at": .number(expiresAt), "identity": .string(sealedIdentity),
-        ]
-        if let acr { object["acr"] = .string(acr) }
-        if let attested {
-            object["attested"] = .string(attested.platform)
-            object["attested_key"] = .string(attested.thumbprint)
-        }
-        if let device = origin.device { object["device"] = .string(device) }
-        if let approvedBy = origin.approvedBy { object["approved_by"] = .string(approvedBy) }
-        return .object(object)
-    }
 }
 
 extension SessionRecord {
-    /// The record's first byte in the store (JSON records, written before, start with `{`).
+    /// The record's first byte in the store (an earlier version's JSON starts with `{`).
     static let compactFormat: UInt8 = 0xC1
 
     /// The stored form (``CompactWriter``): about 40% smaller than the JSON it replaced.
     var stored: [UInt8] {
         var writer = CompactWriter(format: Self.compactFormat, capacity: 160 + sealedIdentity.utf8.count * 3 / 4)
-        let flags: UInt8 = (acr == nil ? 0 : 1) | (attested == nil ? 0 : 2) | (origin.device == nil ? 0 : 4) | (span.refreshedAt == nil ? 0 : 8)
+        let flags: UInt8 = (acr == nil ? 0 : 1) | (origin.attested == nil ? 0 : 2) | (origin.device == nil ? 0 : 4) | (span.refreshedAt == nil ? 0 : 8)
             | (origin.dpopKey == nil ? 0 : 16) | (origin.approvedBy == nil ? 0 : 32)
         writer.byte(flags)
         writer.string(clientID)
@@ -268,11 +221,11 @@ extension SessionRecord {
         writer.string(providerID)
         writer.length(scopes.count)
         for scope in scopes { writer.string(scope) }
-        writer.double(createdAt)
-        writer.double(expiresAt)
+        writer.double(span.createdAt)
+        writer.double(span.expiresAt)
         writer.sealed(sealedIdentity)
         if let acr { writer.string(acr) }
-        if let attested {
+        if let attested = origin.attested {
             writer.string(attested.platform)
             writer.string(attested.thumbprint)
         }
@@ -290,7 +243,7 @@ extension SessionRecord {
     init?(stored bytes: [UInt8]?) {
         guard let bytes else { return nil }
         guard var reader = CompactReader(bytes, format: Self.compactFormat) else {
-            guard let record = StoredJSON.decode(SessionRecord.self, bytes) else { return nil }
+            guard let record = Self(earlierVersionJSON: bytes) else { return nil }
             self = record
             return
         }
@@ -314,7 +267,7 @@ extension SessionRecord {
         )
         if flags & 2 != 0 {
             guard let platform = reader.string(), let thumbprint = reader.string() else { return nil }
-            attested = ClientAttested(platform: platform, thumbprint: thumbprint)
+            origin.attested = ClientAttested(platform: platform, thumbprint: thumbprint)
         }
         if flags & 4 != 0 {
             guard let device = reader.string() else { return nil }
@@ -335,18 +288,6 @@ extension SessionRecord {
         }
         guard reader.isAtEnd else { return nil }
     }
-}
-
-/// What a random refresh token, minted before derived tokens (``SessionTokens``), stands for:
-/// read for sessions opened by an earlier version until they move to derived tokens.
-struct RefreshRecord: Codable, Sendable {
-    var sid: String
-    var clientID: String
-    var rotatedAt: Double?
-    /// The response that replaced this token, sealed, for a retry within the grace window.
-    var sealedSuccessor: String?
-    /// The thumbprint of the DPoP key the token is bound to: a refresh needs a proof by it.
-    var jkt: String?
 }
 
 /// A record written with Relais' own JSON code rather than Codable: these are read on every

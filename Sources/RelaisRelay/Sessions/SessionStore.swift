@@ -19,8 +19,8 @@ struct SessionStore: Sendable {
         static func transaction(_ state: String) -> String { "tx:\(SHA256.hexHash(state))" }
         static func code(_ code: String) -> String { "code:\(tag(of: code)):\(SHA256.hexHash(code))" }
         static func session(_ sid: String) -> String { "session:{\(sid)}" }
-        /// Written by versions before derived tokens (``SessionTokens``), read for their sessions:
-        /// the last refresh, and one record per random refresh token.
+        /// Written by versions before derived tokens (``SessionTokens``): the last refresh, and one
+        /// record per random refresh token. Read by Migration/ only, and deleted with it.
         static func lastUsed(_ sid: String) -> String { "used:{\(sid)}" }
         static func refreshToken(_ token: String) -> String { "rt:\(tag(of: token)):\(SHA256.hexHash(token))" }
         static func subjectSessions(provider: String, subject: String) -> String { "sub:\(SHA256.hexHash(provider + "\u{0}" + subject))" }
@@ -107,7 +107,7 @@ struct SessionStore: Sendable {
 
     /// How long the session record lives from now: the idle timeout, never past the absolute end.
     func ttl(for session: SessionRecord) -> Duration? {
-        let remaining = session.expiresAt - clock.now
+        let remaining = session.span.expiresAt - clock.now
         guard remaining > 1 else { return nil }
         return min(settings.sessionIdleTimeout, .seconds(Int(remaining)))
     }
@@ -116,7 +116,7 @@ struct SessionStore: Sendable {
     func newSession(for code: RelayCode) -> SessionRecord {
         let now = clock.now
         var session = SessionRecord(
-            clientID: code.app.clientID, subject: code.subject, providerID: code.app.providerID, scopes: code.app.scopes, acr: code.acr,
+            clientID: code.app.clientID, subject: code.subject, providerID: code.app.upstream.providerID, scopes: code.app.scopes, acr: code.acr,
             createdAt: now, expiresAt: now + Double(settings.sessionLifetime.components.seconds), sealedIdentity: code.sealedIdentity
         )
         session.origin.device = code.app.deviceName
@@ -167,7 +167,7 @@ struct SessionStore: Sendable {
             try await withThrowingTaskGroup(of: (String, SessionRecord?).self) { group in
                 for sid in chunk { group.addTask { (sid, try await session(sid)) } }
                 for try await (sid, record) in group {
-                    if let record { live.append((sid, record.createdAt)) } else { _ = try await store.setRemove(index, member: sid) }
+                    if let record { live.append((sid, record.span.createdAt)) } else { _ = try await store.setRemove(index, member: sid) }
                 }
             }
         }
@@ -187,7 +187,7 @@ struct SessionStore: Sendable {
 
     /// The session and the bytes it was read from, for ``replace(_:stored:with:)``.
     func storedSession(_ sid: String) async throws -> (record: SessionRecord, stored: [UInt8])? {
-        guard let stored = try await store.get(Key.session(sid)), let session = SessionRecord(stored: stored), session.expiresAt > clock.now else { return nil }
+        guard let stored = try await store.get(Key.session(sid)), let session = SessionRecord(stored: stored), session.span.expiresAt > clock.now else { return nil }
         return (session, stored)
     }
 

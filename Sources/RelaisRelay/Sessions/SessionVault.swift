@@ -34,8 +34,7 @@ struct SessionVault: Sendable {
     /// `invalid_grant` (the key was removed: the app must sign the user in again).
     func openForGrant(_ sealed: String, what: String, logger: Logger) async throws -> SessionIdentity {
         if let identity = open(SessionIdentity.self, sealed) { return identity }
-        await keys.synchronize(afterFailure: true)
-        if let identity = open(SessionIdentity.self, sealed) { return identity }
+        if let identity = await keys.retryingOnUnknownKey(.session, { open(SessionIdentity.self, sealed) }) { return identity }
         logger.error("\(what) was sealed with a session key this instance does not have", metadata: ["generated_keys": "\(keys.sessionKeysGenerated)"])
         if keys.sessionKeysGenerated { throw RelayError(.temporarilyUnavailable, "the development session keys are being synchronised; try again shortly") }
         throw RelayError.invalidGrant("\(what) was sealed with a session key that is no longer configured; sign in again")
@@ -44,8 +43,7 @@ struct SessionVault: Sendable {
     /// ``openIdentity(_:)``, with one check of the keys against the store when it fails.
     func openIdentityAfterSync(_ sealed: String) async -> SessionIdentity? {
         if let identity = openIdentity(sealed) { return identity }
-        await keys.synchronize(afterFailure: true)
-        return openIdentity(sealed)
+        return await keys.retryingOnUnknownKey(.session) { openIdentity(sealed) }
     }
 
     func seal(_ identity: SessionIdentity) throws -> String {
@@ -55,21 +53,5 @@ struct SessionVault: Sendable {
     func open(_ type: SessionIdentity.Type, _ sealed: String) -> SessionIdentity? {
         guard let decrypted = try? JWE.parse(sealed).decrypt(with: keys.ring.sessionKeys) else { return nil }
         return SessionIdentity(plaintext: decrypted.plaintext)
-    }
-
-    /// The identity with a token secret and its sealed form: one sealed before secrets existed
-    /// (a sign-in or session from an earlier version) gets one now, sealed anew.
-    func withTokenSecret(_ identity: SessionIdentity, sealed: String) throws -> (identity: SessionIdentity, sealed: String, secret: [UInt8]) {
-        if let secret = identity.tokenSecret { return (identity, sealed, secret) }
-        var identity = identity
-        let secret = SessionTokens.newSecret()
-        identity.tokenSecret = secret
-        return (identity, try seal(identity), secret)
-    }
-
-    /// A token response sealed by an earlier version for its refresh grace window.
-    func open(json sealed: String) -> JSONValue? {
-        guard let decrypted = try? JWE.parse(sealed).decrypt(with: keys.ring.sessionKeys) else { return nil }
-        return JSONValue.parse(decrypted.plaintext)
     }
 }

@@ -131,7 +131,7 @@ struct AppAuthorizationValidator: Sendable {
             clientID: clientID, redirectURI: redirectURI, codeChallenge: challenge, state: state, scopes: scopes,
             nonce: parameters["nonce"], providerID: providerID, acr: acr, forceLogin: forceLogin
         )
-        request.dpopJKT = dpopJKT
+        request.redemption.dpopJKT = dpopJKT
         request.upstream.idpHint = idpHint
         request.deviceName = deviceName
         return .valid(request)

@@ -16,7 +16,7 @@ struct AuthorizeRoute: RelayRoutes {
     let limiter: RateLimiter
     let issuer: String
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.get("/authorize") { request, context in
             try await limiter.guarding(.page, request, context) { try await authorize(FormParameters.query(of: request), context: context) }
         }

@@ -18,7 +18,7 @@ struct CallbackRoute: RelayRoutes {
     let events: SecurityEventLog
     let issuer: String
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.get("/callback") { request, context in
             try await limiter.guarding(.page, request, context) { try await callback(request, context: context) }
         }
@@ -51,18 +51,18 @@ struct CallbackRoute: RelayRoutes {
             return RelayResponse.redirect(FormParameters.url(app.redirectURI, adding: fields))
         }
         func fail(_ error: RelayError, outcome: String) -> Response {
-            RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: outcome)
+            RelayMetrics.signIn(provider: app.upstream.providerID, client: app.clientID, outcome: outcome)
             events.record(
-                error.code == .stepUpIdentityMismatch ? .stepUpRefused : .signInFailed, reason: error.code.rawValue, client: app.clientID, provider: app.providerID
+                error.code == .stepUpIdentityMismatch ? .stepUpRefused : .signInFailed, reason: error.code.rawValue, client: app.clientID, provider: app.upstream.providerID
             )
             // A sign-in at /device has no app to go back to: the person reads the page.
             return transaction.deviceSID == nil ? error.redirect(to: app.redirectURI, state: app.state, issuer: issuer) : error.page(requestID: context.requestID)
         }
         func fail(_ error: UpstreamError) -> Response {
-            context.logger.warning("sign-in failed", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)", "error": "\(error.description)"])
+            context.logger.warning("sign-in failed", metadata: ["provider": "\(app.upstream.providerID)", "client_id": "\(app.clientID)", "error": "\(error.description)"])
             return fail(RelayError(upstream: error), outcome: error.code)
         }
-        guard let provider = providers[app.providerID] else { return fail(RelayError(.serverError, "the provider is no longer configured"), outcome: "server_error") }
+        guard let provider = providers[app.upstream.providerID] else { return fail(RelayError(.serverError, "the provider is no longer configured"), outcome: "server_error") }
         // RFC 9207: the callback names its issuer, which defeats mix-up attacks between providers.
         if let iss = parameters["iss"] {
             guard iss == provider.settings.issuer else { return fail(.callbackRejected("the callback's iss is not the provider's issuer")) }
@@ -73,7 +73,7 @@ struct CallbackRoute: RelayRoutes {
             let code = RelayError.Code.fromProvider(error)
             let detail = String((parameters["error_description"] ?? "").prefix(200))
             // Both strings come from the request: the log handlers escape them (no forged lines).
-            context.logger.info("provider returned an error", metadata: ["provider": "\(app.providerID)", "error": "\(error)", "error_description": "\(detail)"])
+            context.logger.info("provider returned an error", metadata: ["provider": "\(app.upstream.providerID)", "error": "\(error)", "error_description": "\(detail)"])
             let description = "the provider answered \(error)" + (detail.isEmpty ? "" : ": \(detail)")
             return fail(RelayError(code, description), outcome: error == "access_denied" ? "cancelled" : "provider_error")
         }
@@ -83,7 +83,7 @@ struct CallbackRoute: RelayRoutes {
         let providerStart = ContinuousClock.now
         do {
             identity = try await provider.signIn(
-                code: code, redirectURI: issuer + "/callback", nonce: transaction.providerNonce, requestedACR: app.acr,
+                code: code, redirectURI: issuer + "/callback", nonce: transaction.providerNonce, requestedACR: app.upstream.acr,
                 codeVerifier: transaction.providerCodeVerifier
             )
         } catch {
@@ -103,7 +103,7 @@ struct CallbackRoute: RelayRoutes {
             do {
                 if let session = try await sessions.session(previous), session.clientID == app.clientID {
                     guard let old = await vault.openIdentityAfterSync(session.sealedIdentity), IdentityPivot.matches(old.claims, identity.claims) else {
-                        context.logger.warning("step-up by another person refused", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)"])
+                        context.logger.warning("step-up by another person refused", metadata: ["provider": "\(app.upstream.providerID)", "client_id": "\(app.clientID)"])
                         return fail(
                             RelayError(.stepUpIdentityMismatch, "the person who signed in is not the person of the app's session, which stays as it was"),
                             outcome: "step_up_identity_mismatch"
@@ -124,7 +124,6 @@ struct CallbackRoute: RelayRoutes {
         )
         let relayCode = SessionTokens.code(sid: SessionStore.newSessionID(), secret: secret)
         do {
-            await vault.keys.synchronize()
             let sealed = try vault.seal(sealedIdentity)
             let record = RelayCode(
                 app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: sealed, providerSessionID: identity.sessionID, replaces: replaces
@@ -134,9 +133,9 @@ struct CallbackRoute: RelayRoutes {
             context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])
             return fail(RelayError(.temporarilyUnavailable, "Relais cannot store the sign-in right now; try again shortly"), outcome: "store_unavailable")
         }
-        context.logger.info("sign-in completed at the provider", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)"])
-        RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: "ok")
-        events.record(.signInSucceeded, client: app.clientID, provider: app.providerID, subject: identity.subject, identity.acr.map { [("acr", $0)] } ?? [])
+        context.logger.info("sign-in completed at the provider", metadata: ["provider": "\(app.upstream.providerID)", "client_id": "\(app.clientID)"])
+        RelayMetrics.signIn(provider: app.upstream.providerID, client: app.clientID, outcome: "ok")
+        events.record(.signInSucceeded, client: app.clientID, provider: app.upstream.providerID, subject: identity.subject, identity.acr.map { [("acr", $0)] } ?? [])
         var response = back([("code", relayCode)])
         response.headers[HTTPField.Name("Server-Timing")!] = "provider;dur=\((providerMilliseconds * 100).rounded() / 100)"
         return response
@@ -148,10 +147,9 @@ struct CallbackRoute: RelayRoutes {
         _ sid: String, identity: UpstreamIdentity, app: AppRequest, context: RelaisRequestContext, fail: (RelayError, String) -> Response
     ) async -> Response {
         do {
-            await vault.keys.synchronize()
             let sealed = try vault.seal(SessionIdentity(claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken))
             let decision = SessionStore.DeviceDecision(
-                approved: true, subject: identity.subject, providerID: app.providerID, acr: identity.acr, sealedIdentity: sealed,
+                approved: true, subject: identity.subject, providerID: app.upstream.providerID, acr: identity.acr, sealedIdentity: sealed,
                 providerSessionID: identity.sessionID, via: "browser"
             )
             guard try await sessions.decideDevice(sid, decision) else {
@@ -161,10 +159,10 @@ struct CallbackRoute: RelayRoutes {
             context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])
             return fail(RelayError(.temporarilyUnavailable, "Relais cannot store the sign-in right now; try again shortly"), "store_unavailable")
         }
-        context.logger.info("device request approved by a sign-in", metadata: ["provider": "\(app.providerID)", "client_id": "\(app.clientID)"])
-        RelayMetrics.signIn(provider: app.providerID, client: app.clientID, outcome: "ok")
+        context.logger.info("device request approved by a sign-in", metadata: ["provider": "\(app.upstream.providerID)", "client_id": "\(app.clientID)"])
+        RelayMetrics.signIn(provider: app.upstream.providerID, client: app.clientID, outcome: "ok")
         events.record(
-            .signInSucceeded, client: app.clientID, provider: app.providerID, subject: identity.subject, (identity.acr.map { [("acr", $0)] } ?? []) + [("via", "device")]
+            .signInSucceeded, client: app.clientID, provider: app.upstream.providerID, subject: identity.subject, (identity.acr.map { [("acr", $0)] } ?? []) + [("via", "device")]
         )
         let strings = PageContext.now.strings
         return RelayResponse.html(.ok, title: strings[.deviceApprovedHeading], body: """

@@ -13,18 +13,18 @@ struct SignInStarter: Sendable {
 
     /// The redirect to the provider; a refusal the caller renders on its own surface.
     func start(_ app: AppRequest, deviceSID: String? = nil, logger: Logger) async throws(RelayError) -> Response {
-        guard let provider = providers[app.providerID] else { throw RelayError(.serverError, "the provider is not configured") }
+        guard let provider = providers[app.upstream.providerID] else { throw RelayError(.serverError, "the provider is not configured") }
         let state = SecureRandom.token(bits: 256)
         let nonce = SecureRandom.token(bits: 256)
         let verifier = provider.settings.pkce ? PKCE.makeVerifier() : nil
         let location: String
         do {
             location = try await provider.authorizationURL(
-                redirectURI: issuer + "/callback", state: state, nonce: nonce, acr: app.acr, prompt: app.forceLogin ? "login" : nil,
+                redirectURI: issuer + "/callback", state: state, nonce: nonce, acr: app.upstream.acr, prompt: app.upstream.forceLogin ? "login" : nil,
                 codeChallenge: verifier.map(PKCE.challenge(for:)), idpHint: app.upstream.idpHint
             )
         } catch {
-            logger.warning("provider unavailable at authorize", metadata: ["provider": "\(app.providerID)", "error": "\(error.code)"])
+            logger.warning("provider unavailable at authorize", metadata: ["provider": "\(app.upstream.providerID)", "error": "\(error.code)"])
             throw RelayError(upstream: error)
         }
         do {

@@ -23,8 +23,8 @@ struct AuthorizationCodeGrant: TokenGrant {
         do {
             guard record.app.clientID == app.clientID else { throw RelayError.invalidGrant("the code was issued to another client") }
             guard record.app.redirectURI == redirectURI else { throw RelayError.invalidGrant("redirect_uri differs from the authorization request") }
-            guard PKCE.verify(verifier, against: record.app.codeChallenge) else { throw RelayError.invalidGrant("code_verifier does not match the code_challenge") }
-            if let bound = record.app.dpopJKT, proof?.thumbprint != bound {
+            guard PKCE.verify(verifier, against: record.app.redemption.codeChallenge) else { throw RelayError.invalidGrant("code_verifier does not match the code_challenge") }
+            if let bound = record.app.redemption.dpopJKT, proof?.thumbprint != bound {
                 throw RelayError.invalidGrant("the code is bound to a DPoP key (dpop_jkt): send a proof by that key")
             }
         } catch {
@@ -33,13 +33,12 @@ struct AuthorizationCodeGrant: TokenGrant {
             throw error
         }
         let opened = try await vault.openForGrant(record.sealedIdentity, what: "the sign-in", logger: logger)
-        await vault.keys.synchronize()
         // Found under its session's tag, so the code names its session.
         guard let sid = SessionStore.sessionID(in: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
         let (identity, sealed, secret) = try vault.withTokenSecret(opened, sealed: record.sealedIdentity)
         var session = sessions.newSession(for: record)
         session.sealedIdentity = sealed
-        session.attested = attested
+        session.origin.attested = attested
         session.origin.dpopKey = proof?.thumbprint
         let response = try issuer.issue(sid: sid, session: session, identity: identity, secret: secret, app: app, nonce: record.app.nonce)
         // The code is consumed in the same atomic step that writes the session: a request that lost

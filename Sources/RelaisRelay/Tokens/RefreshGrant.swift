@@ -59,8 +59,6 @@ struct RefreshGrant: TokenGrant {
             _ = try? await sessions.revoke(sid, reason: .approverEnded)
             throw RelayError.invalidGrant("the app session that approved this device has ended, and this session with it", .approverEnded)
         }
-        // Generated development keys may have moved on another instance: sign with the shared one.
-        await vault.keys.synchronize()
         if generation < session.span.generation {
             guard generation == session.span.generation - 1, let refreshedAt = session.span.refreshedAt,
                 sessions.clock.now - refreshedAt <= Double(grace.components.seconds)
@@ -75,47 +73,12 @@ struct RefreshGrant: TokenGrant {
         return try await sessions.replace(sid, stored: stored, with: next) ? response : nil
     }
 
-    private func issue(_ request: Request, sid: String, session: SessionRecord, identity: SessionIdentity, secret: [UInt8]) throws -> JSONValue {
+    func issue(_ request: Request, sid: String, session: SessionRecord, identity: SessionIdentity, secret: [UInt8]) throws -> JSONValue {
         try Self.checkAttestation(session, request.attested)
         if let scopes = request.scopes, let wider = scopes.first(where: { !session.scopes.contains($0) }) {
             throw RelayError(.invalidScope, "scope '\(wider)' was not granted at sign-in")
         }
         return try issuer.issue(sid: sid, session: session, identity: identity, secret: secret, app: request.app, nonce: nil, scopes: request.scopes)
-    }
-
-    /// A random refresh token of a session opened by an earlier version: the session moves to
-    /// derived tokens (its first is generation 1) and the old token is marked rotated.
-    private func rotateLegacy(_ request: Request, logger: Logger, attempt: Int = 1) async throws -> JSONValue {
-        guard let record = try await sessions.legacyRefresh(request.token) else { throw Self.unknown }
-        guard record.clientID == request.app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client", .otherClient) }
-        try Self.checkBinding(record.jkt, request.proof)
-        guard let (session, stored) = try await sessions.storedSession(record.sid), session.clientID == request.app.clientID else {
-            throw RelayError.invalidGrant("the session has ended", .sessionEnded)
-        }
-        let opened = try await vault.openForGrant(session.sealedIdentity, what: "the session", logger: logger)
-        await vault.keys.synchronize()
-        if let rotatedAt = record.rotatedAt {
-            guard sessions.clock.now - rotatedAt <= Double(grace.components.seconds) else {
-                throw try await replayed(record.sid, session, app: request.app, logger: logger)
-            }
-            try Self.checkAttestation(session, request.attested)
-            // Rotated by an earlier version, which sealed its answer in the record; or moved to derived tokens.
-            if let sealed = record.sealedSuccessor, let response = vault.open(json: sealed) { return response }
-            guard let secret = opened.tokenSecret else { throw try await replayed(record.sid, session, app: request.app, logger: logger) }
-            return try issue(request, sid: record.sid, session: session, identity: opened, secret: secret)
-        }
-        let (identity, sealed, secret) = try vault.withTokenSecret(opened, sealed: session.sealedIdentity)
-        var next = session
-        next.sealedIdentity = sealed
-        next.origin.dpopKey = record.jkt
-        next.span.generation = 1
-        next.span.refreshedAt = sessions.clock.now
-        let response = try issue(request, sid: record.sid, session: next, identity: identity, secret: secret)
-        var rotated = record
-        rotated.rotatedAt = sessions.clock.now
-        if try await sessions.adopt(request.token, record.sid, stored: stored, with: next, rotated: rotated) { return response }
-        guard attempt < Self.attempts else { throw RelayError.storeUnavailable }
-        return try await rotateLegacy(request, logger: logger, attempt: attempt + 1)
     }
 
     static let unknown = RelayError.invalidGrant("the refresh token is unknown, or its session has ended", .sessionEnded)
@@ -133,7 +96,7 @@ struct RefreshGrant: TokenGrant {
     /// A session opened by an attested app instance is refreshed by that instance only: its
     /// attestation, for the same instance key, comes with every refresh.
     static func checkAttestation(_ session: SessionRecord, _ attested: ClientAttested?) throws {
-        guard let key = session.attested?.thumbprint else { return }
+        guard let key = session.origin.attested?.thumbprint else { return }
         guard attested?.thumbprint == key else {
             throw RelayError(.invalidClientAttestation, "this session was opened by an attested app instance: refresh with that instance's client attestation")
         }
@@ -141,7 +104,7 @@ struct RefreshGrant: TokenGrant {
 
     /// A refresh token used again after its rotation's grace window: it was stolen and replayed
     /// (or the app misbehaves), so the session ends.
-    private func replayed(_ sid: String, _ session: SessionRecord, app: AppSettings, logger: Logger) async throws -> RelayError {
+    func replayed(_ sid: String, _ session: SessionRecord, app: AppSettings, logger: Logger) async throws -> RelayError {
         try await sessions.revoke(sid, reason: .refreshReuse)
         events.record(.refreshReused, reason: RelayError.Code.invalidGrant.rawValue, client: app.clientID, provider: session.providerID, sid: sid, subject: session.subject)
         RelayMetrics.securityEvent(.refreshReuse)

@@ -29,10 +29,11 @@ struct RelayKeyRing: Sendable {
 /// Relais' keys as the routes use them. Configured keys never change. In development without
 /// configured keys, one of each is generated and kept in the store, so every instance on one
 /// Redis shares them; and because Redis may lose them (a restart without persistence), each
-/// instance checks the store again every few seconds and whenever something fails to verify or
-/// open: it puts its key back when the store lost it, and adopts the store's key when another
-/// instance wrote a new one first, keeping its previous keys to check what they signed or sealed.
-/// So instances converge on one key again instead of failing each other's tokens for good.
+/// instance checks the store again every few seconds (``RelayKeySync``) and whenever a token or a
+/// sealed record names a key it lacks (``retryingOnUnknownKey(_:_:)``): it puts its key back when
+/// the store lost it, and adopts the store's key when another instance wrote a new one first,
+/// keeping its previous keys to check what they signed or sealed. So instances converge on one
+/// key again instead of failing each other's tokens for good.
 final class RelayKeys: Sendable {
     private struct State {
         var ring: RelayKeyRing
@@ -47,7 +48,7 @@ final class RelayKeys: Sendable {
     /// The store of the generated keys; nil when both kinds are configured.
     private let shared: SessionStore?
 
-    /// How often the store is read again on the normal path, and at most on failures.
+    /// How often the store is read again by ``RelayKeySync``, and at most on failures.
     static let checkInterval: Duration = .seconds(5)
     static let failureCheckInterval: Duration = .seconds(1)
     /// Previous generated keys kept to verify and open what they produced.
@@ -115,6 +116,19 @@ final class RelayKeys: Sendable {
         guard sharedSigning != nil || sharedRSA != nil || sharedSession != nil else { return RelayKeys(ring: ring) }
         let state = State(ring: ring, sharedSigning: sharedSigning, sharedRSA: sharedRSA, sharedSession: sharedSession, lastCheck: store.clock.instant)
         return RelayKeys(state: state, shared: store)
+    }
+
+    enum Kind {
+        case signing, session
+    }
+
+    /// For a token or a sealed record that named a key of `kind` this instance lacks: with generated
+    /// keys another instance may have made it, so the store is read (at most once a second) and
+    /// `attempt` runs once more. Nil with configured keys: there is nothing to learn.
+    func retryingOnUnknownKey<T, E: Error>(_ kind: Kind, _ attempt: () throws(E) -> T?) async throws(E) -> T? {
+        guard kind == .signing ? signingKeysGenerated : sessionKeysGenerated else { return nil }
+        await synchronize(afterFailure: true)
+        return try attempt()
     }
 
     /// Checks the generated keys against the store when the last check is older than the interval

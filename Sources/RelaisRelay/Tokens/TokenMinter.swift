@@ -34,7 +34,7 @@ struct TokenMinter: Sendable {
         if let authTime = identity.authTime { access["auth_time"] = .number(authTime) }
         if let jkt { access["cnf"] = .object(["jkt": .string(jkt)]) }
         // APIs and `/auth?attested=1` tell tokens of attested app instances by this claim.
-        if let attested = session.attested { access["attested"] = .string(attested.platform) }
+        if let attested = session.origin.attested { access["attested"] = .string(attested.platform) }
         let accessToken = try JWS.sign(
             payload: JSONValue.object(access).serialized(), with: keys.activeSigningKey, algorithm: keys.activeAlgorithm,
             extraHeader: ["typ": .string("at+jwt")]

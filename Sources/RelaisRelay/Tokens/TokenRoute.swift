@@ -14,7 +14,7 @@ struct TokenRoute: RelayRoutes {
     let attestation: ClientAttestationGuard
     let issuer: String
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.post("/token") { request, context in
             try await limiter.guarding(.json, request, context) { try await token(request, context: context) }
         }

@@ -17,7 +17,7 @@ struct AdminSessionRoutes: RelayRoutes {
     let limiter: RateLimiter
     let events: SecurityEventLog
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         guard let token else { return }  // off: 404 like any unknown path
         router.post("/admin/sessions/revoke") { request, context in
             try await limiter.guarding(.json, request, context) { try await revoke(request, token: token, context: context) }

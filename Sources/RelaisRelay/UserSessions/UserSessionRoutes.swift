@@ -13,7 +13,7 @@ struct UserSessionRoutes: RelayRoutes {
     let sessions: SessionStore
     let events: SecurityEventLog
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.get("/sessions") { request, context in
             try await RelayError.rendering(.bearer, context) { RelayResponse.json(.ok, serialized: try await list(request)) }
         }
@@ -39,14 +39,14 @@ struct UserSessionRoutes: RelayRoutes {
             guard let session = try await sessions.session(sid), session.subject == access.subject else { continue }  // ended since it was indexed
             let entry: [String: JSONValue] = [
                 "id": .string(sid), "current": .bool(sid == access.sid), "client_id": .string(session.clientID),
-                "device": session.origin.device.map(JSONValue.string) ?? .null, "created_at": .number(session.createdAt.rounded(.down)),
-                "last_used_at": .number((try await sessions.lastRefreshed(sid, session) ?? session.createdAt).rounded(.down)),
-                "acr": session.acr.map(JSONValue.string) ?? .null, "attested": session.attested.map { .string($0.platform) } ?? .null,
-                "expires_at": .number(session.expiresAt.rounded(.down)),
+                "device": session.origin.device.map(JSONValue.string) ?? .null, "created_at": .number(session.span.createdAt.rounded(.down)),
+                "last_used_at": .number((try await sessions.lastRefreshedIncludingEarlierVersions(sid, session) ?? session.span.createdAt).rounded(.down)),
+                "acr": session.acr.map(JSONValue.string) ?? .null, "attested": session.origin.attested.map { .string($0.platform) } ?? .null,
+                "expires_at": .number(session.span.expiresAt.rounded(.down)),
                 // A device signed in by this person's app: the session that approved it, which ends it when it ends.
                 "approved_by": session.origin.approvedBy.map(JSONValue.string) ?? .null,
             ]
-            listed.append((session.createdAt, .object(entry)))
+            listed.append((session.span.createdAt, .object(entry)))
         }
         // Newest first, as a device list reads.
         let entries = listed.sorted { $0.createdAt > $1.createdAt }.map(\.entry)

@@ -29,7 +29,7 @@ struct SessionCodeRoutes: RelayRoutes {
     /// Development only: the target of an app with no `web_targets` (the demo's web page).
     let developmentTarget: String?
 
-    func register(on router: Router<RelaisRequestContext>) {
+    func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.post("/session_code") { request, context in
             try await limiter.guarding(.bearer, request, context) { try await issue(request) }
         }
@@ -89,7 +89,7 @@ struct SessionCodeRoutes: RelayRoutes {
         guard let code, code.utf8.count <= 128, let sid = SessionStore.sessionID(in: code) else { throw Self.invalid }
         // The session first: an ended one opens nothing, and it bounds the cookie's lifetime.
         guard let session = try await sessions.session(sid) else { throw Self.invalid }
-        let remaining = Int(session.expiresAt - sessions.clock.now)
+        let remaining = Int(session.span.expiresAt - sessions.clock.now)
         guard remaining > 1 else { throw Self.invalid }
         if !confirmed, let signedIn = try await otherPerson(in: request, than: session) {
             return confirmationPage(code: code, signedIn: signedIn, incoming: session)

@@ -1,6 +1,6 @@
 public import Hummingbird
 import NIOCore
-import FoundationEssentials
+import RelaisJOSE
 
 /// The one error shape every Relais endpoint answers with:
 /// `{"error": "<stable code>", "error_description": "<for humans>", "request_id": "<id>"}`.
@@ -34,17 +34,21 @@ public struct APIError: Error, Sendable, Equatable {
 
     /// Renders the error; the request id lets an operator find the matching log line.
     func response(requestID: String?) -> Response {
-        struct Body: Encodable {
-            let error: String
-            let error_description: String
-            let request_id: String?
-        }
         var headers = self.headers
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let data = (try? encoder.encode(Body(error: code, error_description: description, request_id: requestID))) ?? Data()
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        let body = JSONErrorBody.serialized(code: code, description: description, requestID: requestID)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}
+
+/// The one writer of Relais' JSON error bodies, for ``APIError`` and the relay's refusals alike:
+/// `error`, `error_description`, then `error_reason` and `request_id` when there are, keys sorted.
+public enum JSONErrorBody {
+    public static func serialized(code: String, description: String, reason: String? = nil, requestID: String?) -> [UInt8] {
+        var body: [String: JSONValue] = ["error": .string(code), "error_description": .string(description)]
+        if let reason { body["error_reason"] = .string(reason) }
+        if let requestID { body["request_id"] = .string(requestID) }
+        return JSONValue.object(body).serialized()
     }
 }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Logging
+import RelaisClock
 
 #if canImport(Glibc)
 import Glibc
@@ -79,7 +80,7 @@ public enum LogText {
     }
 
     /// The current time, RFC 3339 UTC with milliseconds (log lines).
-    static func timestamp() -> String { timestamp(Date().timeIntervalSince1970) }
+    static func timestamp() -> String { timestamp(SystemClock().now) }
 
     /// RFC 3339 UTC with milliseconds. Calendar fields are computed here (Howard Hinnant's
     /// days-to-civil algorithm) rather than with `gmtime_r`: `timespec` and `tm` are claimed by

@@ -9,7 +9,7 @@ public import RelaisClock
 /// The server skeleton's lifecycle: until SIGTERM or SIGINT, then a drain: /readyz turns 503, the
 /// listener closes, in-flight requests get up to `server.drain_timeout` to finish. The programs
 /// (`RelayRunner`, `DevProviderRunner`) close the store and the outbound client last.
-public enum RelaisRunner {
+public enum ServerSkeleton {
     /// Runs a program on the server skeleton: its dependencies, its routes (built once the store is
     /// up, e.g. keys loaded from it), until SIGTERM or SIGINT; then the drain, and the store and the
     /// outbound client closed last. `name` starts the start and stop log lines.
@@ -23,6 +23,7 @@ public enum RelaisRunner {
         clock: any RelaisClock = SystemClock(),
         reload: (@Sendable () async throws -> RelaisConfiguration)? = nil,
         tracing: TracingBackend? = nil,
+        services: [any Service] = [],
         routes: @escaping ConfigurationReloader.Routes
     ) async throws {
         let dependencies = RelaisDependencies.make(for: configuration, logger: logger, clock: clock, tracer: tracing?.tracer)
@@ -41,7 +42,7 @@ public enum RelaisRunner {
         }
         let group = makeServiceGroup(
             configuration: configuration, dependencies: dependencies, logger: logger, signals: [.sigterm, .sigint],
-            onServerRunning: onServerRunning, responder: responder, reloader: reloader, tracing: tracing?.service
+            onServerRunning: onServerRunning, responder: responder, reloader: reloader, tracing: tracing?.service, services: services
         )
         var startMetadata = metadata
         startMetadata["address"] = "\(configuration.server.host):\(configuration.server.port)"
@@ -69,7 +70,8 @@ public enum RelaisRunner {
         additionalRoutes: (Router<RelaisRequestContext>) -> Void = { _ in },
         responder: SwappableResponder? = nil,
         reloader: ConfigurationReloader? = nil,
-        tracing: (any Service)? = nil
+        tracing: (any Service)? = nil,
+        services programServices: [any Service] = []
     ) -> ServiceGroup {
         let application = RelaisApplication.makeApplication(
             configuration: configuration,
@@ -85,6 +87,7 @@ public enum RelaisRunner {
         services.append(.init(service: ListeningService(base: application, address: address, advice: "Stop it, or choose another port (server.port)")))
         if let reloader { services.append(.init(service: ReloadService(reloader: reloader))) }
         services.append(.init(service: MemoryReturner()))
+        services += programServices.map { .init(service: $0) }
         if let metrics = RelaisApplication.makeMetricsApplication(configuration: configuration, logger: logger) {
             let address = "\(configuration.metrics.listenHost ?? ""):\(configuration.metrics.listenPort.map(String.init) ?? "")"
             services.append(.init(service: ListeningService(base: metrics, address: address, advice: "This is the metrics listener: give metrics.listen an address of its own")))
