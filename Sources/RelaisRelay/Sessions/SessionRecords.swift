@@ -159,7 +159,7 @@ struct RelayCode: JSONRecord, Sendable {
 
 /// A signed-in person, for one app: what the refresh token, the access token's `sid`, /userinfo,
 /// introspection and forward-auth refer to.
-struct SessionRecord: Sendable {
+struct SessionRecord: Sendable, Equatable {
     var clientID: String
     var subject: String
     var providerID: String

@@ -43,63 +43,49 @@ struct RefreshGrant: TokenGrant {
         throw RelayError.storeUnavailable
     }
 
-    /// One read and compare-and-set; nil when the session changed in between.
+    /// One read, its decision, and the action: a rotation's compare-and-set is nil when the
+    /// session changed in between.
     private func rotate(_ request: Request, sid: String, generation: Int, logger: Logger) async throws -> JSONValue? {
-        guard let (session, stored) = try await sessions.storedSession(sid) else { throw Self.unknown }
-        let identity = try await vault.openForGrant(session.sealedIdentity, what: "the session", logger: logger)
-        // The token is checked before anything about its session is told.
-        guard let secret = identity.tokenSecret, generation <= session.span.generation,
-            SessionTokens.isRefreshToken(request.token, sid: sid, generation: generation, secret: secret)
-        else { throw Self.unknown }
-        guard session.clientID == request.app.clientID else { throw RelayError.invalidGrant("the refresh token was issued to another client", .otherClient) }
-        try Self.checkBinding(session.origin.dpopKey, request.proof)
-        // A device session lives only while the app session that approved it does: fail closed here
-        // even if ending it along with its approver did not get through.
-        if try await sessions.approverEnded(session) {
+        let found = try await sessions.storedSession(sid)
+        var identity: SessionIdentity?
+        var read: SessionRead?
+        if let session = found?.record {
+            let opened = try await vault.openForGrant(session.sealedIdentity, what: "the session", logger: logger)
+            identity = opened
+            read = SessionRead(session: session, secret: opened.tokenSecret, approverEnded: try await sessions.approverEnded(session))
+        }
+        let requester = TokenRequester(app: request.app, proof: request.proof, attested: request.attested)
+        let presented = Presented(requester: requester, token: request.token, sid: sid, generation: generation, scopes: request.scopes)
+        let decision = Self.decide(read, presented, now: sessions.clock.now, grace: grace)
+        if case .refuse(let error) = decision { throw error }
+        // Every other decision was made on a session read with its secret.
+        guard let stored = found?.stored, let identity, let secret = identity.tokenSecret else { throw Self.unknown }
+        switch decision {
+        case .refuse(let error): throw error
+        case .endWithApprover:
             _ = try? await sessions.revoke(sid, reason: .approverEnded)
-            throw RelayError.invalidGrant("the app session that approved this device has ended, and this session with it", .approverEnded)
+            throw Self.approverGone
+        case .endAsReplayed(let session): throw try await replayed(sid, session, app: request.app, logger: logger)
+        case .resend(let session): return try issue(request, sid: sid, session: session, identity: identity, secret: secret)
+        case .rotate(let next):
+            let response = try issue(request, sid: sid, session: next, identity: identity, secret: secret)
+            return try await sessions.replace(sid, stored: stored, with: next) ? response : nil
         }
-        if generation < session.span.generation {
-            guard generation == session.span.generation - 1, let refreshedAt = session.span.refreshedAt,
-                sessions.clock.now - refreshedAt <= Double(grace.components.seconds)
-            else { throw try await replayed(sid, session, app: request.app, logger: logger) }
-            // Within the grace window: the live generation again, with a new access token.
-            return try issue(request, sid: sid, session: session, identity: identity, secret: secret)
-        }
-        var next = session
-        next.span.generation += 1
-        next.span.refreshedAt = sessions.clock.now
-        let response = try issue(request, sid: sid, session: next, identity: identity, secret: secret)
-        return try await sessions.replace(sid, stored: stored, with: next) ? response : nil
     }
 
     func issue(_ request: Request, sid: String, session: SessionRecord, identity: SessionIdentity, secret: [UInt8]) throws -> JSONValue {
-        try Self.checkAttestation(session, request.attested)
-        if let scopes = request.scopes, let wider = scopes.first(where: { !session.scopes.contains($0) }) {
-            throw RelayError(.invalidScope, "scope '\(wider)' was not granted at sign-in")
-        }
+        if let refusal = Self.issueRefusal(session, request.attested?.thumbprint, request.scopes) { throw refusal }
         return try issuer.issue(sid: sid, session: session, identity: identity, secret: secret, app: request.app, nonce: nil, scopes: request.scopes)
     }
 
-    static let unknown = RelayError.invalidGrant("the refresh token is unknown, or its session has ended", .sessionEnded)
-
-    /// RFC 9449 §5: a bound refresh token needs a proof by its key; an unbound one stays unbound.
+    /// RFC 9449 §5, for the tokens of an earlier version (``rotateLegacy(_:logger:attempt:)``).
     static func checkBinding(_ jkt: String?, _ proof: DPoPProof?) throws {
-        guard jkt == proof?.thumbprint else {
-            throw RelayError.invalidGrant(
-                jkt == nil ? "the refresh token is not bound to a DPoP key: refresh without a DPoP proof" : "the refresh token is bound to a DPoP key: send a proof by that key",
-                .dpopKeyMismatch
-            )
-        }
+        if let refusal = bindingRefusal(jkt, proof?.thumbprint) { throw refusal }
     }
 
-    /// A session opened by an attested app instance is refreshed by that instance only: its
-    /// attestation, for the same instance key, comes with every refresh.
+    /// The attested instance's check alone, for the tokens of an earlier version.
     static func checkAttestation(_ session: SessionRecord, _ attested: ClientAttested?) throws {
-        guard let key = session.origin.attested?.thumbprint else { return }
-        guard attested?.thumbprint == key else {
-            throw RelayError(.invalidClientAttestation, "this session was opened by an attested app instance: refresh with that instance's client attestation")
-        }
+        if let refusal = issueRefusal(session, attested?.thumbprint, nil) { throw refusal }
     }
 
     /// A refresh token used again after its rotation's grace window: it was stolen and replayed

@@ -41,3 +41,19 @@ struct TokenGrants: Sendable {
         return RelayError(.unsupportedGrantType, "grant_type must be \(listed)")
     }
 }
+
+/// Who asks at `/token`, as the route checked them: the app, and the keys its proofs were made by.
+/// What a grant's decider knows of the requester beyond the grant's own parameters.
+struct TokenRequester: Sendable {
+    var clientID: String
+    /// The thumbprint of the DPoP proof's key (RFC 9449), nil without a proof.
+    var proofKey: String?
+    /// The attested app instance and its instance key, nil without attestation.
+    var attested: ClientAttested?
+}
+
+extension TokenRequester {
+    init(app: AppSettings, proof: DPoPProof?, attested: ClientAttested?) {
+        self.init(clientID: app.clientID, proofKey: proof?.thumbprint, attested: attested)
+    }
+}
