@@ -112,17 +112,6 @@ struct SessionStore: Sendable {
         return min(settings.sessionIdleTimeout, .seconds(Int(remaining)))
     }
 
-    /// A new session record starting now, for the sign-in in `code`.
-    func newSession(for code: RelayCode) -> SessionRecord {
-        let now = clock.now
-        var session = SessionRecord(
-            clientID: code.app.clientID, subject: code.subject, providerID: code.app.upstream.providerID, scopes: code.app.scopes, acr: code.acr,
-            createdAt: now, expiresAt: now + Double(settings.sessionLifetime.components.seconds), sealedIdentity: code.sealedIdentity
-        )
-        session.origin.device = code.app.deviceName
-        return session
-    }
-
     /// Opens session `sid` for `code` in one atomic step: the code is consumed and the session
     /// written, or neither. A replayed code is then recognised by the session it opened (the code
     /// is derived from the session's secret, ``SessionTokens``).

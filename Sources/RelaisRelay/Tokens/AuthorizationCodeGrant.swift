@@ -1,4 +1,5 @@
 import Logging
+import RelaisClock
 import RelaisConfig
 import RelaisHTTPClient
 import RelaisJOSE
@@ -16,38 +17,38 @@ struct AuthorizationCodeGrant: TokenGrant {
         guard let code = form["code"], !code.isEmpty else { throw RelayError.invalidRequest("code is missing") }
         guard let redirectURI = form["redirect_uri"], !redirectURI.isEmpty else { throw RelayError.invalidRequest("redirect_uri is missing") }
         guard let verifier = form["code_verifier"], !verifier.isEmpty else { throw RelayError.invalidRequest("code_verifier is missing (PKCE)") }
-        guard let record = try await sessions.peekCode(code) else {
-            if let sid = try await sessionOpened(by: code) { throw try await replayed(sid, app: app, logger: logger) }
-            throw RelayError.invalidGrant("the code is unknown or expired")
-        }
-        do {
-            guard record.app.clientID == app.clientID else { throw RelayError.invalidGrant("the code was issued to another client") }
-            guard record.app.redirectURI == redirectURI else { throw RelayError.invalidGrant("redirect_uri differs from the authorization request") }
-            guard PKCE.verify(verifier, against: record.app.redemption.codeChallenge) else { throw RelayError.invalidGrant("code_verifier does not match the code_challenge") }
-            if let bound = record.app.redemption.dpopJKT, proof?.thumbprint != bound {
-                throw RelayError.invalidGrant("the code is bound to a DPoP key (dpop_jkt): send a proof by that key")
-            }
-        } catch {
-            // A code is good for one try: a failed one burns it.
+        let requester = TokenRequester(app: app, proof: proof, attested: attested)
+        let presented = Presented(requester: requester, code: code, redirectURI: redirectURI, verifier: verifier)
+        let record = try await sessions.peekCode(code)
+        let openedBy = record == nil ? try await sessionOpened(by: code) : nil
+        switch Self.decide(record, openedBy: openedBy, presented, now: sessions.clock.now, lifetime: sessions.settings.sessionLifetime) {
+        case .refuse(let error): throw error
+        case .burn(let error):
             try await sessions.discardCode(code)
             throw error
+        case .endAsReplayed(let sid): throw try await replayed(sid, app: app, logger: logger)
+        case .open(let sid, let session):
+            guard let record else { throw Self.unknown }
+            return try await open(session, sid: sid, code: code, record: record, presented, app: app, logger: logger)
         }
-        let opened = try await vault.openForGrant(record.sealedIdentity, what: "the sign-in", logger: logger)
-        // Found under its session's tag, so the code names its session.
-        guard let sid = SessionStore.sessionID(in: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
-        let (identity, sealed, secret) = try vault.withTokenSecret(opened, sealed: record.sealedIdentity)
-        var session = sessions.newSession(for: record)
-        session.sealedIdentity = sealed
-        session.origin.attested = attested
-        session.origin.dpopKey = proof?.thumbprint
-        let response = try issuer.issue(sid: sid, session: session, identity: identity, secret: secret, app: app, nonce: record.app.nonce)
-        // The code is consumed in the same atomic step that writes the session: a request that lost
-        // the race finds the session the code opened, and ends it (RFC 6749 §4.1.2), in every interleaving.
-        guard let evicted = try await sessions.redeem(code: code, opening: session, sid: sid, providerSessionID: record.providerSessionID) else {
-            guard let winner = try await sessionOpened(by: code) else { throw RelayError.invalidGrant("the code is unknown or expired") }
-            throw try await replayed(winner, app: app, logger: logger)
+    }
+
+    /// Performs `.open`. The code is consumed in the same atomic step that writes the session: a
+    /// request that lost the race finds the session the code opened, and ends it (RFC 6749 §4.1.2),
+    /// in every interleaving.
+    private func open(
+        _ session: SessionRecord, sid: String, code: String, record: RelayCode, _ presented: Presented, app: AppSettings, logger: Logger
+    ) async throws -> JSONValue {
+        let opening = SessionOpening(sessions: sessions, vault: vault, issuer: issuer, events: events)
+        let response = try await opening.open(session, sid: sid, app: app, nonce: record.app.nonce, what: "the sign-in", via: "code", logger: logger) {
+            try await sessions.redeem(code: code, opening: $0, sid: sid, providerSessionID: record.providerSessionID)
         }
-        RelayMetrics.sessionOpened(client: app.clientID)
+        guard let response else {
+            // Lost the race: decided again on what the winner left.
+            let again = Self.decide(nil, openedBy: try await sessionOpened(by: code), presented, now: sessions.clock.now, lifetime: sessions.settings.sessionLifetime)
+            if case .endAsReplayed(let winner) = again { throw try await replayed(winner, app: app, logger: logger) }
+            throw Self.unknown
+        }
         // A step-up's new session takes the place of the old one (same person, higher level). The new
         // session is committed: ending the old one is clean-up, and its failure must not turn the
         // answer into an error (the app's retry would then be taken for a replayed code).
@@ -59,11 +60,6 @@ struct AuthorizationCodeGrant: TokenGrant {
             }
         }
         logger.info("session opened", metadata: ["client_id": "\(app.clientID)", "provider": "\(session.providerID)"])
-        events.record(
-            .sessionOpened, client: app.clientID, provider: session.providerID, sid: sid, subject: session.subject,
-            (session.acr.map { [("acr", $0)] } ?? []) + [("via", "code")]
-        )
-        events.sessionsEvicted(evicted, client: app.clientID, provider: session.providerID, subject: session.subject, limit: sessions.settings.maxSessionsPerSubject)
         return response
     }
 
