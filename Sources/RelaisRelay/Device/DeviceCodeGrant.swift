@@ -20,53 +20,32 @@ struct DeviceCodeGrant: TokenGrant {
     func answer(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
         guard app.deviceGrant != nil else { throw RelayError(.unauthorizedClient, "this app is not registered for the device grant (apps.\(app.clientID).device_grant)") }
         guard let deviceCode = form["device_code"], !deviceCode.isEmpty, deviceCode.utf8.count <= 256 else { throw RelayError.invalidRequest("device_code is missing") }
-        switch try await sessions.pollDevice(deviceCode, clientID: app.clientID, interval: sessions.settings.devicePollInterval) {
-        // RFC 8628 §3.5: expired_token is for a code that was issued and has expired.
-        case .unknown: throw RelayError.invalidGrant("the device code is unknown")
-        case .expired: throw RelayError(.expiredToken, "the device code has expired")
-        case .foreign: throw RelayError.invalidGrant("the device code was issued to another client")
-        case .used: throw RelayError.invalidGrant("the device code was already used")
-        case .tooSoon: throw RelayError(.slowDown, "poll at most every \(sessions.settings.devicePollInterval.components.seconds) s")
-        case .pending: throw RelayError(.authorizationPending, "the request is waiting for approval")
-        case .decided(let sid, let request, let decision):
-            guard decision.approved, let subject = decision.subject, let providerID = decision.providerID, let sealed = decision.sealedIdentity else {
-                throw RelayError(.accessDenied, "the request was denied")
-            }
-            // Approved by an app: the device's session is tied to the approving session, and never
-            // outlives it (capped at its end, ended with it).
-            var approverEnds: Double?
-            if let approver = decision.approverSID {
-                guard let approving = try await sessions.session(approver) else {
-                    throw RelayError(.accessDenied, "the app session that approved the request has ended since")
+        let poll = try await sessions.pollDevice(deviceCode, clientID: app.clientID, interval: sessions.settings.devicePollInterval)
+        var decided: SessionStore.DeviceDecision?
+        if case .decided(_, _, let decision) = poll { decided = decision }
+        // The approving session is read only for an approval that names one.
+        var approver: SessionRecord?
+        if let decided, decided.approved, let approverSID = decided.approverSID { approver = try await sessions.session(approverSID) }
+        let requester = TokenRequester(app: app, proof: proof, attested: attested)
+        let settings = sessions.settings
+        switch Self.decide(poll, approver: approver, requester, now: sessions.clock.now, lifetime: settings.sessionLifetime, interval: settings.devicePollInterval) {
+        case .refuse(let error): throw error
+        case .open(let sid, let session, let providerSessionID):
+            if let approver = session.origin.approvedBy { try await sessions.linkApproved(sid, to: approver) }
+            let opening = SessionOpening(sessions: sessions, vault: vault, issuer: issuer, events: events)
+            let response = try await opening.open(session, sid: sid, app: app, nonce: nil, what: "the approving sign-in", via: "device", logger: logger) {
+                guard let evicted = try await sessions.redeemDevice(deviceCode, opening: $0, sid: sid, providerSessionID: providerSessionID) else { return nil }
+                // The approver may have ended between the read above and the link: then this one ends too.
+                if try await sessions.approverEnded($0) {
+                    _ = try? await sessions.revoke(sid, reason: .approverEnded)
+                    throw Self.approverGone
                 }
-                approverEnds = approving.span.expiresAt
+                return evicted
             }
-            let opened = try await vault.openForGrant(sealed, what: "the approving sign-in", logger: logger)
-            let (identity, resealed, secret) = try vault.withTokenSecret(opened, sealed: sealed)
-            let now = sessions.clock.now
-            var session = SessionRecord(
-                clientID: app.clientID, subject: subject, providerID: providerID, scopes: request.scopes, acr: decision.acr, createdAt: now,
-                expiresAt: min(now + Double(sessions.settings.sessionLifetime.components.seconds), approverEnds ?? .infinity), sealedIdentity: resealed
+            guard let response else { throw Self.used }
+            logger.info(
+                "session opened on another device", metadata: ["client_id": "\(app.clientID)", "provider": "\(session.providerID)", "via": "\(decided?.via ?? "")"]
             )
-            session.origin.attested = attested
-            session.origin.dpopKey = proof?.thumbprint
-            session.origin.approvedBy = decision.approverSID
-            let response = try issuer.issue(sid: sid, session: session, identity: identity, secret: secret, app: app, nonce: nil)
-            if let approver = decision.approverSID { try await sessions.linkApproved(sid, to: approver) }
-            guard let evicted = try await sessions.redeemDevice(deviceCode, opening: session, sid: sid, providerSessionID: decision.providerSessionID) else {
-                throw RelayError.invalidGrant("the device code was already used")
-            }
-            // The approver may have ended between the read above and the link: then this one ends too.
-            if try await sessions.approverEnded(session) {
-                _ = try? await sessions.revoke(sid, reason: .approverEnded)
-                throw RelayError(.accessDenied, "the app session that approved the request has ended since")
-            }
-            RelayMetrics.sessionOpened(client: app.clientID)
-            events.record(
-                .sessionOpened, client: app.clientID, provider: providerID, sid: sid, subject: subject, (decision.acr.map { [("acr", $0)] } ?? []) + [("via", "device")]
-            )
-            events.sessionsEvicted(evicted, client: app.clientID, provider: providerID, subject: subject, limit: sessions.settings.maxSessionsPerSubject)
-            logger.info("session opened on another device", metadata: ["client_id": "\(app.clientID)", "provider": "\(providerID)", "via": "\(decision.via ?? "")"])
             return response
         }
     }

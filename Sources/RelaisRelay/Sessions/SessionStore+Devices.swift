@@ -94,8 +94,7 @@ extension SessionStore {
         guard let request = StoredJSON.decode(DeviceRequest.self, try await store.get(Key.deviceCode(sid: sid, hash: hash))) else {
             return try await store.get(Key.usedDeviceCode(sid: sid, hash: hash)) == nil ? .unknown : .used
         }
-        guard request.clientID == clientID else { return .foreign }
-        guard request.expiresAt > clock.now else { return .expired }
+        if let standing = DevicePoll.standing(of: request, clientID: clientID, now: clock.now) { return standing }
         guard try await store.setIfAbsent(Key.devicePoll(sid), [1], ttl: interval) else { return .tooSoon }
         guard let decision = StoredJSON.decode(DeviceDecision.self, try await store.get(Key.deviceDecision(sid))) else { return .pending }
         return .decided(sid: sid, request, decision)
