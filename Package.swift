@@ -316,7 +316,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RelaisHTTPClientTests",
-            dependencies: ["RelaisHTTPClient", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing")],
+            dependencies: [
+                "RelaisHTTPClient", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -184,6 +184,7 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
         let configuration = testConfiguration()
         let dependencies = RelaisDependencies(store: EmbeddedStore(), httpClient: HTTPClient(configuration: configuration.httpClient))
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let (slowStarted, slowStartedContinuation) = AsyncStream.makeStream(of: Void.self)
         let group = ServerSkeleton.makeServiceGroup(
             configuration: configuration,
             dependencies: dependencies,
@@ -192,6 +193,8 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
             onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) },
             additionalRoutes: { router in
                 router.get("/test/slow") { _, _ in
+                    slowStartedContinuation.yield()
+                    // Still in flight when the shutdown begins: what the test drains.
                     try await Task.sleep(for: .milliseconds(800))
                     return "finished"
                 }
@@ -203,7 +206,9 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
             var iterator = ports.makeAsyncIterator()
             let port = try #require(await iterator.next())
             let slow = Task { try await client.send(.init(url: "http://127.0.0.1:\(port)/test/slow")) }
-            try await Task.sleep(for: .milliseconds(200))
+            // Shut down once the request is in its handler.
+            var started = slowStarted.makeAsyncIterator()
+            _ = await started.next()
             await group.triggerGracefulShutdown()
             let response = try await slow.value
             #expect(response.status == 200)

@@ -44,16 +44,6 @@ extension RelaySignInAndTokensChain {
             return (response.status, ContinuousClock.now - start)
         }
 
-        /// Polls `condition` until it holds or `limit` passes.
-        static func eventually(within limit: Duration, _ condition: @Sendable () -> Bool) async throws -> Bool {
-            let deadline = ContinuousClock.now + limit
-            while ContinuousClock.now < deadline {
-                if condition() { return true }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            return condition()
-        }
-
         @Test func idleAndTricklingConnectionsAreCutAndHealthzKeepsAnswering() async throws {
             let (idleCount, tricklingCount) = Self.affordable()
             try #require(idleCount >= 300, "the descriptor limit leaves room for \(idleCount) idle connections only")
@@ -64,7 +54,7 @@ extension RelaySignInAndTokensChain {
             let baseline = try #require(server.openDescriptors)
             try await Self.hostileLoad(server, http, idle: idleCount, trickling: tricklingCount)
             // Once the clients let go too, the server's descriptors are back where they were.
-            let settled = try await Self.eventually(within: .seconds(5)) { (server.openDescriptors ?? .max) <= baseline + 5 }
+            let settled = try await eventually(within: .seconds(5)) { (server.openDescriptors ?? .max) <= baseline + 5 }
             #expect(settled, "descriptors: \(server.openDescriptors ?? -1), before: \(baseline)")
             try await http.shutdown()
         }
@@ -110,11 +100,11 @@ extension RelaySignInAndTokensChain {
             // the event loops, which may count them in another order than they were opened, so which
             // ones are closed is not fixed: how many is.
             let held = try await RawConnection.blocking { () -> [RawConnection] in
-                let connections = (0..<25).compactMap { _ in RawConnection(port: server.port) }
-                usleep(500_000)
-                return connections
+                (0..<25).compactMap { _ in RawConnection(port: server.port) }
             }
             #expect(held.count == 25)
+            // The server closes those over the limit as it accepts them: wait until it has.
+            _ = try await eventually { held.filter(\.isClosedByServer).count >= 5 }
             let open = held.map { !$0.isClosedByServer }
             #expect((19...20).contains(open.filter { $0 }.count), "\(open)")
             // Room again once they leave (as soon as the server has seen them close).
