@@ -30,6 +30,10 @@ func testConfiguration(_ configure: (inout RelaisConfiguration) -> Void = { _ in
     return configuration
 }
 
+/// How a test reaches the application: `.router` needs no socket; `.live` serves over loopback,
+/// which `make test-fast` refuses (`FastTests`).
+enum Transport { case router, live }
+
 /// - Parameters:
 ///   - tracer: builds the dependencies as `serve` does with traces on (a traced store and client).
 ///   - routes: more routes, given the dependencies they may use.
@@ -37,7 +41,7 @@ func withApplication(
     _ configuration: RelaisConfiguration = testConfiguration(),
     store: (any KeyValueStore)? = nil,
     tracer: (any Tracer)? = nil,
-    testing: TestingSetup = .router,
+    testing: Transport = .router,
     routes: @escaping (Router<RelaisRequestContext>, RelaisDependencies) -> Void = { _, _ in },
     _ body: @Sendable (any TestClientProtocol) async throws -> Void
 ) async throws {
@@ -48,7 +52,8 @@ func withApplication(
         configuration: configuration, dependencies: dependencies, logger: quietLogger(), additionalRoutes: { routes($0, dependencies) }
     )
     do {
-        try await app.test(testing, body)
+        if testing == .live { try FastTests.refuse("serves the application over loopback (.live)") }
+        try await app.test(testing == .live ? .live : .router, body)
     } catch {
         await dependencies.shutdown()
         throw error

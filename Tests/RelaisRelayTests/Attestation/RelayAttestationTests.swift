@@ -15,7 +15,7 @@ import Testing
 /// Attestation-based client authentication through the relay's routes: a challenge, a platform
 /// proof (App Attest, Play Integrity, the development attester), the Client Attestation JWT, and
 /// its use with a PoP at `/token`; sessions and tokens that remember it; `/auth?attested=1`.
-@Suite struct RelayAttestationTests {
+@Suite(.tags(.fast)) struct RelayAttestationTests {
     typealias Route = RelayRouteTests
     typealias DPoP = RelayDPoPTests
 

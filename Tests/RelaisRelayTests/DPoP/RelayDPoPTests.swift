@@ -7,6 +7,7 @@ import RelaisCrypto
 import RelaisJOSE
 @testable import RelaisRelay
 import RelaisServer
+import RelaisTestSupport
 import Testing
 
 /// DPoP (RFC 9449) end to end through the relay's routes: bound tokens at `/token`, proofs with
@@ -65,7 +66,7 @@ import Testing
 
     static func claims(_ token: String) throws -> [String: JSONValue] { try #require(JSONValue.object(from: try JWS.parse(token).payload)) }
 
-    @Test func aProofAtTheTokenEndpointBindsTheTokensToItsKey() async throws {
+    @Test(.tags(.fast)) func aProofAtTheTokenEndpointBindsTheTokensToItsKey() async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let key = try AppKey(fixture.clock)
@@ -112,7 +113,7 @@ import Testing
         }
     }
 
-    @Test func aBoundTokenNeedsTheDPoPSchemeAndAProofAtUserinfo() async throws {
+    @Test(.tags(.fast)) func aBoundTokenNeedsTheDPoPSchemeAndAProofAtUserinfo() async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let key = try AppKey(fixture.clock)
@@ -148,7 +149,7 @@ import Testing
         }
     }
 
-    @Test func thePolicyPerAppAndTheCodesKey() async throws {
+    @Test(.tags(.fast)) func thePolicyPerAppAndTheCodesKey() async throws {
         let required = Route.Fixture { $0.apps[0].dpop = .required }
         try await required.test { client in
             let refused = try await Self.redeem(required, client, headers: [:])
@@ -182,7 +183,7 @@ import Testing
     }
 
     /// RFC 9449 §8: with `dpop_nonce`, a proof carries a nonce Relais issued in the last two windows.
-    @Test func serverNoncesAtTheTokenEndpoint() async throws {
+    @Test(.tags(.fast)) func serverNoncesAtTheTokenEndpoint() async throws {
         let fixture = Route.Fixture { $0.apps[0].dpopNonce = true }
         try await fixture.test { client in
             let key = try AppKey(fixture.clock)
@@ -240,7 +241,7 @@ import Testing
 
     /// RFC 9449 §7.1: a bound token presented with the DPoP scheme is challenged with `DPoP`, also
     /// once its session has ended (issue 33, finding 11).
-    @Test func aBoundTokenOfAnEndedSessionGetsTheDPoPChallenge() async throws {
+    @Test(.tags(.fast)) func aBoundTokenOfAnEndedSessionGetsTheDPoPChallenge() async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let key = try AppKey(fixture.clock)

@@ -7,12 +7,13 @@ import RelaisJOSE
 @testable import RelaisRelay
 import RelaisServer
 import RelaisStore
+import RelaisTestSupport
 import Testing
 
 /// Finding 1 of the review: approving a device opens a session that outlives the approving token,
 /// so a stolen access token must not be enough. By default the token is DPoP-bound and proved, its
 /// sign-in recent, and the device's session lives and dies with the approving session.
-@Suite struct RelayDeviceApprovalTests {
+@Suite(.tags(.fast)) struct RelayDeviceApprovalTests {
     typealias Device = RelayDeviceTests
     typealias Route = RelayRouteTests
     typealias DPoP = RelayDPoPTests

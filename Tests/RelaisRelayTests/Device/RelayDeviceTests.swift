@@ -9,6 +9,7 @@ import RelaisJOSE
 @testable import RelaisRelay
 import RelaisServer
 import RelaisStore
+import RelaisTestSupport
 import Testing
 
 /// Sign-in on another device (RFC 8628) through the relay's routes: the device's request and its
@@ -89,7 +90,7 @@ import Testing
         return Phone(access: try #require(tokens["access_token"]?.stringValue, "\(String(buffer: response.body))"), key: key, refresh: tokens["refresh_token"]?.stringValue)
     }
 
-    @Test func theDeviceGetsWhatRFC8628Says() async throws {
+    @Test(.tags(.fast)) func theDeviceGetsWhatRFC8628Says() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
             let started = try await Self.start(client, extra: [("scope", "openid"), ("device_name", "Salon TV")])
@@ -122,7 +123,7 @@ import Testing
         }
     }
 
-    @Test func pollsWaitThenGetTokensExactlyOnce() async throws {
+    @Test(.tags(.fast)) func pollsWaitThenGetTokensExactlyOnce() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
             let started = try await Self.start(client)
@@ -163,7 +164,7 @@ import Testing
         }
     }
 
-    @Test func deniedExpiredAndUnknownRequests() async throws {
+    @Test(.tags(.fast)) func deniedExpiredAndUnknownRequests() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
             let access = try await Self.phone(fixture, client)
@@ -220,7 +221,7 @@ import Testing
         #expect(opened.filter { $0 }.count == 1 && opened.count == 2)
     }
 
-    @Test func approversFollowTheDeviceAppsRules() async throws {
+    @Test(.tags(.fast)) func approversFollowTheDeviceAppsRules() async throws {
         let fixture = Self.fixture { configuration in
             configuration.apps[1].deviceGrant?.attestedApprovers = true
             configuration.apps[0].attestation = .allowed
@@ -248,7 +249,7 @@ import Testing
 
     /// Finding 4 of the review: guesses cost the guesser, never the request's owner, and say
     /// nothing about which first halves are live.
-    @Test func guessingCostsTheGuesserNotTheRequest() async throws {
+    @Test(.tags(.fast)) func guessingCostsTheGuesserNotTheRequest() async throws {
         let fixture = Self.fixture { configuration in configuration.rateLimit.userCodesPerIP = 6 }
         try await fixture.test { client in
             let started = try await Self.start(client)

@@ -8,7 +8,7 @@ import RelaisStore
 import RelaisTestSupport
 import Testing
 
-@Suite struct ErrorCatalogueTests {
+@Suite(.tags(.fast)) struct ErrorCatalogueTests {
     /// docs/errors.md is `relais errors --markdown`: regenerate it when this fails.
     @Test func theCommittedCatalogueIsTheGeneratedOne() throws {
         let path = RelaisProcess.packageRoot.appendingPathComponent("docs/errors.md").path

@@ -6,11 +6,12 @@ import RelaisConfig
 import RelaisJOSE
 @testable import RelaisRelay
 import RelaisServer
+import RelaisTestSupport
 import Testing
 
 /// Relais' pages for people: one language per page (French by default, English when the browser or
 /// the app asks), the operator's look, a label on every field, errors announced.
-@Suite struct RelayPagesTests {
+@Suite(.tags(.fast)) struct RelayPagesTests {
     typealias Route = RelayRouteTests
     static let acceptLanguage = HTTPField.Name("Accept-Language")!
 

@@ -5,10 +5,11 @@ import RelaisClock
 import RelaisConfig
 import RelaisJOSE
 @testable import RelaisRelay
+import RelaisTestSupport
 import Testing
 
 /// What APIs and gateways rely on: a token opens only what it was minted for.
-@Suite struct RelayResourceTests {
+@Suite(.tags(.fast)) struct RelayResourceTests {
     typealias Route = RelayRouteTests
 
     /// The claims of an access token the fixture minted, changed and signed again with Relais' key:

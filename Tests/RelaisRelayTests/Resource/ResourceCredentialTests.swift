@@ -4,11 +4,12 @@ import HummingbirdTesting
 import RelaisCrypto
 @testable import RelaisJOSE
 @testable import RelaisRelay
+import RelaisTestSupport
 import Testing
 
 /// How `/auth`, `/userinfo` and `/introspect` read the credentials they are given: on the bytes,
 /// since a gateway sends them with every request, and refusing what they cannot read.
-@Suite struct ResourceCredentialTests {
+@Suite(.tags(.fast)) struct ResourceCredentialTests {
     @Test func theAuthorizationSchemeIsReadCaseInsensitivelyAndTheTokenTrimmed() {
         #expect(BearerAuthenticator.credentials("Bearer abc")! == (false, "abc"))
         #expect(BearerAuthenticator.credentials("bEaReR  abc  ")! == (false, "abc"))

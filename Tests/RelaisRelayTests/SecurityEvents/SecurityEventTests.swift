@@ -33,7 +33,7 @@ import Testing
         SecurityEventLog(sink: nil, hashKey: hashKey, clock: ManualClock()).hash(label, value)
     }
 
-    @Test func aLineHasTheDocumentedFieldsAndNamesNobody() async throws {
+    @Test(.tags(.fast)) func aLineHasTheDocumentedFieldsAndNamesNobody() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
             let agent = #"Relais "test" \ agent é"#
@@ -62,7 +62,7 @@ import Testing
         }
     }
 
-    @Test func withoutAConfiguredKeyTheInstancesShareOneFromTheStore() async throws {
+    @Test(.tags(.fast)) func withoutAConfiguredKeyTheInstancesShareOneFromTheStore() async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
             _ = try await RelayDPoPTests.redeem(fixture, client, subject: "sub-1", headers: [:])
@@ -73,7 +73,7 @@ import Testing
         #expect(fixture.events.all.first?["sub"] == .string(expected))
     }
 
-    @Test func replaysRevocationsAndLogoutsAreRecorded() async throws {
+    @Test(.tags(.fast)) func replaysRevocationsAndLogoutsAreRecorded() async throws {
         let fixture = Self.fixture { $0.adminToken = RelayUserSessionTests.adminToken }
         try await fixture.test { client in
             // A code used twice: the session it opened ends, and the event names it.
@@ -139,7 +139,7 @@ import Testing
         }
     }
 
-    @Test func refusedProofsAndAttestationsAndRateLimitsAreRecorded() async throws {
+    @Test(.tags(.fast)) func refusedProofsAndAttestationsAndRateLimitsAreRecorded() async throws {
         let form = Route.form([("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "x")])
         let dpop = Self.fixture { configuration in
             configuration.apps[0].dpop = .required
@@ -164,7 +164,7 @@ import Testing
         }
     }
 
-    @Test func aCallbackForNoSignInAndARefusedLogoutTokenAreRecorded() async throws {
+    @Test(.tags(.fast)) func aCallbackForNoSignInAndARefusedLogoutTokenAreRecorded() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
             #expect(try await client.execute(uri: "/callback?state=unknown&code=c", method: .get).status == .badRequest)
@@ -176,7 +176,7 @@ import Testing
         }
     }
 
-    @Test func offMeansNoEvents() async throws {
+    @Test(.tags(.fast)) func offMeansNoEvents() async throws {
         let fixture = Self.fixture { $0.securityEvents.enabled = false }
         try await fixture.test { client in
             _ = try await Sessions.signIn(fixture, client)
@@ -184,7 +184,7 @@ import Testing
         #expect(fixture.events.all.isEmpty)
     }
 
-    @Test func aFileOutputIsAppendedToAndAnUnwritableOneStopsTheStart() async throws {
+    @Test(.tags(.fast)) func aFileOutputIsAppendedToAndAnUnwritableOneStopsTheStart() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("relais-events-\(UUID().uuidString).jsonl").path
         try "earlier line\n".write(toFile: path, atomically: true, encoding: .utf8)
         let sink = try DescriptorEventSink(.file(path))
@@ -244,7 +244,7 @@ extension RelaySignInAndTokensChain {
     }
 }
 
-@Suite struct SecurityEventCatalogueTests {
+@Suite(.tags(.fast)) struct SecurityEventCatalogueTests {
     /// docs/security-events.md is `relais security-events --markdown`: regenerate it when this fails.
     @Test func theCommittedSchemaIsTheGeneratedOne() throws {
         let path = RelaisProcess.packageRoot.appendingPathComponent("docs/security-events.md").path

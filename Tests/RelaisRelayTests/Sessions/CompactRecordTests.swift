@@ -1,11 +1,12 @@
 import RelaisJOSE
 @testable import RelaisRelay
 import RelaisStore
+import RelaisTestSupport
 import Testing
 
 /// Session records in their compact stored form: every field comes back, JSON records written
 /// before still read, and a damaged record reads as absent (never a trap, never a wrong session).
-@Suite struct CompactRecordTests {
+@Suite(.tags(.fast)) struct CompactRecordTests {
     static let key = JWK(symmetric: Array(repeating: 7, count: 32), keyID: "dev-session-3b63b42bd8c4", algorithm: "dir")
 
     static func sealed(_ identity: String = String(repeating: "eyJhbGciOiJSUzI1NiJ9.", count: 30)) throws -> String {

@@ -1,10 +1,11 @@
 import RelaisJOSE
 @testable import RelaisRelay
+import RelaisTestSupport
 import Testing
 
 /// The sealed identity's plaintext: a compact form whose id_token segments are bytes, JSON
 /// identities sealed before still read (without a token secret), and damage reads as absent.
-@Suite struct SessionIdentityTests {
+@Suite(.tags(.fast)) struct SessionIdentityTests {
     static let idToken =
         "eyJhbGciOiJFUzI1NiIsImtpZCI6ImRldjpFUzI1NjpjcVlOUVduaiIsInR5cCI6IkpXVCJ9.eyJhY3IiOiJlaWRhczEiLCJzdWIiOiI3ZmUxZTcwODA4ZDQ4NDUzIn0"
         + ".BkklbFoEByi_FDDFssLslEQKU7pmQfWgy73P7ek1I2lVGdY9gGqdMq_3Mhgv_yeLxAtaWDdJU2c5kPxzhU7SqQ"

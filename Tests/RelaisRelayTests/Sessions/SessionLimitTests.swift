@@ -4,11 +4,12 @@ import RelaisConfig
 import RelaisJOSE
 @testable import RelaisRelay
 import RelaisStore
+import RelaisTestSupport
 import Testing
 
 /// `sessions.max_per_subject`: one person's index of sessions never grows past the limit; a sign-in
 /// beyond it ends their oldest sessions, never the new one, and says so in security events.
-@Suite struct SessionLimitTests {
+@Suite(.tags(.fast)) struct SessionLimitTests {
     private static func sessionIDs(_ fixture: RelayRouteTests.Fixture) async throws -> Set<String> {
         try await fixture.sessions.sessions(ofSubject: "sub-1", provider: "fc")
     }

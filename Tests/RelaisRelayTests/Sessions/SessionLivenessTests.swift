@@ -5,11 +5,12 @@ import RelaisCrypto
 import RelaisJOSE
 @testable import RelaisRelay
 import RelaisStore
+import RelaisTestSupport
 import Testing
 
 /// Session checks answered in process: the store is asked once, revocations through Relais are
 /// seen at once, and what is deleted behind Relais' back is seen within `SessionLiveness.maxAge`.
-@Suite struct SessionLivenessTests {
+@Suite(.tags(.fast)) struct SessionLivenessTests {
     @Test func aLiveSessionIsKnownInProcessAndARevocationEndsItAtOnce() async throws {
         let fixture = RelayRouteTests.Fixture()
         try await fixture.test { client in

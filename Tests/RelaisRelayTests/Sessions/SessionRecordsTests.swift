@@ -2,9 +2,10 @@ import Foundation
 import RelaisJOSE
 @testable import RelaisRelay
 import RelaisStore
+import RelaisTestSupport
 import Testing
 
-@Suite struct SessionRecordsTests {
+@Suite(.tags(.fast)) struct SessionRecordsTests {
     /// A login transaction written by an earlier Relais (one flat object) still reads, and a new one
     /// is written the same way, so sign-ins in flight survive an upgrade of the instances.
     @Test func theAppRequestIsStoredAsOneFlatObject() throws {

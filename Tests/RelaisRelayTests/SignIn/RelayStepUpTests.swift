@@ -9,7 +9,7 @@ import Testing
 
 /// RFC 9470 step-up: a resource's challenge, then a sign-in at the provider that gives the level
 /// (FranceConnect to FranceConnect+), which replaces the app's session for the same person only.
-@Suite struct StepUpRequirementTests {
+@Suite(.tags(.fast)) struct StepUpRequirementTests {
     @Test func levelsAndAgesAreCheckedAndNamedInTheChallenge() throws {
         let order = ["eidas1", "eidas2", "eidas3"]
         let options = try #require(FormParameters(encoded: "acr=eidas2&max_age=600"))

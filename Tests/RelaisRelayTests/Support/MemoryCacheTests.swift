@@ -1,9 +1,10 @@
 @testable import RelaisRelay
+import RelaisTestSupport
 import Testing
 
 /// The in-process cache behind verified tokens, opened identities and userinfo bodies: expiry, and
 /// its bound in bytes.
-@Suite struct MemoryCacheTests {
+@Suite(.tags(.fast)) struct MemoryCacheTests {
     /// Room for `entries` values of `bytes` each.
     private func cache<Key>(_ key: Key.Type, entries: Int, bytes: Int = 100) -> MemoryCache<Key, Int> {
         MemoryCache(maxBytes: entries * (bytes + MemoryCache<Key, Int>.entryOverhead))

@@ -6,12 +6,13 @@ import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
 @testable import RelaisRelay
+import RelaisTestSupport
 import Testing
 
 /// RFC 6749 §2.3.1: a public client may name itself in HTTP Basic with an empty password, as
 /// requests-oauthlib does; `/token`, `/revoke` and `/device_authorization` accept it, and refuse
 /// two different client ids in one request (issue 33, finding 10).
-@Suite struct PublicClientTests {
+@Suite(.tags(.fast)) struct PublicClientTests {
     typealias Route = RelayRouteTests
 
     /// `Basic base64(id:password)`, both already form-encoded.

@@ -6,6 +6,7 @@ import RelaisCrypto
 import RelaisJOSE
 @testable import RelaisRelay
 import RelaisStore
+import RelaisTestSupport
 import Synchronization
 import Testing
 
@@ -36,7 +37,7 @@ import Testing
 
     /// A store failure at any point of a redemption leaves the code redeemable (503, retry) or the
     /// session whole: never a consumed code without its session, nor a session without its refresh token.
-    @Test func aStoreFailureAtAnyStepLeavesNothingHalfMade() async throws {
+    @Test(.tags(.fast)) func aStoreFailureAtAnyStepLeavesNothingHalfMade() async throws {
         var failingCall = 1
         while true {
             let gate = InterposedStore.Gate()
@@ -218,7 +219,7 @@ final class InterposedStore: KeyValueStore {
 /// either not written (503, and the retry succeeds) or written and answered; ending the session it
 /// replaces is clean-up, so its failure never turns the answer into an error that makes the app's
 /// retry look like a replayed code.
-@Suite struct StepUpRedemptionTests {
+@Suite(.tags(.fast)) struct StepUpRedemptionTests {
     @Test func aFailureAfterTheNewSessionIsCommittedStillAnswersTheTokens() async throws {
         var failingCall = 1
         let answeredDespiteAFailure = Mutex(false)

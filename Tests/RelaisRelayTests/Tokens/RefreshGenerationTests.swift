@@ -26,7 +26,7 @@ import Testing
         try await client.execute(uri: "/userinfo", method: .get, headers: [.authorization: "Bearer " + access]).status
     }
 
-    @Test func eachRotationIsTheNextGenerationAndOnlyTheLatestRotates() async throws {
+    @Test(.tags(.fast)) func eachRotationIsTheNextGenerationAndOnlyTheLatestRotates() async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let signed = try await Sessions.signIn(fixture, client)
@@ -46,7 +46,7 @@ import Testing
 
     /// The previous generation is answered within the grace window; an older one ends the session
     /// even inside that window (it was rotated twice since: someone else holds it).
-    @Test func aTokenTwoGenerationsOldEndsTheSessionEvenWithinTheGraceWindow() async throws {
+    @Test(.tags(.fast)) func aTokenTwoGenerationsOldEndsTheSessionEvenWithinTheGraceWindow() async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let signed = try await Sessions.signIn(fixture, client)
@@ -79,7 +79,7 @@ import Testing
 
     /// A made-up token naming a live session (its id is in every access token) is unknown: it
     /// must not end the session, whatever generation it claims.
-    @Test(arguments: ["0.AAAAAAAAAAAAAAAAAAAAAAAAAAA", "1.AAAAAAAAAAAAAAAAAAAAAAAAAAA", "7.x", "00.x", "999999999.x", "1234567890.x", "-1.x", "1..x", "0"])
+    @Test(.tags(.fast), arguments: ["0.AAAAAAAAAAAAAAAAAAAAAAAAAAA", "1.AAAAAAAAAAAAAAAAAAAAAAAAAAA", "7.x", "00.x", "999999999.x", "1234567890.x", "-1.x", "1..x", "0"])
     func aForgedTokenNamingALiveSessionLeavesItAlone(_ tail: String) async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
@@ -94,7 +94,7 @@ import Testing
     }
 
     /// Another app's session: its token is refused without ending the session.
-    @Test func anotherAppsRefreshTokenIsRefused() async throws {
+    @Test(.tags(.fast)) func anotherAppsRefreshTokenIsRefused() async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let signed = try await Sessions.signIn(fixture, client)
@@ -108,7 +108,7 @@ import Testing
     }
 
     /// RFC 7009: any generation the session issued names it; a forgery names nothing.
-    @Test func revokingAnOldGenerationEndsTheSessionAndAForgeryDoesNothing() async throws {
+    @Test(.tags(.fast)) func revokingAnOldGenerationEndsTheSessionAndAForgeryDoesNothing() async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let signed = try await Sessions.signIn(fixture, client)
@@ -125,7 +125,7 @@ import Testing
 
     /// A rotation that keeps losing its compare-and-set (every read is overtaken) gives up with a
     /// 503 after its attempts, and leaves the session and its live token as they were.
-    @Test func aRotationThatKeepsLosingItsSwapAnswers503AndChangesNothing() async throws {
+    @Test(.tags(.fast)) func aRotationThatKeepsLosingItsSwapAnswers503AndChangesNothing() async throws {
         let fixture = Route.Fixture(serving: { InterposedStore(base: $0, losesEverySwap: true) })
         try await fixture.test { client in
             let signed = try await Sessions.signIn(fixture, client)
@@ -160,7 +160,7 @@ import Testing
         return (sid, token)
     }
 
-    @Test func anEarlierVersionsSessionMovesToDerivedTokensAndItsOldTokenIsAReplayAfterTheWindow() async throws {
+    @Test(.tags(.fast)) func anEarlierVersionsSessionMovesToDerivedTokensAndItsOldTokenIsAReplayAfterTheWindow() async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let (sid, legacy) = try await Self.legacySession(fixture)
@@ -184,7 +184,7 @@ import Testing
     }
 
     /// An earlier version's token whose session has ended: refused, nothing else happens.
-    @Test func anEarlierVersionsTokenWhoseSessionEndedIsRefused() async throws {
+    @Test(.tags(.fast)) func anEarlierVersionsTokenWhoseSessionEndedIsRefused() async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let (sid, legacy) = try await Self.legacySession(fixture)
@@ -196,7 +196,7 @@ import Testing
 
     /// A token marked rotated, within the window, whose session has no secret and no sealed answer
     /// (a state no version writes): nothing to answer with, so it is treated as a replay.
-    @Test func aRotatedTokenWithNothingToAnswerWithEndsTheSession() async throws {
+    @Test(.tags(.fast)) func aRotatedTokenWithNothingToAnswerWithEndsTheSession() async throws {
         let fixture = Route.Fixture()
         let rotated = RefreshRecord(sid: "", clientID: "app", rotatedAt: fixture.clock.now, sealedSuccessor: nil, jkt: nil)
         try await fixture.test { client in
@@ -208,7 +208,7 @@ import Testing
 
     /// Rotated by an earlier version, which sealed its answer in the record: a retry within the
     /// window gets that answer.
-    @Test func aTokenRotatedByAnEarlierVersionGetsItsSealedAnswerWithinTheWindow() async throws {
+    @Test(.tags(.fast)) func aTokenRotatedByAnEarlierVersionGetsItsSealedAnswerWithinTheWindow() async throws {
         let fixture = Route.Fixture()
         let keys = try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions)
         let answer: JSONValue = .object(["refresh_token": .string("earlier-successor"), "token_type": .string("Bearer")])
@@ -225,7 +225,7 @@ import Testing
 
     /// A code minted by an earlier version (random, its identity without a secret) still opens its
     /// session, which gets a secret then.
-    @Test func anEarlierVersionsCodeStillOpensItsSession() async throws {
+    @Test(.tags(.fast)) func anEarlierVersionsCodeStillOpensItsSession() async throws {
         let fixture = Route.Fixture()
         let keys = try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions)
         let sealed = try JWE.encrypt(Array(#"{"claims":{},"provider_id_token":"x"}"#.utf8), to: keys.ring.activeSessionKey, keyAlgorithm: .direct, contentAlgorithm: .a256GCM)

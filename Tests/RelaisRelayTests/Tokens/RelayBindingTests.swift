@@ -5,6 +5,7 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
 @testable import RelaisRelay
+import RelaisTestSupport
 import Testing
 
 /// Checks no other test guarded (issue 33, finding 16): a code and a refresh token serve only the
@@ -26,7 +27,7 @@ import Testing
         return Route.json(try await client.execute(uri: "/token", method: .post, headers: Route.formHeaders, body: Route.form(fields)))
     }
 
-    @Test func aCodeIsRedeemedOnlyByTheAppItWasIssuedTo() async throws {
+    @Test(.tags(.fast)) func aCodeIsRedeemedOnlyByTheAppItWasIssuedTo() async throws {
         let fixture = Self.twoApps()
         try await fixture.test { client in
             let verifier = SecureRandom.token(bits: 256)
@@ -46,7 +47,7 @@ import Testing
         }
     }
 
-    @Test func aRefreshTokenRotatesOnlyForTheAppItWasIssuedTo() async throws {
+    @Test(.tags(.fast)) func aRefreshTokenRotatesOnlyForTheAppItWasIssuedTo() async throws {
         let fixture = Self.twoApps()
         try await fixture.test { client in
             let signed = try await RelayUserSessionTests.signIn(fixture, client)
@@ -65,7 +66,7 @@ import Testing
 
     /// A token Relais signed with every access-token claim but `typ: at+jwt` (an id_token's `JWT`,
     /// or none) is not an access token.
-    @Test func anAccessTokenMustSayAtJWT() async throws {
+    @Test(.tags(.fast)) func anAccessTokenMustSayAtJWT() async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let access = try await Route.accessToken(fixture, client)
@@ -87,7 +88,7 @@ import Testing
         }
     }
 
-    @Test func aDPoPProofIsGoodOnceAtUserinfo() async throws {
+    @Test(.tags(.fast)) func aDPoPProofIsGoodOnceAtUserinfo() async throws {
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let key = try DPoP.AppKey(fixture.clock)

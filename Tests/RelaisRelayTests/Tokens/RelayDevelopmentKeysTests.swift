@@ -9,6 +9,7 @@ import RelaisJOSE
 @testable import RelaisRelay
 import RelaisServer
 import RelaisStore
+import RelaisTestSupport
 import Synchronization
 import Testing
 
@@ -92,7 +93,7 @@ import Testing
     /// Configured keys never follow the store, and a session sealed with a key no longer
     /// configured sends the app back to sign-in (invalid_grant), not into a 5xx loop; with
     /// generated keys that have not converged yet, the app is asked to retry (503).
-    @Test(arguments: [true, false])
+    @Test(.tags(.fast), arguments: [true, false])
     func aSignInSealedWithAnUnknownKey(configured: Bool) async throws {
         let fixture = Route.Fixture { configuration in
             guard configured else { return }

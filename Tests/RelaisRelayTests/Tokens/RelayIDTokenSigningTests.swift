@@ -5,12 +5,13 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
 @testable import RelaisRelay
+import RelaisTestSupport
 import Testing
 
 /// OpenID Connect Discovery 1.0 §3: `id_token_signing_alg_values_supported` must include RS256.
 /// id_tokens are signed RS256 by Relais' RSA key unless the app asks for ES256; access tokens stay
 /// with the active (EC) key; /jwks.json publishes both keys (issue 33, finding 9).
-@Suite struct RelayIDTokenSigningTests {
+@Suite(.tags(.fast)) struct RelayIDTokenSigningTests {
     typealias Route = RelayRouteTests
 
     static func header(_ token: String) throws -> [String: JSONValue] {

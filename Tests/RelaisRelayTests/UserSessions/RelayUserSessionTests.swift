@@ -12,7 +12,7 @@ import Testing
 
 /// The person's own sessions (`GET /sessions`, `DELETE /sessions/{id}`) and the operator's
 /// `POST /admin/sessions/revoke`, through the relay's routes on the manual clock.
-@Suite struct RelayUserSessionTests {
+@Suite(.tags(.fast)) struct RelayUserSessionTests {
     typealias Route = RelayRouteTests
 
     /// A signed-in app instance: its tokens and its session id.

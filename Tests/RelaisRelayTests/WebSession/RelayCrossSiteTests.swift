@@ -9,13 +9,14 @@ import RelaisJOSE
 @testable import RelaisRelay
 import RelaisServer
 import RelaisStore
+import RelaisTestSupport
 import Testing
 
 /// Findings 3 and 8 of the review: what another site can make a browser do to a person's sessions.
 /// A session code opened cross-site, or over another person's web session, signs nobody in without
 /// asking; a logout needs a fresh hint for the session it names and asks when another site sent
 /// the person; revoking or logging out with a DPoP-bound refresh token takes a proof by its key.
-@Suite struct RelayCrossSiteTests {
+@Suite(.tags(.fast)) struct RelayCrossSiteTests {
     typealias Route = RelayRouteTests
     typealias DPoP = RelayDPoPTests
     typealias Codes = RelaySessionCodeTests

@@ -9,6 +9,7 @@ import RelaisJOSE
 @testable import RelaisRelay
 import RelaisServer
 import RelaisStore
+import RelaisTestSupport
 import Testing
 
 /// Session codes: an app's tokens turned into a web session in its webview (`POST /session_code`,
@@ -59,7 +60,7 @@ import Testing
         return try await client.execute(uri: "/auth" + query, method: .get, headers: headers)
     }
 
-    @Test func aCodeOpensOneWebSessionThatAuthAccepts() async throws {
+    @Test(.tags(.fast)) func aCodeOpensOneWebSessionThatAuthAccepts() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
             let (access, _) = try await Self.signIn(fixture, client)
@@ -116,7 +117,7 @@ import Testing
         }
     }
 
-    @Test func targetsAreTheAppsOwnOnly() async throws {
+    @Test(.tags(.fast)) func targetsAreTheAppsOwnOnly() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
             let (access, _) = try await Self.signIn(fixture, client)
@@ -142,7 +143,7 @@ import Testing
         }
     }
 
-    @Test func withoutTargetsDevelopmentOpensTheDemoPage() async throws {
+    @Test(.tags(.fast)) func withoutTargetsDevelopmentOpensTheDemoPage() async throws {
         let fixture = Self.fixture(targets: [])
         try await fixture.test { client in
             let (access, _) = try await Self.signIn(fixture, client)
@@ -153,7 +154,7 @@ import Testing
         }
     }
 
-    @Test func codesExpireWithTheClockAndForeignCodesOpenNothing() async throws {
+    @Test(.tags(.fast)) func codesExpireWithTheClockAndForeignCodesOpenNothing() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
             let (access, _) = try await Self.signIn(fixture, client)
@@ -191,7 +192,7 @@ import Testing
         }
     }
 
-    @Test func endingTheSessionEndsItsWebSessions() async throws {
+    @Test(.tags(.fast)) func endingTheSessionEndsItsWebSessions() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
             let (access, refresh) = try await Self.signIn(fixture, client)
@@ -210,7 +211,7 @@ import Testing
     }
 
     /// CSRF: the cookie is never a credential for anything but `/auth`.
-    @Test func theCookieOpensNothingElse() async throws {
+    @Test(.tags(.fast)) func theCookieOpensNothingElse() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
             let (access, _) = try await Self.signIn(fixture, client)
@@ -232,7 +233,7 @@ import Testing
         }
     }
 
-    @Test func aBoundTokenNeedsItsProof() async throws {
+    @Test(.tags(.fast)) func aBoundTokenNeedsItsProof() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
             let key = try DPoP.AppKey(fixture.clock)

@@ -1,7 +1,8 @@
 import RelaisServer
+import RelaisTestSupport
 import Testing
 
-@Suite struct ClientAddressTests {
+@Suite(.tags(.fast)) struct ClientAddressTests {
     let proxies = ["10.0.0.0/8", "127.0.0.1", "fd00::/8"].compactMap(IPNetwork.init)
 
     @Test func networksMatchByPrefix() throws {

@@ -5,13 +5,14 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 @testable import RelaisServer
+import RelaisTestSupport
 import Testing
 
 /// The connection deadlines on an embedded channel whose clock the test moves, behind the same
 /// HTTP/1 decoder as the server's (bytes in, so that a head can be trickled): header timeout from
 /// a head's first byte on every request, body and keep-alive idle timeouts, and a busy kept-alive
 /// connection that outlives both.
-@Suite struct ConnectionDeadlineTests {
+@Suite(.tags(.fast)) struct ConnectionDeadlineTests {
     /// A whole request without a body: its head and its end at once.
     private static let request = "GET /healthz HTTP/1.1\r\nHost: relais\r\n\r\n"
 

@@ -1,11 +1,12 @@
 import HTTPTypes
 import RelaisHTTPClient
 @testable import RelaisServer
+import RelaisTestSupport
 import Testing
 
 /// Which requests carry a form body: the media type read on the bytes, case-insensitively, with
 /// parameters allowed after it and nothing else.
-@Suite struct FormContentTypeTests {
+@Suite(.tags(.fast)) struct FormContentTypeTests {
     @Test func aFormIsItsMediaTypeAndParametersOnly() {
         let forms = [
             "application/x-www-form-urlencoded", "Application/X-WWW-Form-Urlencoded", "application/x-www-form-urlencoded; charset=UTF-8",

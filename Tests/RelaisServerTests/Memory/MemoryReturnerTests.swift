@@ -1,12 +1,13 @@
 import Logging
 @testable import RelaisServer
+import RelaisTestSupport
 import ServiceLifecycle
 import Synchronization
 import Testing
 
 @Suite struct MemoryReturnerTests {
     /// One release after each wait, every round, until the wait is cut.
-    @Test func freeMemoryIsReturnedAfterEveryInterval() async throws {
+    @Test(.tags(.fast)) func freeMemoryIsReturnedAfterEveryInterval() async throws {
         let rounds = Mutex<[String]>([])
         let returner = MemoryReturner(
             interval: .seconds(30),

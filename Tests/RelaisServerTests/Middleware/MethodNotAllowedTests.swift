@@ -3,11 +3,12 @@ import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 @testable import RelaisServer
+import RelaisTestSupport
 import Testing
 
 /// RFC 9110 §15.5.6 through the application as `serve` assembles it (``RelaisApplication/makeRouter``):
 /// a known path with a method it does not serve is 405 with `Allow`; an unknown path stays 404.
-@Suite struct MethodNotAllowedTests {
+@Suite(.tags(.fast)) struct MethodNotAllowedTests {
     /// Routes of the shapes the relay registers: one method, several, a capture, a `**` tail.
     static func routes(_ router: Router<RelaisRequestContext>, _: RelaisDependencies) {
         router.post("/token") { _, _ in "token" }

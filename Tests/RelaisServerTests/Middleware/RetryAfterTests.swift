@@ -2,11 +2,12 @@ import Hummingbird
 import HTTPTypes
 import HummingbirdTesting
 import RelaisServer
+import RelaisTestSupport
 import Testing
 
 /// Every 503 of the application as `serve` assembles it carries `Retry-After`, whether a route
 /// returned it or threw it; a delay a route chose is kept, and no other status gets one.
-@Suite struct RetryAfterTests {
+@Suite(.tags(.fast)) struct RetryAfterTests {
     static func routes(_ router: Router<RelaisRequestContext>, _: RelaisDependencies) {
         router.get("/returned") { _, _ in Response(status: .serviceUnavailable) }
         router.get("/thrown") { _, _ -> Response in throw APIError(.serviceUnavailable, code: "temporarily_unavailable", description: "store down") }
