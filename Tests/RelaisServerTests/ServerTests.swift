@@ -218,7 +218,8 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
             let response = try await slow.value
             #expect(response.status == 200)
             #expect(response.bodyText == "finished")
-            #expect(dependencies.drainState.isDraining)
+            // The drain watcher may not have been scheduled yet when the shutdown began: wait for it.
+            #expect(try await eventually { dependencies.drainState.isDraining })
             try await tasks.waitForAll()
         }
         // The listener is closed once the group has stopped.
