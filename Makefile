@@ -13,7 +13,7 @@ RELAIS_COMMIT := $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 RELAIS_DIRTY := $(if $(RELAIS_COMMIT),$(shell git diff --quiet HEAD -- 2>/dev/null && echo 0000 || echo 2d44))
 RELAIS_VERSION_FLAGS := $(if $(RELAIS_COMMIT),-Xlinker --build-id=0x524c$(RELAIS_COMMIT)$(RELAIS_DIRTY))
 
-.PHONY: deps bench-deps e2e-deps build release test e2e demo bench check-config clean image image-test
+.PHONY: deps bench-deps e2e-deps build release test test-fast e2e demo bench check-config clean image image-test
 
 ## The release binary `make demo` and `make release` build, rebuilt only when a source, the
 ## manifest, the pinned versions or the version flags changed: SwiftPM alone recompiles part of
@@ -54,6 +54,15 @@ release: deps $(RELEASE_BINARY)
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+## Only the tests that need no process, no Redis and no socket: pure code, and routes through the
+## router test framework; under a minute once built (docs/testing.md). They carry the `.fast` tag
+## (Tests/RelaisTestSupport/FastTests.swift), which scripts/fast-tests.py turns into a --filter
+## (SwiftPM cannot filter by tag); with RELAIS_TEST_FAST=1 every test helper that would start a
+## process, a server or a listener throws, so a test tagged fast by mistake fails here.
+test-fast: deps
+	$(SWIFT) build --build-tests
+	@filter="$$(scripts/fast-tests.py)" && RELAIS_TEST_FAST=1 $(SWIFT) test --skip-build --filter "$$filter"
 
 ## End-to-end checks with software nobody here wrote: real Chromium (Selenium), Authlib as a
 ## standard OAuth client, oidc-provider-mock as a third-party upstream provider, Debian's nginx

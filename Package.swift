@@ -288,8 +288,8 @@ let package = Package(
             path: "Tests/RelaisTestSupport",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "RelaisCryptoTests", dependencies: ["RelaisCrypto"], swiftSettings: swiftSettings),
-        .testTarget(name: "RelaisQRCodeTests", dependencies: ["RelaisQRCode"], swiftSettings: swiftSettings),
+        .testTarget(name: "RelaisCryptoTests", dependencies: ["RelaisCrypto", "RelaisTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "RelaisQRCodeTests", dependencies: ["RelaisQRCode", "RelaisTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RelaisJOSETests",
             dependencies: ["RelaisJOSE", "RelaisCrypto", "RelaisHTTPClient", "RelaisTestSupport",
@@ -311,12 +311,15 @@ let package = Package(
         ),
         .testTarget(
             name: "RelaisTelemetryTests",
-            dependencies: ["RelaisTelemetry", .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics")],
+            dependencies: ["RelaisTelemetry", "RelaisTestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RelaisHTTPClientTests",
-            dependencies: ["RelaisHTTPClient", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing")],
+            dependencies: [
+                "RelaisHTTPClient", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -326,7 +329,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RelaisConfigTests",
-            dependencies: ["RelaisConfig", "RelaisHTTPClient", "RelaisStore", "RelaisJOSE"],
+            dependencies: ["RelaisConfig", "RelaisHTTPClient", "RelaisStore", "RelaisJOSE", "RelaisTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -8,7 +8,7 @@ import X509
 
 /// Apple's validation steps, each wrong in turn, on attestations made with a test CA; and Apple's
 /// own published sample attestation against the pinned root.
-@Suite struct AppAttestTests {
+@Suite(.tags(.fast)) struct AppAttestTests {
     let factory: AppAttestFactory
     let verifier: AppAttestVerifier
     let clientDataHash = Array(Crypto.SHA256.hash(data: Array(#"{"challenge":"c1","jkt":"k1"}"#.utf8)))

@@ -4,7 +4,7 @@ import RelaisTestSupport
 import Testing
 
 /// The decoder reads what App Attest sends and refuses the rest, in time linear in the input.
-@Suite struct CBORTests {
+@Suite(.tags(.fast)) struct CBORTests {
     @Test func readsTheItemsAppAttestUses() throws {
         let value: CBORValue = CBORWriter.map([
             ("n", .unsigned(500)), ("m", .negative(6)), ("b", .bytes([1, 2, 3])), ("t", .text("é")), ("a", .array([.bool(true), .null, .undefined])),

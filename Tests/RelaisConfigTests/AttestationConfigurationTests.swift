@@ -3,10 +3,11 @@ import RelaisAttest
 @testable import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
 /// `apps.<id>.attestation` and the platform settings it needs; the development attester.
-@Suite struct AttestationConfigurationTests {
+@Suite(.tags(.fast)) struct AttestationConfigurationTests {
     private func file(_ contents: String) throws -> String {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("relais-attest-\(UUID().uuidString)")
         try contents.write(to: url, atomically: true, encoding: .utf8)

@@ -2,9 +2,10 @@ import Foundation
 @testable import RelaisConfig
 import RelaisHTTPClient
 import RelaisStore
+import RelaisTestSupport
 import Testing
 
-@Suite struct ConfigurationLoaderTests {
+@Suite(.tags(.fast)) struct ConfigurationLoaderTests {
     private static let examplePath: String = {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("config/relais.example.yaml").path

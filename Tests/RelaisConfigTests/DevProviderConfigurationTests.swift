@@ -1,10 +1,11 @@
 import Foundation
 @testable import RelaisConfig
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
 /// `relais dev-provider`'s configuration: the shipped file, overrides, and every problem reported at once.
-@Suite struct DevProviderConfigurationTests {
+@Suite(.tags(.fast)) struct DevProviderConfigurationTests {
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     private static let example = root.appendingPathComponent("config/dev-provider.yaml").path
     private static let identities = root.appendingPathComponent("config/dev-identities.yaml").path

@@ -2,11 +2,12 @@ import Foundation
 @testable import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
 /// OpenID Connect Discovery 1.0 §3: id_tokens are signed RS256 unless an app asks for ES256, so
 /// production needs an RSA key beside the EC one (`signing.active_rsa_key`); issue 33, finding 9.
-@Suite struct IDTokenSigningConfigurationTests {
+@Suite(.tags(.fast)) struct IDTokenSigningConfigurationTests {
     private func file(_ contents: String) throws -> String {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("relais-idtoken-\(UUID().uuidString)")
         try contents.write(to: url, atomically: true, encoding: .utf8)

@@ -1,10 +1,11 @@
 import RelaisConfig
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
 /// docs/extending.md, "Add a provider preset", followed in a test: a fourth family of providers is
 /// one `ProviderDefaults` value, and a provider built from it has every setting from that value.
-@Suite struct ProviderPresetRecipeTests {
+@Suite(.tags(.fast)) struct ProviderPresetRecipeTests {
     /// A throwaway preset, as a new one would be written beside the others in ProviderDefaults.swift.
     static let exampleIdP = ProviderDefaults(name: "example-idp", scopes: ["openid", "email", "badge"], idTokenAlgorithms: [.es384], userinfoFormat: .jws) {
         $0.discovery = false

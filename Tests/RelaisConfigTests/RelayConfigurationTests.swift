@@ -2,10 +2,11 @@ import Foundation
 @testable import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
 /// `providers`, `apps`, `resource_servers`, Relais' keys and lifetimes.
-@Suite struct RelayConfigurationTests {
+@Suite(.tags(.fast)) struct RelayConfigurationTests {
     private func file(_ contents: String) throws -> String {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("relais-relay-\(UUID().uuidString)")
         try contents.write(to: url, atomically: true, encoding: .utf8)

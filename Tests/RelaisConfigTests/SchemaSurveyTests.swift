@@ -1,8 +1,9 @@
 @testable import RelaisConfig
+import RelaisTestSupport
 import Testing
 
 /// The schemas are what the readers ask for: a key is spelled once, where it is read.
-@Suite struct SchemaSurveyTests {
+@Suite(.tags(.fast)) struct SchemaSurveyTests {
     @Test func theRelaySchemaHoldsWhatItsReaderReads() throws {
         let schema = ConfigSchema.relay
         #expect(schema.environmentPrefix == "RELAIS_")

@@ -1,7 +1,8 @@
 import RelaisCrypto
+import RelaisTestSupport
 import Testing
 
-@Suite struct RelaisCryptoTests {
+@Suite(.tags(.fast)) struct RelaisCryptoTests {
     @Test func sha256MatchesFIPSVectors() {
         #expect(SHA256.hexHash("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         #expect(SHA256.hexHash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
@@ -66,7 +67,7 @@ import Testing
     }
 }
 
-@Suite struct HMACTests {
+@Suite(.tags(.fast)) struct HMACTests {
     /// RFC 4231 test case 2.
     @Test func sha256MatchesRFC4231() {
         #expect(Hex.encode(HMAC.sha256(key: Array("Jefe".utf8), Array("what do ya want for nothing?".utf8)))

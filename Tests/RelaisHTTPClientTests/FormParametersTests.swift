@@ -1,7 +1,8 @@
 import RelaisHTTPClient
+import RelaisTestSupport
 import Testing
 
-@Suite struct FormParametersTests {
+@Suite(.tags(.fast)) struct FormParametersTests {
     @Test func repeatedNamesAreReportedOnceInOrderOfFirstRepeat() throws {
         let form = try #require(FormParameters(encoded: "a=1&b=2&a=3&c=4&b=5&a=6&c=7&d=8"))
         #expect(form.repeatedNames == ["a", "b", "c"])

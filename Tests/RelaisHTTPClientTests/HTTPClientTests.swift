@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import Hummingbird
 @testable import RelaisHTTPClient
 import RelaisTestSupport
 import Testing
@@ -193,12 +194,21 @@ import Testing
     }
 
     @Test func cancellingTheTaskAbortsTheTransfer() async throws {
-        try await withServer { server in
+        let (arrived, arrival) = AsyncStream.makeStream(of: Void.self)
+        let router = LoopbackHTTPServer.testRouter()
+        router.get("/held") { _, _ in
+            arrival.yield()
+            try await Task.sleep(for: .seconds(30))
+            return "held"
+        }
+        try await LoopbackHTTPServer.with(router: router) { server in
             let client = client()
             defer { Task { try? await client.shutdown() } }
             let start = ContinuousClock.now
-            let task = Task { try await client.send(.init(url: server.baseURL + "/slow?ms=30000")) }
-            try await Task.sleep(for: .milliseconds(150))
+            let task = Task { try await client.send(.init(url: server.baseURL + "/held")) }
+            // Cancelled once the transfer is under way: the server has the request.
+            var arrivals = arrived.makeAsyncIterator()
+            _ = await arrivals.next()
             task.cancel()
             await #expect(throws: CancellationError.self) { try await task.value }
             #expect(ContinuousClock.now - start < .seconds(10))

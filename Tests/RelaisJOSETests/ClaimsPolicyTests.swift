@@ -1,8 +1,9 @@
 import RelaisCrypto
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
-@Suite struct ClaimsPolicyTests {
+@Suite(.tags(.fast)) struct ClaimsPolicyTests {
     static let now = 1_800_000_000.0
     static let key = JWK(symmetric: Array(repeating: 42, count: 32), keyID: "k1")
 

@@ -1,9 +1,10 @@
 import RelaisCrypto
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
 /// RFC 9449 §4.3: each check of a DPoP proof, wrong in turn.
-@Suite struct DPoPProofTests {
+@Suite(.tags(.fast)) struct DPoPProofTests {
     static let url = "https://relais.example.fr/token"
     static let now = 1_795_334_017.0
 

@@ -1,3 +1,4 @@
+import RelaisTestSupport
 import Testing
 
 /// Reads the code of a DocC article and the snippets of a test file, so that a test can prove
@@ -62,7 +63,7 @@ enum DocumentationSnippets {
     }
 }
 
-@Suite struct DocumentationSnippetsTests {
+@Suite(.tags(.fast)) struct DocumentationSnippetsTests {
     @Test func blocksAndSnippetsAreComparedWithoutTheirIndentationAndTrailingSpaces() {
         let markdown = "Text\n\n```swift\n    let a = 1  \n\n      let b = 2\n```\n\n```json\n{}\n```\n"
         let source = "x\n    // snippet: one\n\n    let a = 1\n\n      let b = 2\n    // end-snippet\n"

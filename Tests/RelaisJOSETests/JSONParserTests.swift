@@ -1,9 +1,10 @@
 import Foundation
 import RelaisCrypto
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
-@Suite struct JSONParserTests {
+@Suite(.tags(.fast)) struct JSONParserTests {
     @Test func theCompactSerializerWritesWhatJSONEncoderWrites() throws {
         let values: [JSONValue] = [
             .object([
@@ -61,7 +62,7 @@ import Testing
     }
 }
 
-@Suite struct ClaimsIndexTests {
+@Suite(.tags(.fast)) struct ClaimsIndexTests {
     private func claims(_ json: String) throws -> VerifiedClaims {
         let key = JWK(symmetric: Array(repeating: 1, count: 32))
         var policy = ClaimsPolicy(now: { 0 })

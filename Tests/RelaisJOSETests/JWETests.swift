@@ -1,6 +1,7 @@
 import Foundation
 import RelaisCrypto
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
 struct JWEVector: Decodable, Sendable, CustomTestStringConvertible {
@@ -32,7 +33,7 @@ enum JWEVectors {
     static var all: [JWEVector] { file.vectors }
 }
 
-@Suite struct JWETests {
+@Suite(.tags(.fast)) struct JWETests {
     private func recipient(_ vector: JWEVector) throws -> (privateKey: JWK, publicKey: JWK) {
         let privateKey = try JWK(object: vector.private_jwk)
         let publicKey = try privateKey.publicJSON().map { try JWK(object: $0) } ?? privateKey

@@ -1,9 +1,10 @@
 import Foundation
 import RelaisCrypto
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
-@Suite struct JWKTests {
+@Suite(.tags(.fast)) struct JWKTests {
     private func jwk(_ json: String) throws -> JWK { try JWK(json: Array(json.utf8)) }
 
     @Test func publicExportNeverCarriesPrivateMembers() throws {
@@ -139,7 +140,7 @@ struct SplitMix64 {
     }
 }
 
-@Suite struct KeyGenerationTests {
+@Suite(.tags(.fast)) struct KeyGenerationTests {
     @Test(arguments: JWSAlgorithm.allCases)
     func generatedKeysSignAndTheirPublicHalfVerifies(algorithm: JWSAlgorithm) throws {
         let key = try JWK.generate(for: algorithm, keyID: "gen-\(algorithm.rawValue)")

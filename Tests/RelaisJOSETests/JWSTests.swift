@@ -1,6 +1,7 @@
 import Foundation
 import RelaisCrypto
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
 struct Vector: Decodable, Sendable {
@@ -39,7 +40,7 @@ private func code(_ body: () throws -> Void) -> String? {
     }
 }
 
-@Suite struct JWSTests {
+@Suite(.tags(.fast)) struct JWSTests {
     @Test(arguments: Vectors.all)
     func tokensSignedByJoserfcVerify(vector: Vector) throws {
         let jws = try JWS.parse(vector.token)

@@ -1,7 +1,8 @@
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
-@Suite struct PEMTests {
+@Suite(.tags(.fast)) struct PEMTests {
     static let asymmetric = Vectors.all.filter { $0.pem != nil }
 
     @Test(arguments: asymmetric)

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 @testable import RelaisKit
+import RelaisTestSupport
 import Testing
 
 /// The pure parts, checked against Tests/RelaisKitTests/Vectors (the files docs/client-protocol.md
@@ -46,7 +47,7 @@ import Testing
         }
     }
 
-    @Test func theTransitionTable() throws {
+    @Test(.tags(.fast)) func theTransitionTable() throws {
         let rows = try #require(try Self.vector("transitions")["transitions"] as? [[String: String]])
         #expect(rows.count > 25)
         for row in rows {
@@ -56,7 +57,7 @@ import Testing
         }
     }
 
-    @Test func theInstanceKeyThumbprintAndPKCE() throws {
+    @Test(.tags(.fast)) func theInstanceKeyThumbprintAndPKCE() throws {
         let vectors = try Self.vector("wire")
         let instance = try #require(vectors["instance_key"] as? [String: String])
         let key = try SoftwareProofKey(persistentRepresentation: try #require(Base64URL.decode(instance["d"]!)))
@@ -73,7 +74,7 @@ import Testing
 
     /// The proof the client makes for a vector's request has exactly the vector's header and
     /// claims (plus a fresh `jti`), and its signature verifies with the instance key.
-    @Test(arguments: ["dpop_token_request", "dpop_resource_request"])
+    @Test(.tags(.fast), arguments: ["dpop_token_request", "dpop_resource_request"])
     func dpopProofs(name: String) async throws {
         let vectors = try Self.vector("wire")
         let instance = try #require(vectors["instance_key"] as? [String: String])
@@ -99,7 +100,7 @@ import Testing
         #expect(publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8)))
     }
 
-    @Test func attestationPoPAndAppAttestClientData() async throws {
+    @Test(.tags(.fast)) func attestationPoPAndAppAttestClientData() async throws {
         let vectors = try Self.vector("wire")
         let instance = try #require(vectors["instance_key"] as? [String: String])
         let key = try SoftwareProofKey(persistentRepresentation: try #require(Base64URL.decode(instance["d"]!)))
@@ -150,7 +151,7 @@ import Testing
         #expect(try RelaisClient.code(from: URL(string: "http://127.0.0.1:5/cb?code=c1&state=s1&iss=https%3A%2F%2Fr")!, state: "s1", issuer: "https://r") == "c1")
     }
 
-    @Test func fileStorageIsPrivateAndAtomic() throws {
+    @Test(.tags(.fast)) func fileStorageIsPrivateAndAtomic() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relaiskit-\(UUID().uuidString)")
         let storage = try FileStorage(directory: directory)
         #expect(try storage.read("app.session") == nil)

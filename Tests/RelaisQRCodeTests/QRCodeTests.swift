@@ -1,9 +1,10 @@
 import RelaisQRCode
+import RelaisTestSupport
 import Testing
 
 /// libqrencode through the bridge: sizes by content, the finder patterns in place, and the SVG
 /// drawing exactly the dark modules. (The e2e suite reads the served image back with zxing-cpp.)
-@Suite struct QRCodeTests {
+@Suite(.tags(.fast)) struct QRCodeTests {
     @Test func theSymbolGrowsWithItsContent() throws {
         let short = try #require(QRCode("BCDF-GHJK"))
         #expect(short.width == 21)  // version 1

@@ -6,7 +6,7 @@ import Testing
 /// which breaks one fails here instead of in a review: files of at most 400 lines, time only from
 /// an injected clock, relay types of at most 8 stored properties, and
 /// store keys spelled only by `SessionStore.Key`.
-@Suite struct CodeShapeTests {
+@Suite(.tags(.fast)) struct CodeShapeTests {
     private static let sources = RelaisProcess.packageRoot.appendingPathComponent("Sources")
 
     /// Every Swift file under `Sources/<module>`, as (path relative to Sources, text).

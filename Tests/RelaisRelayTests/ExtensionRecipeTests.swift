@@ -7,11 +7,12 @@ import RelaisConfig
 import RelaisHTTPClient
 import RelaisJOSE
 @testable import RelaisRelay
+import RelaisTestSupport
 import Testing
 
 /// docs/extending.md followed in a test: a grant and an attestation format that exist only here,
 /// each one type and one registration, answered by the relay as its own.
-@Suite struct ExtensionRecipeTests {
+@Suite(.tags(.fast)) struct ExtensionRecipeTests {
     typealias Route = RelayRouteTests
     typealias Attestation = RelayAttestationTests
 

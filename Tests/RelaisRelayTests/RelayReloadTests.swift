@@ -78,7 +78,7 @@ import Glibc
         return try await client.execute(uri: "/authorize?" + query, method: .get)
     }
 
-    @Test func aReloadAddsAnAppAndARefusedOneChangesNothing() async throws {
+    @Test(.tags(.fast)) func aReloadAddsAnAppAndARefusedOneChangesNothing() async throws {
         let reloadable = try await Reloadable(Self.base())
         try await reloadable.test { client in
             #expect(try await Self.authorize(client, clientID: "second").status == .badRequest)  // unknown_client
@@ -125,7 +125,7 @@ import Glibc
 
     /// In development, a FranceConnect+ provider without key files gets a generated decryption
     /// key at each load: a reload keeps the running one, so sign-ins encrypted to it still open.
-    @Test func aGeneratedDecryptionKeySurvivesAReload() throws {
+    @Test(.tags(.fast)) func aGeneratedDecryptionKeySurvivesAReload() throws {
         var running = Self.base()
         running.providers[0].decryptionKeys = [try JWK.generate(for: .rs256, use: "enc", pinAlgorithm: false)]
         running.providers[0].decryptionKeysGenerated = true

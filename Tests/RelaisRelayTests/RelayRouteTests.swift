@@ -12,6 +12,7 @@ import RelaisJOSE
 @testable import RelaisRelay
 import RelaisServer
 import RelaisStore
+import RelaisTestSupport
 import Testing
 
 /// The relay's routes driven through Hummingbird's router test framework: no socket, no process,
@@ -46,16 +47,20 @@ import Testing
             self.configuration = configuration
         }
 
+        /// How a test reaches the router: `.router` needs no socket; `.live` serves over loopback
+        /// (the peer address is then 127.0.0.1), which `make test-fast` refuses (`FastTests`).
+        enum Transport { case router, live }
+
         /// Runs `body` against the relay's router.
-        /// `.live` serves over loopback (the peer address is then 127.0.0.1); `.router` needs no socket.
-        func test(_ framework: TestingSetup = .router, _ body: @Sendable @escaping (any TestClientProtocol) async throws -> Void) async throws {
+        func test(_ transport: Transport = .router, _ body: @Sendable @escaping (any TestClientProtocol) async throws -> Void) async throws {
+            if transport == .live { try FastTests.refuse("serves the relay over loopback (.live)") }
             let http = HTTPClient(configuration: .init())
             let relay = try await Relay(configuration: configuration, store: served, httpClient: http, clock: clock, eventSink: events, extensions: extensions)
             let router = RelaisApplication.makeRouter(
                 configuration: configuration, dependencies: RelaisDependencies(store: served, httpClient: http), additionalRoutes: relay.register(on:)
             )
             let app = Application(router: router, logger: Logger(label: "relay-route-tests") { _ in SwiftLogNoOpLogHandler() })
-            try await app.test(framework) { client in try await body(client) }
+            try await app.test(transport == .live ? .live : .router) { client in try await body(client) }
             try await http.shutdown()
         }
 
@@ -96,7 +101,7 @@ import Testing
         TokenRefusal([("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "nope")], "invalid_grant", "the refresh token is unknown, or its session has ended"),
     ]
 
-    @Test(arguments: tokenRefusals)
+    @Test(.tags(.fast), arguments: tokenRefusals)
     func tokenRefusalsAreOAuthJSON(_ refusal: TokenRefusal) async throws {
         try await Fixture().test { client in
             let response = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form(refusal.fields))
@@ -108,7 +113,7 @@ import Testing
         }
     }
 
-    @Test func anUnknownClientAtTheTokenEndpointIsUnauthorized() async throws {
+    @Test(.tags(.fast)) func anUnknownClientAtTheTokenEndpointIsUnauthorized() async throws {
         try await Fixture().test { client in
             let response = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form([("grant_type", "refresh_token"), ("client_id", "other")]))
             #expect(response.status == .unauthorized && Self.json(response)["error"] == .string("invalid_client"))
@@ -122,7 +127,7 @@ import Testing
     }
 
     /// A code lives `relay.code_lifetime` (60 s) on the store's clock.
-    @Test func aCodeExpiresWithTheClock() async throws {
+    @Test(.tags(.fast)) func aCodeExpiresWithTheClock() async throws {
         let fixture = Fixture()
         let verifier = SecureRandom.token(bits: 256)
         let app = AppRequest(
@@ -141,7 +146,7 @@ import Testing
     }
 
     /// The same code redeemed in time opens a session; a second redemption ends it.
-    @Test func aCodeOpensOneSessionAndItsReplayEndsIt() async throws {
+    @Test(.tags(.fast)) func aCodeOpensOneSessionAndItsReplayEndsIt() async throws {
         let fixture = Fixture()
         let verifier = SecureRandom.token(bits: 256)
         let app = AppRequest(
@@ -170,7 +175,7 @@ import Testing
 
     // MARK: - /authorize
 
-    @Test func untrustedClientsAndRedirectsGetAPageNeverARedirect() async throws {
+    @Test(.tags(.fast)) func untrustedClientsAndRedirectsGetAPageNeverARedirect() async throws {
         try await Fixture().test { client in
             for (query, code) in [
                 ("redirect_uri=\(Self.redirect)", "invalid_request"), ("client_id=nope&redirect_uri=x", "unknown_client"),
@@ -205,7 +210,7 @@ import Testing
         }
     }
 
-    @Test func aBadRequestFromAKnownAppGoesBackToItWithStateAndIssuer() async throws {
+    @Test(.tags(.fast)) func aBadRequestFromAKnownAppGoesBackToItWithStateAndIssuer() async throws {
         try await Fixture().test { client in
             let response = try await client.execute(uri: "/authorize?client_id=app&redirect_uri=\(Self.redirect)&response_type=code&state=s1", method: .get)
             #expect(response.status == .found)
@@ -216,7 +221,7 @@ import Testing
         }
     }
 
-    @Test func anIdpHintForAProviderThatTakesNoneIsRefusedNotDropped() async throws {
+    @Test(.tags(.fast)) func anIdpHintForAProviderThatTakesNoneIsRefusedNotDropped() async throws {
         let fixture = Fixture { $0.providers[0].forwardsIDPHint = false }
         try await fixture.test { client in
             let challenge = PKCE.challenge(for: SecureRandom.token(bits: 256))
@@ -257,7 +262,7 @@ import Testing
 
     /// A gateway query that cannot be read refuses the request: it never passes with the
     /// requirements it carried dropped.
-    @Test func anUnreadableAuthQueryFailsClosed() async throws {
+    @Test(.tags(.fast)) func anUnreadableAuthQueryFailsClosed() async throws {
         let fixture = Fixture()
         try await fixture.test { client in
             let bearer: HTTPFields = [.authorization: "Bearer \(try await Self.accessToken(fixture, client))"]
@@ -284,7 +289,7 @@ import Testing
 
     /// `/auth/` is the `/auth/…` of an empty guarded path: the query belongs to the client and is
     /// ignored, so it can neither switch the session check off nor add anything.
-    @Test func theTrailingSlashAuthIgnoresTheClientQuery() async throws {
+    @Test(.tags(.fast)) func theTrailingSlashAuthIgnoresTheClientQuery() async throws {
         let fixture = Fixture()
         try await fixture.test { client in
             let token = try await Self.accessToken(fixture, client)
@@ -316,7 +321,7 @@ import Testing
 
     // MARK: - Bearer endpoints
 
-    @Test func bearerRefusalsCarryTheRFC6750Challenge() async throws {
+    @Test(.tags(.fast)) func bearerRefusalsCarryTheRFC6750Challenge() async throws {
         try await Fixture().test { client in
             let none = try await client.execute(uri: "/userinfo", method: .get)
             #expect(none.status == .unauthorized && none.headers[.wwwAuthenticate] == #"Bearer realm="relais""#)
@@ -331,7 +336,7 @@ import Testing
 
     // MARK: - Rate limits
 
-    @Test func aRateLimitWindowOpensAgainWhenTheClockMoves() async throws {
+    @Test(.tags(.fast)) func aRateLimitWindowOpensAgainWhenTheClockMoves() async throws {
         let fixture = Fixture { $0.rateLimit.perIP = 2; $0.rateLimit.window = .seconds(60) }
         try await fixture.test { client in
             let refused = [("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "nope")]
@@ -351,7 +356,7 @@ import Testing
 
     // MARK: - Discovery
 
-    @Test func metadataNamesEveryEndpointUnderTheIssuer() async throws {
+    @Test(.tags(.fast)) func metadataNamesEveryEndpointUnderTheIssuer() async throws {
         try await Fixture().test { client in
             let response = try await client.execute(uri: "/.well-known/openid-configuration", method: .get)
             #expect(response.headers[.cacheControl] == "public, max-age=300")

@@ -30,6 +30,10 @@ func testConfiguration(_ configure: (inout RelaisConfiguration) -> Void = { _ in
     return configuration
 }
 
+/// How a test reaches the application: `.router` needs no socket; `.live` serves over loopback,
+/// which `make test-fast` refuses (`FastTests`).
+enum Transport { case router, live }
+
 /// - Parameters:
 ///   - tracer: builds the dependencies as `serve` does with traces on (a traced store and client).
 ///   - routes: more routes, given the dependencies they may use.
@@ -37,7 +41,7 @@ func withApplication(
     _ configuration: RelaisConfiguration = testConfiguration(),
     store: (any KeyValueStore)? = nil,
     tracer: (any Tracer)? = nil,
-    testing: TestingSetup = .router,
+    testing: Transport = .router,
     routes: @escaping (Router<RelaisRequestContext>, RelaisDependencies) -> Void = { _, _ in },
     _ body: @Sendable (any TestClientProtocol) async throws -> Void
 ) async throws {
@@ -48,7 +52,8 @@ func withApplication(
         configuration: configuration, dependencies: dependencies, logger: quietLogger(), additionalRoutes: { routes($0, dependencies) }
     )
     do {
-        try await app.test(testing, body)
+        if testing == .live { try FastTests.refuse("serves the application over loopback (.live)") }
+        try await app.test(testing == .live ? .live : .router, body)
     } catch {
         await dependencies.shutdown()
         throw error
@@ -184,6 +189,7 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
         let configuration = testConfiguration()
         let dependencies = RelaisDependencies(store: EmbeddedStore(), httpClient: HTTPClient(configuration: configuration.httpClient))
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let (slowStarted, slowStartedContinuation) = AsyncStream.makeStream(of: Void.self)
         let group = ServerSkeleton.makeServiceGroup(
             configuration: configuration,
             dependencies: dependencies,
@@ -192,6 +198,8 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
             onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) },
             additionalRoutes: { router in
                 router.get("/test/slow") { _, _ in
+                    slowStartedContinuation.yield()
+                    // Still in flight when the shutdown begins: what the test drains.
                     try await Task.sleep(for: .milliseconds(800))
                     return "finished"
                 }
@@ -203,12 +211,15 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
             var iterator = ports.makeAsyncIterator()
             let port = try #require(await iterator.next())
             let slow = Task { try await client.send(.init(url: "http://127.0.0.1:\(port)/test/slow")) }
-            try await Task.sleep(for: .milliseconds(200))
+            // Shut down once the request is in its handler.
+            var started = slowStarted.makeAsyncIterator()
+            _ = await started.next()
             await group.triggerGracefulShutdown()
             let response = try await slow.value
             #expect(response.status == 200)
             #expect(response.bodyText == "finished")
-            #expect(dependencies.drainState.isDraining)
+            // The drain watcher may not have been scheduled yet when the shutdown began: wait for it.
+            #expect(try await eventually { dependencies.drainState.isDraining })
             try await tasks.waitForAll()
         }
         // The listener is closed once the group has stopped.

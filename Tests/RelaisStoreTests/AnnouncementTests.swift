@@ -23,15 +23,6 @@ import Testing
         var resets: Int { resetCount.load(ordering: .relaxed) }
     }
 
-    private static func waitUntil(_ timeout: Duration = .seconds(5), _ condition: () -> Bool) async throws -> Duration? {
-        let start = ContinuousClock.now
-        while ContinuousClock.now - start < timeout {
-            if condition() { return ContinuousClock.now - start }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        return nil
-    }
-
     private static func store(_ url: String) throws -> RedisStore {
         var configuration = RedisConfiguration(connectTimeout: .milliseconds(500), commandTimeout: .seconds(2), poolSize: 2)
         try configuration.apply(url: url)
@@ -44,17 +35,17 @@ import Testing
         let (a, b) = (try Self.store(redis.url), try Self.store(redis.url))
         let heard = Heard(), listener = heard.makeListener()
         b.listen(listener)
-        #expect(try await Self.waitUntil { listener.isCurrent } != nil, "the subscription never proved itself")
+        #expect(try await eventually { listener.isCurrent }, "the subscription never proved itself")
 
         try await a.set("session:{s1}", [1], ttl: nil)
         #expect(try await a.deleteAnnouncing("session:{s1}", "s1"))
         #expect(try await a.get("session:{s1}") == nil)
-        #expect(try await Self.waitUntil { heard.all == ["s1"] } != nil, "\(heard.all)")
+        #expect(try await eventually { heard.all == ["s1"] }, "\(heard.all)")
         // Nothing to delete, nothing announced.
         #expect(try await !a.deleteAnnouncing("session:{s1}", "s1"))
         try await a.set("session:{s2}", [1], ttl: nil)
         #expect(try await a.deleteAnnouncing("session:{s2}", "s2"))
-        #expect(try await Self.waitUntil { heard.all == ["s1", "s2"] } != nil, "\(heard.all)")
+        #expect(try await eventually { heard.all == ["s1", "s2"] }, "\(heard.all)")
         try await a.shutdown()
         try await b.shutdown()
     }
@@ -70,20 +61,21 @@ import Testing
         let store = try Self.store(redis.url)
         let heard = Heard(), listener = heard.makeListener()
         store.listen(listener)
-        #expect(try await Self.waitUntil { listener.isCurrent } != nil)
+        #expect(try await eventually { listener.isCurrent })
         if killed { redis.stop(abruptly: true) } else { redis.pause() }
+        // A fixed wait, as it is what is tested: once the listener's window has passed.
         try await Task.sleep(for: AnnouncementListener.window + .milliseconds(50))
         #expect(!listener.isCurrent)
         if killed {
-            #expect(try await Self.waitUntil { heard.resets == 1 } != nil)
+            #expect(try await eventually { heard.resets == 1 })
             try await redis.start()
         } else {
             redis.resume()
         }
-        #expect(try await Self.waitUntil { listener.isCurrent } != nil, "never current again")
+        #expect(try await eventually { listener.isCurrent }, "never current again")
         try await store.set("k", [1], ttl: nil)
         #expect(try await store.deleteAnnouncing("k", "after"))
-        #expect(try await Self.waitUntil { heard.all == ["after"] } != nil, "\(heard.all)")
+        #expect(try await eventually { heard.all == ["after"] }, "\(heard.all)")
         try await store.shutdown()
     }
 
@@ -97,11 +89,11 @@ import Testing
         let reader = RedisStore(configuration: RedisConfiguration(commandTimeout: .seconds(10), poolSize: 2, cluster: Array(nodes.reversed())))
         let heard = Heard(), listener = heard.makeListener()
         reader.listen(listener)
-        #expect(try await Self.waitUntil { listener.isCurrent } != nil)
+        #expect(try await eventually { listener.isCurrent })
         let tags = (0..<12).map { "c\($0)" }
         for tag in tags { try await writer.set("session:{\(tag)}", [1], ttl: nil) }
         for tag in tags { #expect(try await writer.deleteAnnouncing("session:{\(tag)}", tag)) }
-        #expect(try await Self.waitUntil { Set(heard.all) == Set(tags) } != nil, "\(heard.all)")
+        #expect(try await eventually { Set(heard.all) == Set(tags) }, "\(heard.all)")
         try await writer.shutdown()
         try await reader.shutdown()
     }

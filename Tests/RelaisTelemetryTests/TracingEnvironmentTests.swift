@@ -1,5 +1,6 @@
 import Logging
 import Metrics
+import RelaisTestSupport
 import Testing
 @testable import RelaisTelemetry
 
@@ -17,7 +18,7 @@ import Testing
         }
     }
 
-    @Test func tracesAreOffUnlessTheExporterIsOTLP() throws {
+    @Test(.tags(.fast)) func tracesAreOffUnlessTheExporterIsOTLP() throws {
         #expect(try read([:]) == nil)
         #expect(try read(["OTEL_TRACES_EXPORTER": "none"]) == nil)
         #expect(try read(["OTEL_TRACES_EXPORTER": ""]) == nil)
@@ -78,7 +79,7 @@ import Testing
         #expect(found.first?.hasPrefix(expected) == true, "\(found)")
     }
 
-    @Test func theServiceNameMayComeFromTheResourceAttributesAndTheDisplayedEndpointHidesCredentials() throws {
+    @Test(.tags(.fast)) func theServiceNameMayComeFromTheResourceAttributesAndTheDisplayedEndpointHidesCredentials() throws {
         let named = try #require(try read([
             "OTEL_TRACES_EXPORTER": "otlp", "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,service.name=relais-fr",
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://user:key@collector.example:4318/v1/traces?api_key=secret",
@@ -89,11 +90,11 @@ import Testing
         #expect(both.serviceName == "b")
     }
 
-    @Test func aMutualTLSPairThatCanBeReadIsAccepted() throws {
+    @Test(.tags(.fast)) func aMutualTLSPairThatCanBeReadIsAccepted() throws {
         #expect(problems(["OTEL_EXPORTER_OTLP_CLIENT_KEY": "/k.pem", "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE": "/c.pem", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/ca.pem"]).isEmpty)
     }
 
-    @Test func theDropCounterKeepsTheWarningLevelWhateverOTELLogLevelSays() {
+    @Test(.tags(.fast)) func theDropCounterKeepsTheWarningLevelWhateverOTELLogLevelSays() {
         var handler = SpanDropCounter(forwardingTo: SwiftLogNoOpLogHandler())
         handler.logLevel = .trace
         #expect(handler.logLevel == .warning)
@@ -101,7 +102,7 @@ import Testing
         #expect(handler.logLevel == .warning)
     }
 
-    @Test func everyProblemIsReportedAtOnceWithoutRepeatingAHeaderValue() {
+    @Test(.tags(.fast)) func everyProblemIsReportedAtOnceWithoutRepeatingAHeaderValue() {
         let found = problems([
             "OTEL_TRACES_SAMPLER": "sometimes", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_HEADERS": "authorization:Bearer secret-value",
         ])

@@ -25,6 +25,7 @@ public enum FreePort {
     /// A free port for a test server on 127.0.0.1, below the kernel's ephemeral range, reserved
     /// for this process until it exits.
     public static func find() throws -> Int {
+        try FastTests.refuse("takes a loopback port for a server")
         let firstEphemeral = ephemeralRangeStart()
         guard firstEphemeral > 12_000 else { throw FreePortError.noRoomBelowTheEphemeralRange(firstEphemeral) }
         prepareLockDirectory()

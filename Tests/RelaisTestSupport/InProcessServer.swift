@@ -58,6 +58,7 @@ public final class InProcessServer: TestServer {
     }
 
     public func start() async throws {
+        try FastTests.refuse("serves \(program) over loopback")
         let (started, signal) = AsyncStream.makeStream(of: Void.self)
         let onServerRunning: @Sendable (any Channel) async -> Void = { _ in signal.yield() }
         let task = Task { [program, configPath, environment, clock] in

@@ -1,0 +1,199 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import RelaisClock
+import RelaisConfig
+import RelaisJOSE
+@testable import RelaisRelay
+import RelaisServer
+import RelaisStore
+import RelaisTestSupport
+import Testing
+
+/// Finding 1 of the review: approving a device opens a session that outlives the approving token,
+/// so a stolen access token must not be enough. By default the token is DPoP-bound and proved, its
+/// sign-in recent, and the device's session lives and dies with the approving session.
+@Suite(.tags(.fast)) struct RelayDeviceApprovalTests {
+    typealias Device = RelayDeviceTests
+    typealias Route = RelayRouteTests
+    typealias DPoP = RelayDPoPTests
+
+    /// The approving app's access tokens live an hour here, so that the sign-in's age, not the
+    /// token's, is what a test moves past.
+    static func fixture(_ change: @escaping (inout RelaisConfiguration) -> Void = { _ in }) -> Route.Fixture {
+        Device.fixture { configuration in
+            configuration.apps[0].accessTokenLifetime = .seconds(3600)
+            change(&configuration)
+        }
+    }
+
+    /// A device request approved by `phone`, and the device's tokens.
+    static func approvedDevice(_ fixture: Route.Fixture, _ client: any TestClientProtocol, by phone: Device.Phone) async throws -> [String: JSONValue] {
+        let started = try await Device.start(client)
+        let approved = try await Device.approve(client, phone, started.userCode)
+        #expect(approved.status == .ok, "\(String(buffer: approved.body))")
+        fixture.clock.advance(by: .seconds(5))
+        let tokens = try await Device.poll(client, started.deviceCode)
+        #expect(tokens.status == .ok, "\(String(buffer: tokens.body))")
+        return Route.json(tokens)
+    }
+
+    /// The session id an answer's access token names.
+    static func sid(_ tokens: [String: JSONValue]) throws -> String {
+        let access = try #require(tokens["access_token"]?.stringValue)
+        return try #require(try DPoP.claims(access)["sid"]?.stringValue)
+    }
+
+    /// `Authorization: DPoP` with the phone's token and a proof for `method` and `path`.
+    static func bound(_ phone: Device.Phone, _ method: String, _ path: String) throws -> HTTPFields {
+        var headers: HTTPFields = [.authorization: "DPoP " + phone.access]
+        headers[DPoPGuard.header] = try #require(phone.key).proof(method, Route.issuer + path, accessToken: phone.access)
+        return headers
+    }
+
+    static func refreshDevice(_ client: any TestClientProtocol, _ token: String) async throws -> TestResponse {
+        try await client.execute(
+            uri: "/token", method: .post, headers: Route.formHeaders,
+            body: Route.form([("grant_type", "refresh_token"), ("client_id", "tv"), ("refresh_token", token)])
+        )
+    }
+
+    @Test func aBearerTokenCannotApproveUnlessTheConfigurationSaysSo() async throws {
+        let fixture = Self.fixture()
+        try await fixture.test { client in
+            let started = try await Device.start(client)
+            let unbound = try await Device.phone(fixture, client, bound: false)
+            let refused = try await Device.approve(client, unbound, started.userCode)
+            #expect(refused.status == .unauthorized)
+            #expect(Device.error(refused) == "invalid_token")
+            // RFC 9449 §7.1: the challenge names the scheme that would work.
+            #expect(refused.headers[.wwwAuthenticate]?.hasPrefix("DPoP ") == true, "\(refused.headers)")
+            #expect(Route.json(refused)["error_description"]?.stringValue?.contains("device_approvers_proof") == true)
+            #expect(Device.error(try await Device.poll(client, started.deviceCode)) == "authorization_pending")
+            // The same person's bound token approves.
+            #expect(try await Device.approve(client, try await Device.phone(fixture, client), started.userCode).status == .ok)
+        }
+        let relaxed = Self.fixture { $0.apps[1].deviceGrant?.approverProof = .bearer }
+        try await relaxed.test { client in
+            let started = try await Device.start(client)
+            #expect(try await Device.approve(client, try await Device.phone(relaxed, client, bound: false), started.userCode).status == .ok)
+        }
+    }
+
+    @Test func anOldSignInIsAskedToSignInAgain() async throws {
+        let fixture = Self.fixture()
+        try await fixture.test { client in
+            let phone = try await Device.phone(fixture, client)
+            fixture.clock.advance(by: .seconds(901))
+            let started = try await Device.start(client)
+            let refused = try await Device.approve(client, phone, started.userCode)
+            #expect(refused.status == .unauthorized)
+            #expect(Device.error(refused) == "insufficient_user_authentication")
+            // RFC 9470: the challenge says what the next sign-in needs, in the token's scheme.
+            let challenge = try #require(refused.headers[.wwwAuthenticate])
+            #expect(challenge.hasPrefix("DPoP ") && challenge.contains("max_age=900"), "\(challenge)")
+            // A new sign-in may.
+            #expect(try await Device.approve(client, try await Device.phone(fixture, client), started.userCode).status == .ok)
+        }
+        let longer = Self.fixture { $0.apps[1].deviceGrant?.approvalMaxAge = .seconds(1800) }
+        try await longer.test { client in
+            let phone = try await Device.phone(longer, client)
+            longer.clock.advance(by: .seconds(901))
+            let started = try await Device.start(client)
+            #expect(try await Device.approve(client, phone, started.userCode).status == .ok)
+        }
+    }
+
+    /// Logout, revocation, `/sessions`, a replayed refresh token: whichever way the approving
+    /// session ends, the device's ends with it.
+    @Test func theDevicesSessionEndsWithTheApprovingSession() async throws {
+        enum Ending: CaseIterable { case logout, revocation, endedFromSessions, refreshReplay }
+        for ending in Ending.allCases {
+            let fixture = Self.fixture()
+            try await fixture.test { client in
+                let phone = try await Device.phone(fixture, client)
+                let key = try #require(phone.key)
+                let device = try await Self.approvedDevice(fixture, client, by: phone)
+                let deviceSID = try Self.sid(device)
+                let deviceSession = try #require(try await fixture.sessions.session(deviceSID))
+                let approving = try #require(try await fixture.sessions.session(phone.sid))
+                #expect(deviceSession.origin.approvedBy == phone.sid)
+                #expect(deviceSession.span.expiresAt <= approving.span.expiresAt, "the device's session outlives its approver")
+
+                switch ending {
+                case .logout:
+                    #expect(try await client.execute(uri: "/logout", method: .post, headers: try Self.bound(phone, "POST", "/logout")).status == .noContent)
+                case .revocation:
+                    var headers = Route.formHeaders
+                    headers[DPoPGuard.header] = try key.proof("POST", Route.issuer + "/revoke")
+                    let revoked = try await client.execute(
+                        uri: "/revoke", method: .post, headers: headers, body: Route.form([("client_id", "app"), ("token", try #require(phone.refresh))])
+                    )
+                    #expect(revoked.status == .ok)
+                case .endedFromSessions:
+                    let path = "/sessions/" + phone.sid
+                    #expect(try await client.execute(uri: path, method: .delete, headers: try Self.bound(phone, "DELETE", path)).status == .noContent)
+                case .refreshReplay:
+                    let old = try #require(phone.refresh)
+                    #expect(try await DPoP.refresh(client, old, proof: try key.proof("POST", DPoP.tokenURL)).status == .ok)
+                    fixture.clock.advance(by: .seconds(120))
+                    let replayed = try await DPoP.refresh(client, old, proof: try key.proof("POST", DPoP.tokenURL))
+                    #expect(Device.error(replayed) == "invalid_grant" && Route.json(replayed)["error_reason"] == .string("refresh_token_reused"))
+                }
+                #expect(try await fixture.sessions.session(phone.sid) == nil, "\(ending): the approving session is still there")
+                #expect(try await fixture.sessions.session(deviceSID) == nil, "\(ending): the device's session outlived its approver")
+                let refreshed = try await Self.refreshDevice(client, try #require(device["refresh_token"]?.stringValue))
+                #expect(Device.error(refreshed) == "invalid_grant", "\(ending)")
+                // The session is gone (ended with its approver): a client reads it from error_reason.
+                #expect(Route.json(refreshed)["error_reason"] == .string("session_ended"), "\(ending)")
+            }
+        }
+    }
+
+    /// Ending the device's session along with its approver is clean-up after the approver's end;
+    /// when it did not happen (here: the approver's record deleted behind Relais' back), the
+    /// device's refresh still fails closed and ends it.
+    @Test func aDeviceWhoseApproverIsGoneCannotRefresh() async throws {
+        let fixture = Self.fixture()
+        try await fixture.test { client in
+            let phone = try await Device.phone(fixture, client)
+            let device = try await Self.approvedDevice(fixture, client, by: phone)
+            let deviceSID = try Self.sid(device)
+            _ = try await fixture.store.delete(SessionStore.Key.session(phone.sid))
+            #expect(try await fixture.sessions.session(deviceSID) != nil)
+            let refreshed = try await Self.refreshDevice(client, try #require(device["refresh_token"]?.stringValue))
+            #expect(Device.error(refreshed) == "invalid_grant")
+            #expect(Route.json(refreshed)["error_description"]?.stringValue?.contains("approved this device") == true)
+            #expect(Route.json(refreshed)["error_reason"] == .string("approver_ended"))
+            #expect(try await fixture.sessions.session(deviceSID) == nil)
+        }
+    }
+
+    /// An approval whose approving session ends before the device polls opens nothing.
+    @Test func anApprovalWhoseApproverEndedBeforeThePollOpensNothing() async throws {
+        let fixture = Self.fixture()
+        try await fixture.test { client in
+            let phone = try await Device.phone(fixture, client)
+            let started = try await Device.start(client)
+            #expect(try await Device.approve(client, phone, started.userCode).status == .ok)
+            #expect(try await fixture.sessions.revoke(phone.sid, reason: .logout))
+            fixture.clock.advance(by: .seconds(5))
+            let polled = try await Device.poll(client, started.deviceCode)
+            #expect(Device.error(polled) == "access_denied", "\(String(buffer: polled.body))")
+        }
+    }
+
+    /// `/sessions` says which session approved which.
+    @Test func theSessionListShowsTheApprover() async throws {
+        let fixture = Self.fixture()
+        try await fixture.test { client in
+            let phone = try await Device.phone(fixture, client)
+            let device = try await Self.approvedDevice(fixture, client, by: phone)
+            let deviceSID = try Self.sid(device)
+            let listed = Route.json(try await client.execute(uri: "/sessions", method: .get, headers: try Self.bound(phone, "GET", "/sessions")))["sessions"]?.arrayValue ?? []
+            let entries = Dictionary(uniqueKeysWithValues: listed.compactMap { entry in entry.objectValue.flatMap { object in object["id"]?.stringValue.map { ($0, object) } } })
+            #expect(entries[deviceSID]?["approved_by"] == .string(phone.sid))
+            #expect(entries[phone.sid]?["approved_by"] == .null)
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import HummingbirdTesting
+import RelaisClock
+import RelaisConfig
+import RelaisJOSE
+@testable import RelaisRelay
+import RelaisStore
+import RelaisTestSupport
+import Testing
+
+/// `sessions.max_per_subject`: one person's index of sessions never grows past the limit; a sign-in
+/// beyond it ends their oldest sessions, never the new one, and says so in security events.
+@Suite(.tags(.fast)) struct SessionLimitTests {
+    private static func sessionIDs(_ fixture: RelayRouteTests.Fixture) async throws -> Set<String> {
+        try await fixture.sessions.sessions(ofSubject: "sub-1", provider: "fc")
+    }
+
+    @Test func aSignInBeyondTheLimitEndsTheOldestSessions() async throws {
+        let fixture = RelayRouteTests.Fixture { $0.relay.maxSessionsPerSubject = 3 }
+        try await fixture.test { client in
+            var opened: [String] = []
+            for _ in 0..<5 {
+                let before = try await Self.sessionIDs(fixture)
+                _ = try await RelayRouteTests.accessToken(fixture, client)
+                let after = try await Self.sessionIDs(fixture)
+                opened += after.subtracting(before)
+                fixture.clock.advance(by: .seconds(1))
+            }
+            #expect(opened.count == 5)
+            // The two oldest ended; the three newest live on, the last one among them.
+            #expect(try await Self.sessionIDs(fixture) == Set(opened.suffix(3)))
+            for sid in opened.prefix(2) { #expect(try await !fixture.sessions.isLive(sid)) }
+            for sid in opened.suffix(3) { #expect(try await fixture.sessions.isLive(sid)) }
+            let evicted = fixture.events.named(.sessionEvicted)
+            #expect(evicted.count == 2 && evicted.allSatisfy { $0["limit"] == .string("3") && $0["outcome"] == .string("success") })
+
+            // An index entry whose session already ended is dropped first: no live session pays for it.
+            _ = try await fixture.store.delete(SessionStore.Key.session(opened[2]))
+            _ = try await RelayRouteTests.accessToken(fixture, client)
+            let now = try await Self.sessionIDs(fixture)
+            #expect(now.count == 3 && !now.contains(opened[2]) && now.isSuperset(of: opened.suffix(2)))
+            #expect(fixture.events.named(.sessionEvicted).count == 2)
+        }
+    }
+}
