@@ -1,9 +1,10 @@
 @testable import RelaisRelay
+import RelaisTestSupport
 import Testing
 
 /// `AuthorizationCodeGrant.decide`, row by row: the code as read (or the session it opened), what
 /// the app presented and the time, to the action. No store, no clock.
-@Suite struct CodeRedemptionDecisionTests {
+@Suite(.tags(.fast)) struct CodeRedemptionDecisionTests {
     static let sid = SessionStore.newSessionID()
     static let code = SessionTokens.code(sid: sid, secret: SessionTokens.newSecret())
     static let verifier = PKCE.makeVerifier()

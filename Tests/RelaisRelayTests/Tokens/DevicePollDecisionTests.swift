@@ -2,12 +2,13 @@ import RelaisClock
 import RelaisConfig
 @testable import RelaisRelay
 import RelaisStore
+import RelaisTestSupport
 import Testing
 
 /// `DeviceCodeGrant.decide` row by row (the poll as the store answered it, the approving session as
 /// read, the time, to the action), the request's standing at the expiry edge, and the poll
 /// interval's edge in the store itself.
-@Suite struct DevicePollDecisionTests {
+@Suite(.tags(.fast)) struct DevicePollDecisionTests {
     static let sid = SessionStore.newSessionID()
     static let now = 5000.0
     static let lifetime = Duration.seconds(3600)

@@ -1,9 +1,10 @@
 @testable import RelaisRelay
+import RelaisTestSupport
 import Testing
 
 /// `RefreshGrant.decide`, row by row: the session as read, what the app presented and the time, to
 /// the action. No store, no clock: every branch and edge of the refresh rotation is one row.
-@Suite struct RefreshDecisionTests {
+@Suite(.tags(.fast)) struct RefreshDecisionTests {
     static let sid = SessionStore.newSessionID()
     static let secret = SessionTokens.newSecret()
     static let grace = Duration.seconds(30)
