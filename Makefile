@@ -13,7 +13,7 @@ RELAIS_COMMIT := $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 RELAIS_DIRTY := $(if $(RELAIS_COMMIT),$(shell git diff --quiet HEAD -- 2>/dev/null && echo 0000 || echo 2d44))
 RELAIS_VERSION_FLAGS := $(if $(RELAIS_COMMIT),-Xlinker --build-id=0x524c$(RELAIS_COMMIT)$(RELAIS_DIRTY))
 
-.PHONY: deps bench-deps e2e-deps build release test test-fast e2e demo bench check-config clean image image-test
+.PHONY: deps bench-deps e2e-deps build release test test-fast lint format e2e demo bench check-config clean image image-test
 
 ## The release binary `make demo` and `make release` build, rebuilt only when a source, the
 ## manifest, the pinned versions or the version flags changed: SwiftPM alone recompiles part of
@@ -63,6 +63,14 @@ test: deps
 test-fast: deps
 	$(SWIFT) build --build-tests
 	@filter="$$(scripts/fast-tests.py)" && RELAIS_TEST_FAST=1 $(SWIFT) test --skip-build --filter "$$filter"
+
+## The code's layout as .swift-format describes it (today's style: 4 spaces, 180 columns), checked
+## with the toolchain's swift-format; `make format` rewrites the files to it.
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel Sources Tests
+
+format:
+	$(SWIFT) format format --in-place --recursive --parallel Sources Tests
 
 ## End-to-end checks with software nobody here wrote: real Chromium (Selenium), Authlib as a
 ## standard OAuth client, oidc-provider-mock as a third-party upstream provider, Debian's nginx

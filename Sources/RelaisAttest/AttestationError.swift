@@ -47,18 +47,22 @@ public struct AttestationError: Error, Equatable, Sendable, CustomStringConverti
         public var check: String {
             switch self {
             case .challenge: "The challenge is unknown, expired (5 minutes), already used, or was issued to another app: get a new one from `POST /attest/challenge`."
-            case .keyMismatch: "The `jkt` in the client data (or the hash in the verdict) is not the RFC 7638 thumbprint of the `jwk` sent: the proof was made for another instance key."
+            case .keyMismatch:
+                "The `jkt` in the client data (or the hash in the verdict) is not the RFC 7638 thumbprint of the `jwk` sent: the proof was made for another instance key."
             case .appleUnknownKey: "No attested App Attest key is stored for this `key_id` and app: attest the key first (`POST /attest/apple`)."
-            case .appleMalformed: "The attestation object is not the CBOR map Apple sends (`fmt` `apple-appattest`, `attStmt.x5c`, `authData`), or its authenticator data is truncated."
+            case .appleMalformed:
+                "The attestation object is not the CBOR map Apple sends (`fmt` `apple-appattest`, `attStmt.x5c`, `authData`), or its authenticator data is truncated."
             case .appleChain: "The `x5c` certificates do not chain to Apple's App Attestation Root CA (pinned in Relais) at the time of the check, or one of them is expired."
-            case .appleNonce: "The leaf certificate's nonce extension (1.2.840.113635.100.8.2) is missing or differs from SHA-256(authData ‖ clientDataHash): the client data is not the one attested."
+            case .appleNonce:
+                "The leaf certificate's nonce extension (1.2.840.113635.100.8.2) is missing or differs from SHA-256(authData ‖ clientDataHash): the client data is not the one attested."
             case .appleKeyID: "The SHA-256 of the leaf certificate's public key is not the `key_id` the app sent."
             case .appleAppID: "The RP ID hash is not SHA-256 of the configured `TEAMID.bundle.id`: another app made this attestation."
             case .appleCounter: "The sign counter of a new attestation is not 0."
             case .appleEnvironment: "The aaguid names the other App Attest environment (`appattestdevelop` against `appattest`) than the one configured."
             case .appleCredentialID: "The credential id in the authenticator data is not the `key_id`."
             case .appleAssertionMalformed: "The assertion is not the CBOR map `{signature, authenticatorData}` or its authenticator data is truncated."
-            case .appleAssertionSignature: "The assertion's signature does not verify with the key attested for this `key_id` over SHA-256(authenticatorData ‖ SHA-256(client_data))."
+            case .appleAssertionSignature:
+                "The assertion's signature does not verify with the key attested for this `key_id` over SHA-256(authenticatorData ‖ SHA-256(client_data))."
             case .appleAssertionAppID: "The assertion's RP ID hash is not SHA-256 of the configured app id."
             case .appleAssertionCounter: "The assertion's counter is not greater than the last one seen for this key: a replayed or cloned assertion."
             case .playMalformed: "The integrity token is not a compact JWE holding a JWS, or its payload lacks `requestDetails`, `appIntegrity` or `deviceIntegrity`."

@@ -82,10 +82,11 @@ struct ConfigSource {
             )
         }
         problems += checkEnvironmentNames(ours.keys, schema: schema)
-        providers.append(EnvironmentVariablesProvider(
-            environmentVariables: Dictionary(uniqueKeysWithValues: ours.map { (String($0.key.dropFirst(schema.environmentPrefix.count)), $0.value) }),
-            secretsSpecifier: .dynamic { key, _ in key.hasSuffix("PASSWORD") || key.hasSuffix("SECRET") || key.hasSuffix("SALT") }
-        ))
+        providers.append(
+            EnvironmentVariablesProvider(
+                environmentVariables: Dictionary(uniqueKeysWithValues: ours.map { (String($0.key.dropFirst(schema.environmentPrefix.count)), $0.value) }),
+                secretsSpecifier: .dynamic { key, _ in key.hasSuffix("PASSWORD") || key.hasSuffix("SECRET") || key.hasSuffix("SALT") }
+            ))
 
         var keyedIDs: [String: [String]] = [:]
         if let filePath {
@@ -226,7 +227,8 @@ private struct StructureWalker {
     }
 
     static func isValidID(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.allSatisfy { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+        !id.isEmpty
+            && id.utf8.allSatisfy { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
     }
 
     private static func line(_ node: Node) -> String {

@@ -8,8 +8,12 @@ extension ValueReader {
         let base = "providers.\(id)"
         let preset = choice("\(base).preset", default: ProviderDefaults.oidc)
         let issuer = text("\(base).issuer") ?? ""
-        if issuer.isEmpty { problem("\(base).issuer", "set the provider's issuer (FranceConnect v2: https://oidc.franceconnect.gouv.fr/api/v2, ProConnect: https://auth.agentconnect.gouv.fr/api/v2)") }
-        else { checkURL("\(base).issuer", issuer, environment: environment) }
+        if issuer.isEmpty {
+            problem(
+                "\(base).issuer", "set the provider's issuer (FranceConnect v2: https://oidc.franceconnect.gouv.fr/api/v2, ProConnect: https://auth.agentconnect.gouv.fr/api/v2)")
+        } else {
+            checkURL("\(base).issuer", issuer, environment: environment)
+        }
         let clientID = text("\(base).client_id") ?? ""
         if clientID.isEmpty { problem("\(base).client_id", "set the client_id the provider registered for Relais") }
         var provider = ProviderSettings(id: id, preset: preset, issuer: issuer, clientID: clientID)
@@ -85,7 +89,9 @@ extension ValueReader {
         guard let names = list(key) else { return nil }
         var algorithms: [JWSAlgorithm] = []
         for name in names {
-            if let algorithm = JWSAlgorithm(rawValue: name) { algorithms.append(algorithm) } else {
+            if let algorithm = JWSAlgorithm(rawValue: name) {
+                algorithms.append(algorithm)
+            } else {
                 problem(key, "unknown algorithm '\(name)' (RS256, ES256, PS256, EdDSA, HS256, ...)")
             }
         }

@@ -1,5 +1,5 @@
-import RelaisAttest
 import Configuration
+import RelaisAttest
 import RelaisCrypto
 import RelaisJOSE
 
@@ -101,7 +101,9 @@ extension ValueReader {
         // Each identity header says one thing: two settings naming one header would send both values.
         let names = [forward.subjectHeader, forward.clientHeader, forward.acrHeader, forward.scopeHeader, forward.sessionHeader, forward.attestedHeader, "Cache-Control"]
         if Set(names.map { $0.lowercased() }).count != names.count {
-            problem("forward_auth", "the identity headers (subject_header, client_header, acr_header, scope_header, session_header, attested_header) must be distinct, and none Cache-Control")
+            problem(
+                "forward_auth",
+                "the identity headers (subject_header, client_header, acr_header, scope_header, session_header, attested_header) must be distinct, and none Cache-Control")
         }
         result.forwardAuth = forward
         result.pages = readPages()
@@ -171,7 +173,9 @@ extension ValueReader {
         app.name = text("\(base).name")
         app.accessTokenLifetime = duration("\(base).access_token_lifetime") ?? app.accessTokenLifetime
         if let alg = text("\(base).id_token_signed_response_alg") {
-            if let chosen = AppSettings.IDTokenAlgorithm(rawValue: alg) { app.idTokenAlgorithm = chosen } else {
+            if let chosen = AppSettings.IDTokenAlgorithm(rawValue: alg) {
+                app.idTokenAlgorithm = chosen
+            } else {
                 problem("\(base).id_token_signed_response_alg", "expected RS256 (the default) or ES256; got '\(alg)'")
             }
         }

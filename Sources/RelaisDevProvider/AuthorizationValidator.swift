@@ -1,9 +1,8 @@
 import FoundationEssentials
 import RelaisConfig
-import RelaisJOSE
-import RelaisConfig
-import RelaisServer
 import RelaisHTTPClient
+import RelaisJOSE
+import RelaisServer
 
 /// The `/authorize` rules of FranceConnect, as a pure function of the parameters: the route only
 /// performs what the outcome says. Errors about the client or its redirect URI cannot be sent back

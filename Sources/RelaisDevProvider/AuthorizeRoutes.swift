@@ -1,9 +1,9 @@
 import Hummingbird
 import RelaisConfig
 import RelaisCrypto
+import RelaisHTTPClient
 import RelaisServer
 import RelaisStore
-import RelaisHTTPClient
 
 /// `/authorize` (GET and POST), then the interaction: the login page and its form.
 struct AuthorizeRoutes {

@@ -3,7 +3,6 @@ import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer
 
-
 /// The registered clients' public keys: inline, or fetched from their `jwks_uri` through the
 /// libcurl client and cached (refetched when an assertion names an unknown `kid`).
 struct ClientKeys: Sendable {
@@ -16,7 +15,8 @@ struct ClientKeys: Sendable {
         for client in clients {
             if let jwks = client.jwks { inline[client.id] = jwks }
             if let uri = client.jwksURI {
-                caches[client.id] = JWKSCache(url: uri, fetcher: HTTPKeySetFetcher(client: httpClient, operation: "client jwks"), maxAge: .seconds(300), minimumRefetchInterval: .seconds(5))
+                caches[client.id] = JWKSCache(
+                    url: uri, fetcher: HTTPKeySetFetcher(client: httpClient, operation: "client jwks"), maxAge: .seconds(300), minimumRefetchInterval: .seconds(5))
             }
         }
         self.inline = inline

@@ -1,14 +1,14 @@
+import FoundationEssentials
 public import Hummingbird
 public import Logging
+import NIOCore
+public import RelaisClock
 public import RelaisConfig
+import RelaisCrypto
 public import RelaisHTTPClient
+public import RelaisJOSE
 public import RelaisServer
 public import RelaisStore
-public import RelaisClock
-import FoundationEssentials
-import NIOCore
-import RelaisCrypto
-public import RelaisJOSE
 
 /// A FranceConnect-compatible OpenID Provider for development and tests: the v2 protocol (and v1,
 /// FranceConnect+ on demand), test identities on a login page, and failures injected on request.

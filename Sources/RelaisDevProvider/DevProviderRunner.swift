@@ -2,8 +2,8 @@ public import Logging
 public import NIOCore
 public import RelaisClock
 public import RelaisConfig
-public import RelaisServer
 public import RelaisJOSE
+public import RelaisServer
 
 /// Runs `relais dev-provider` until SIGTERM or SIGINT, on the same server skeleton as the relay
 /// (request ids, logs, metrics, /healthz, /readyz, graceful drain).

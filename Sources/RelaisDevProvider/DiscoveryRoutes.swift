@@ -1,7 +1,6 @@
 import Hummingbird
 import RelaisConfig
 import RelaisJOSE
-import RelaisConfig
 import RelaisServer
 
 /// `/.well-known/openid-configuration` and `/jwks` (v2 and FranceConnect+ only; v1 has neither).

@@ -1,9 +1,9 @@
 import Hummingbird
 import RelaisConfig
+import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer
 import RelaisStore
-import RelaisHTTPClient
 
 /// `GET /session/end` (v1: `/logout`): a browser redirect with `id_token_hint`, and optionally
 /// `state` and a registered `post_logout_redirect_uri` (FranceConnect's `LogoutParamsDto`,

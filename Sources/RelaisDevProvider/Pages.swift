@@ -26,7 +26,8 @@ enum Pages {
             let id = HTMLText.escape(identity.id)
             let details = [identity.claims["birthdate"], identity.claims["email"], identity.claims["organizational_unit"]].compactMap { $0 }.map(HTMLText.escape)
                 .joined(separator: " · ")
-            body += "<li><button type=\"submit\" name=\"identity\" value=\"\(id)\" id=\"identity-\(id)\">\(HTMLText.escape(displayName(identity)))</button> <small>\(details)</small></li>\n"
+            body +=
+                "<li><button type=\"submit\" name=\"identity\" value=\"\(id)\" id=\"identity-\(id)\">\(HTMLText.escape(displayName(identity)))</button> <small>\(details)</small></li>\n"
         }
         body += "</ul>\n"
         body += "<button type=\"submit\" name=\"cancel\" value=\"1\" id=\"cancel\" class=\"secondary\">Annuler et revenir au service</button>\n"

@@ -2,7 +2,6 @@ import FoundationEssentials
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
-import RelaisConfig
 
 /// Builds the id_tokens and userinfo responses FranceConnect would send, then applies the armed
 /// faults: claims altered before signing, the signature or header broken after.

@@ -2,10 +2,10 @@ import Hummingbird
 import RelaisClock
 import RelaisConfig
 import RelaisCrypto
+import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer
 import RelaisStore
-import RelaisHTTPClient
 
 /// `POST /token`: the authorization code grant only (no refresh tokens, like FranceConnect), with
 /// `client_secret_post` or `private_key_jwt`.
@@ -68,7 +68,8 @@ struct TokenRoute {
         let access = AccessGrant(clientID: client.id, identityID: grant.identityID, scopes: grant.request.scopes, subject: subject, sessionID: grant.sessionID)
         try await provider.store.set(StoreKeys.accessToken(accessToken), StoredJSON.encode(access), ttl: lifetime)
 
-        let claims = provider.tokens.idTokenClaims(grant: grant, subject: subject, accessToken: accessToken, now: provider.now(), faults: faults, includeSessionID: client.idTokenSessionID)
+        let claims = provider.tokens.idTokenClaims(
+            grant: grant, subject: subject, accessToken: accessToken, now: provider.now(), faults: faults, includeSessionID: client.idTokenSessionID)
         let idToken = try provider.tokens.seal(claims, for: client, target: .idToken, faults: faults, encryptTo: recipient)
         try await provider.store.set(
             StoreKeys.issuedIDToken(idToken), StoredJSON.encode(IssuedIDToken(clientID: client.id, sessionID: grant.sessionID)),

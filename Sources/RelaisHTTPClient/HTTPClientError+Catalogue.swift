@@ -8,7 +8,10 @@ extension HTTPClientError {
         ("http_response_too_large", "The body exceeded `http_client.max_response_bytes`; the transfer was abandoned."),
         ("http_too_many_redirects", "More than `http_client.max_redirects` redirects (only with `follow_redirects: true`)."),
         ("http_invalid_url", "Malformed URL, or a scheme other than http/https (file:, ftp:, gopher: … are refused)."),
-        ("http_incomplete_response", "The connection closed before the whole response arrived (fewer bytes than Content-Length announced, or no response at all): the peer crashed or was cut off mid-response."),
+        (
+            "http_incomplete_response",
+            "The connection closed before the whole response arrived (fewer bytes than Content-Length announced, or no response at all): the peer crashed or was cut off mid-response."
+        ),
         ("http_client_shutdown", "The client was shut down."),
         ("http_transport_failure", "Any other transport failure; the message carries libcurl's code and text."),
     ]

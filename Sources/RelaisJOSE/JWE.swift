@@ -79,14 +79,17 @@ public struct JWE: Sendable {
     /// Picks our decryption key by `kid` (several keys coexist during rotation), or the single
     /// suitable key when the token has no `kid`, then decrypts.
     public func decrypt(with keys: JWKSet) throws(JOSEError) -> Decrypted {
-        let usable = keys.keys.filter { $0.keyType == keyAlgorithm.keyType && $0.isPrivate && ($0.use == nil || $0.use == "enc") && ($0.algorithm == nil || $0.algorithm == keyAlgorithm.rawValue) }
+        let usable = keys.keys.filter {
+            $0.keyType == keyAlgorithm.keyType && $0.isPrivate && ($0.use == nil || $0.use == "enc") && ($0.algorithm == nil || $0.algorithm == keyAlgorithm.rawValue)
+        }
         let key: JWK
         if let keyID {
             guard let match = usable.first(where: { $0.keyID == keyID }) else { throw .noMatchingKey(reason: "no \(keyAlgorithm.rawValue) decryption key with kid '\(keyID)'") }
             key = match
         } else {
             guard usable.count == 1 else {
-                throw .noMatchingKey(reason: usable.isEmpty ? "no decryption key suits \(keyAlgorithm.rawValue)" : "the token has no kid and \(usable.count) keys suit \(keyAlgorithm.rawValue)")
+                throw .noMatchingKey(
+                    reason: usable.isEmpty ? "no decryption key suits \(keyAlgorithm.rawValue)" : "the token has no kid and \(usable.count) keys suit \(keyAlgorithm.rawValue)")
             }
             key = usable[0]
         }
@@ -119,7 +122,9 @@ public struct JWE: Sendable {
             guard let unwrapped, unwrapped.count == length else { return SecureRandom.bytes(length) }
             return unwrapped
         case (.a128KW, .symmetric(let kek)), (.a256KW, .symmetric(let kek)):
-            guard kek.count == keyAlgorithm.wrapKeyLength else { throw .keyAlgorithmMismatch(reason: "\(keyAlgorithm.rawValue) needs a \(keyAlgorithm.wrapKeyLength! * 8)-bit key") }
+            guard kek.count == keyAlgorithm.wrapKeyLength else {
+                throw .keyAlgorithmMismatch(reason: "\(keyAlgorithm.rawValue) needs a \(keyAlgorithm.wrapKeyLength! * 8)-bit key")
+            }
             let unwrapped = try KeyManagement.unwrap(kek: kek, wrapped: encryptedKey)
             guard unwrapped.count == length else { throw .decryptionFailed }
             return unwrapped
@@ -182,7 +187,9 @@ public struct JWE: Sendable {
         case (.rsaOAEP, .asymmetric(let key)), (.rsaOAEP256, .asymmetric(let key)):
             encryptedKey = try KeyManagement.rsaOAEP(decrypt: false, keyAlgorithm, key: key, input: cek)
         case (.a128KW, .symmetric(let kek)), (.a256KW, .symmetric(let kek)):
-            guard kek.count == keyAlgorithm.wrapKeyLength else { throw .keyAlgorithmMismatch(reason: "\(keyAlgorithm.rawValue) needs a \(keyAlgorithm.wrapKeyLength! * 8)-bit key") }
+            guard kek.count == keyAlgorithm.wrapKeyLength else {
+                throw .keyAlgorithmMismatch(reason: "\(keyAlgorithm.rawValue) needs a \(keyAlgorithm.wrapKeyLength! * 8)-bit key")
+            }
             encryptedKey = try ContentCipher.keyWrap(encrypt: true, kek: kek, input: cek)
         case (.direct, .symmetric(let secret)):
             guard secret.count == length else { throw .keyAlgorithmMismatch(reason: "dir with \(contentAlgorithm.rawValue) needs a \(length * 8)-bit key") }

@@ -1,10 +1,9 @@
+import FoundationEssentials
+public import RelaisClock
 public import RelaisConfig
+import RelaisCrypto
 public import RelaisHTTPClient
 public import RelaisJOSE
-public import RelaisClock
-import FoundationEssentials
-import RelaisCrypto
-
 
 /// What Relais learned about the person from the provider: the verified id_token and userinfo.
 public struct UpstreamIdentity: Sendable {
@@ -59,7 +58,9 @@ public actor UpstreamProvider {
             return configured
         }
         do {
-            let response = try await send(HTTPClientRequest(url: settings.issuer + "/.well-known/openid-configuration", headers: [(name: "Accept", value: "application/json")], operation: "provider discovery"))
+            let response = try await send(
+                HTTPClientRequest(
+                    url: settings.issuer + "/.well-known/openid-configuration", headers: [(name: "Accept", value: "application/json")], operation: "provider discovery"))
             switch response.status {
             case 200: break
             case 429, 500...599: throw UpstreamError.unavailable("discovery answered HTTP \(response.status)")
@@ -289,7 +290,9 @@ public actor UpstreamProvider {
             throw .keySetUnavailable(reason: error.description)
         }
         guard let uri = metadata.jwksURI else { return nil }
-        let cache = JWKSCache(url: uri, fetcher: HTTPKeySetFetcher(client: http, operation: "provider jwks"), maxAge: .seconds(3600), minimumRefetchInterval: settings.jwksRefetchInterval, clock: { [clock] in clock.instant })
+        let cache = JWKSCache(
+            url: uri, fetcher: HTTPKeySetFetcher(client: http, operation: "provider jwks"), maxAge: .seconds(3600), minimumRefetchInterval: settings.jwksRefetchInterval,
+            clock: { [clock] in clock.instant })
         keys = cache
         return cache
     }

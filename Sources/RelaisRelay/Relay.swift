@@ -1,11 +1,11 @@
 public import Hummingbird
 public import RelaisClock
 public import RelaisConfig
+import RelaisCrypto
 public import RelaisHTTPClient
+import RelaisOIDC
 public import RelaisServer
 public import RelaisStore
-import RelaisCrypto
-import RelaisOIDC
 
 /// The relay: an OAuth 2.0 authorization server for apps (RFC 6749, PKCE, RFC 8252) and a
 /// confidential OpenID Connect client of the providers. This is where its services are built
@@ -36,7 +36,8 @@ public struct Relay: Sendable {
         extensions: RelayExtensions
     ) async throws {
         let issuer = configuration.server.publicBaseURL
-        let sessions = SessionStore(store: store, settings: configuration.relay, clock: clock, liveness: SessionLiveness(store: store, maxBytes: configuration.memory.sessionLiveness))
+        let sessions = SessionStore(
+            store: store, settings: configuration.relay, clock: clock, liveness: SessionLiveness(store: store, maxBytes: configuration.memory.sessionLiveness))
         let keys = try await RelayKeys.load(configuration.keys, store: sessions)
         let vault = SessionVault(keys: keys, cacheBytes: configuration.memory.identities)
         let apps = Dictionary(configuration.apps.map { ($0.clientID, $0) }, uniquingKeysWith: { first, _ in first })
@@ -53,11 +54,12 @@ public struct Relay: Sendable {
         let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
         let tokenSessions = TokenSessions(sessions: sessions, vault: vault, keys: keys, issuer: issuer)
         let attestation = ClientAttestationGuard(issuer: issuer, keys: keys, sessions: sessions, events: events)
-        let grants = TokenGrants([
-            AuthorizationCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
-            RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace, events: events),
-            DeviceCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
-        ] + extensions.grants)
+        let grants = TokenGrants(
+            [
+                AuthorizationCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
+                RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace, events: events),
+                DeviceCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
+            ] + extensions.grants)
         let challenges = AttestationChallenges(sessions: sessions)
         var attesters: [any PlatformAttester] = [
             AppAttestAttester(step: .attestation, challenges: challenges),
@@ -84,7 +86,8 @@ public struct Relay: Sendable {
             UserSessionRoutes(bearer: bearer, sessions: sessions, events: events),
             AdminSessionRoutes(token: configuration.adminToken, providers: configuration.providers.map(\.id), sessions: sessions, limiter: limiter, events: events),
             SessionCodeRoutes(
-                issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, vault: vault, limiter: limiter, developmentTarget: development ? issuer + DemoAppRoutes.webPath : nil
+                issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, vault: vault, limiter: limiter,
+                developmentTarget: development ? issuer + DemoAppRoutes.webPath : nil
             ),
             DeviceRoutes(issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, limiter: limiter, events: events),
             DevicePageRoutes(issuer: issuer, apps: apps, sessions: sessions, limiter: limiter, starter: starter),
@@ -95,7 +98,10 @@ public struct Relay: Sendable {
             MetadataRoutes(issuer: issuer, apps: configuration.apps, providers: configuration.providers, keys: keys, grantTypes: grants.offered(to: configuration.apps)),
         ]
         if development {
-            routes.append(DemoAppRoutes(issuer: issuer, apps: configuration.apps, providers: configuration.providers, devAttester: configuration.relay.devAttester, webSessions: webSessions, vault: vault))
+            routes.append(
+                DemoAppRoutes(
+                    issuer: issuer, apps: configuration.apps, providers: configuration.providers, devAttester: configuration.relay.devAttester, webSessions: webSessions,
+                    vault: vault))
             routes.append(DemoDesktopRoutes(apps: configuration.apps))
         }
         self.routes = routes

@@ -2,8 +2,8 @@ public import Logging
 public import NIOCore
 public import RelaisClock
 public import RelaisConfig
-public import RelaisStore
 public import RelaisServer
+public import RelaisStore
 
 /// Runs `relais serve`: the server skeleton (health, metrics, drain) with the relay's routes.
 public enum RelayRunner {
@@ -48,7 +48,9 @@ public enum RelayRunner {
         guard let redis = store as? RedisStore, await redis.serverSetting("appendonly") == "no" else { return nil }
         let snapshots = await redis.serverSetting("save") ?? ""
         return "Redis runs without its append-only file (appendonly no)"
-            + (snapshots.isEmpty ? " and without RDB snapshots: a Redis restart signs every user out" : ": a Redis restart loses the sessions opened since its last RDB snapshot (save \(snapshots))")
+            + (snapshots.isEmpty
+                ? " and without RDB snapshots: a Redis restart signs every user out"
+                : ": a Redis restart loses the sessions opened since its last RDB snapshot (save \(snapshots))")
             + "; set appendonly yes (docs/operations.md)"
     }
 }

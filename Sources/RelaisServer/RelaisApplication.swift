@@ -1,10 +1,10 @@
 public import Hummingbird
 public import Logging
 public import NIOCore
+public import RelaisClock
 public import RelaisConfig
 public import RelaisHTTPClient
 public import RelaisStore
-public import RelaisClock
 public import Tracing
 
 /// The long-lived pieces a Relais instance shares between requests.
@@ -79,7 +79,9 @@ public enum RelaisApplication {
 
     /// `/metrics` alone, on `metrics.listen` (nil when metrics share the public port or are off).
     static func makeMetricsApplication(configuration: RelaisConfiguration, logger: Logger) -> (some ApplicationProtocol)? {
-        guard configuration.metrics.enabled, let host = configuration.metrics.listenHost, let port = configuration.metrics.listenPort else { return nil as Application<RouterResponder<BasicRequestContext>>? }
+        guard configuration.metrics.enabled, let host = configuration.metrics.listenHost, let port = configuration.metrics.listenPort else {
+            return nil as Application<RouterResponder<BasicRequestContext>>?
+        }
         let router = Router()
         MetricsRoute(bearerToken: configuration.metrics.bearerToken).register(on: router)
         return Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: "Relais metrics"), logger: logger)

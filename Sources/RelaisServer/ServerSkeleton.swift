@@ -1,10 +1,10 @@
 public import Hummingbird
 public import Logging
 public import NIOCore
+public import RelaisClock
 public import RelaisConfig
 public import ServiceLifecycle
 public import UnixSignals
-public import RelaisClock
 
 /// The server skeleton's lifecycle: until SIGTERM or SIGINT, then a drain: /readyz turns 503, the
 /// listener closes, in-flight requests get up to `server.drain_timeout` to finish. The programs
@@ -75,9 +75,10 @@ public enum ServerSkeleton {
     ) -> ServiceGroup {
         let application = RelaisApplication.makeApplication(
             configuration: configuration,
-            responder: responder ?? SwappableResponder(
-                RelaisApplication.makeRouter(configuration: configuration, dependencies: dependencies, additionalRoutes: additionalRoutes).buildResponder()
-            ),
+            responder: responder
+                ?? SwappableResponder(
+                    RelaisApplication.makeRouter(configuration: configuration, dependencies: dependencies, additionalRoutes: additionalRoutes).buildResponder()
+                ),
             logger: logger,
             onServerRunning: onServerRunning
         )

@@ -17,7 +17,9 @@ final class RedisConnector: Sendable {
     }
 
     /// Where connections go, for logs and errors.
-    var target: String { node?.description ?? configuration.sentinel.map { "master '\($0.masterName)'" } ?? RedisConfiguration.Node(host: configuration.host, port: configuration.port).description }
+    var target: String {
+        node?.description ?? configuration.sentinel.map { "master '\($0.masterName)'" } ?? RedisConfiguration.Node(host: configuration.host, port: configuration.port).description
+    }
 
     /// Blocking: call it on a pool thread.
     func open() throws(RedisConnectionFailure) -> RedisConnection {

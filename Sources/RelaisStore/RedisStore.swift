@@ -130,10 +130,11 @@ public final class RedisStore: KeyValueStore {
         guard case .array(let items) = try await execute("SMEMBERS", key: key, [bytes("SMEMBERS"), prefixed(key)]) else {
             throw StoreError.commandFailed(reason: "unexpected reply to SMEMBERS")
         }
-        return Set(items.compactMap { item in
-            if case .string(let value) = item { return String(decoding: value, as: UTF8.self) }
-            return nil
-        })
+        return Set(
+            items.compactMap { item in
+                if case .string(let value) = item { return String(decoding: value, as: UTF8.self) }
+                return nil
+            })
     }
 
     public func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? {
@@ -212,7 +213,8 @@ public final class RedisStore: KeyValueStore {
         }
         if case .error(let message) = reply {
             let error: StoreError =
-                message.contains("WRONGTYPE") ? .wrongType(key: key ?? "")
+                message.contains("WRONGTYPE")
+                ? .wrongType(key: key ?? "")
                 : Self.refusalForNow(message).map { .storeUnavailable(reason: $0) } ?? .commandFailed(reason: message)
             outcome = error.code
             throw error

@@ -121,10 +121,12 @@ enum RedisTLSTunnel {
     private static func startThread(_ body: @escaping () -> Void) -> Bool {
         let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
         var thread = pthread_t()
-        let created = pthread_create(&thread, nil, { raw in
-            Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue().run()
-            return nil
-        }, context)
+        let created = pthread_create(
+            &thread, nil,
+            { raw in
+                Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue().run()
+                return nil
+            }, context)
         guard created == 0 else {
             Unmanaged<ThreadBody>.fromOpaque(context).release()
             return false
@@ -206,7 +208,8 @@ private final class TLSSession {
             case SSL_ERROR_WANT_WRITE: events = Int16(POLLOUT)
             default:
                 let verification = SSL_get_verify_result(ssl)
-                let reason = verification != X509_V_OK
+                let reason =
+                    verification != X509_V_OK
                     ? "certificate verification failed: \(String(cString: X509_verify_cert_error_string(verification)))"
                     : "handshake failed\(Self.openSSLReason())"
                 session.free()

@@ -112,7 +112,11 @@ struct Approve: AsyncParsableCommand {
                 approve = readLine()?.lowercased().hasPrefix("y") == true
             }
             let decided = try await client.approveDevice(codeOrURL, approve: approve)
-            if options.json { printJSON(["client_id": decided.clientID, "device": decided.device, "approved": decided.approved]) } else { emit(decided.approved == true ? "approved" : "denied") }
+            if options.json {
+                printJSON(["client_id": decided.clientID, "device": decided.device, "approved": decided.approved])
+            } else {
+                emit(decided.approved == true ? "approved" : "denied")
+            }
         }
     }
 }
@@ -128,9 +132,13 @@ struct Sessions: AsyncParsableCommand {
             try await RelaisAppKit.run {
                 for session in try await options.client().sessions() {
                     if options.json {
-                        printJSON(["id": session.id, "current": session.current, "client_id": session.clientID, "device": session.device, "acr": session.acr, "attested": session.attested])
+                        printJSON([
+                            "id": session.id, "current": session.current, "client_id": session.clientID, "device": session.device, "acr": session.acr, "attested": session.attested,
+                        ])
                     } else {
-                        emit("\(session.current ? "*" : " ") \(session.id)  \(session.clientID)  \(session.device ?? "-")  acr \(session.acr ?? "-")  attested \(session.attested ?? "no")")
+                        emit(
+                            "\(session.current ? "*" : " ") \(session.id)  \(session.clientID)  \(session.device ?? "-")  acr \(session.acr ?? "-")  attested \(session.attested ?? "no")"
+                        )
                     }
                 }
             }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RelaisKit
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -140,7 +141,9 @@ func openBrowser(_ url: URL) {
 func report(_ summary: SessionSummary, json: Bool) {
     let expires = ISO8601DateFormatter().string(from: summary.accessTokenExpiresAt)
     if json {
-        printJSON(["state": "signed_in", "acr": summary.acr, "expires_at": expires, "dpop_jkt": summary.dpopThumbprint, "attested": summary.attested, "session_id": summary.sessionID])
+        printJSON([
+            "state": "signed_in", "acr": summary.acr, "expires_at": expires, "dpop_jkt": summary.dpopThumbprint, "attested": summary.attested, "session_id": summary.sessionID,
+        ])
     } else {
         emit("signed in: acr \(summary.acr ?? "-"), access token until \(expires), DPoP \(summary.dpopThumbprint ?? "off"), attested \(summary.attested ?? "no")")
     }
@@ -150,5 +153,3 @@ func report(_ summary: SessionSummary, json: Bool) {
 enum RelaisAppKit {
     static func run(_ body: () async throws -> Void) async throws { try await runReporting(body) }
 }
-
-

@@ -61,7 +61,8 @@ struct JOSEBench: AsyncParsableCommand {
                 let claimsCheck = try time { _ = try policy.validate(parsed) }
                 print("alg=\(algorithm.rawValue) parse_ns=\(parse) select_ns=\(select) verify_ns=\(signature) claims_ns=\(claimsCheck)")
             }
-            print("alg=\(algorithm.rawValue) token_bytes=\(token.utf8.count) verifies=\(count) seconds=\(format3(elapsedSeconds)) per_second=\(Int(Double(count) / elapsedSeconds))")
+            print(
+                "alg=\(algorithm.rawValue) token_bytes=\(token.utf8.count) verifies=\(count) seconds=\(format3(elapsedSeconds)) per_second=\(Int(Double(count) / elapsedSeconds))")
         }
     }
 }

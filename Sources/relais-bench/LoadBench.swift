@@ -41,7 +41,9 @@ struct FormBench: AsyncParsableCommand {
             }
             samples.sort()
             let fields = body.split(separator: "&").count
-            print("form=\"\(name)\" bytes=\(body.utf8.count) fields=\(fields) \(outcome) median_ms=\(format3(milliseconds(samples[samples.count / 2]))) max_ms=\(format3(milliseconds(samples.last!)))")
+            print(
+                "form=\"\(name)\" bytes=\(body.utf8.count) fields=\(fields) \(outcome) median_ms=\(format3(milliseconds(samples[samples.count / 2]))) max_ms=\(format3(milliseconds(samples.last!)))"
+            )
         }
     }
 }
@@ -134,17 +136,19 @@ final class Trickler: @unchecked Sendable {
 
     func start() {
         let box = Unmanaged.passRetained(self)
-        pthread_create(&thread, nil, { argument in
-            let trickler = Unmanaged<Trickler>.fromOpaque(argument!).takeRetainedValue()
-            let start = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".utf8)
-            for fd in trickler.descriptors { _ = start.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) } }
-            var byte = UInt8(ascii: "a")
-            while trickler.running {
-                for fd in trickler.descriptors { _ = send(fd, &byte, 1, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
-                usleep(100_000)
-            }
-            return nil
-        }, box.toOpaque())
+        pthread_create(
+            &thread, nil,
+            { argument in
+                let trickler = Unmanaged<Trickler>.fromOpaque(argument!).takeRetainedValue()
+                let start = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".utf8)
+                for fd in trickler.descriptors { _ = start.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) } }
+                var byte = UInt8(ascii: "a")
+                while trickler.running {
+                    for fd in trickler.descriptors { _ = send(fd, &byte, 1, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+                    usleep(100_000)
+                }
+                return nil
+            }, box.toOpaque())
     }
 
     func stop() {

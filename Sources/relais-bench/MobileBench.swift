@@ -38,9 +38,10 @@ struct MobileBench: AsyncParsableCommand {
         for _ in 0..<rounds {
             bearerRates.append(try await rate(http, count: requests) { _ in .init(url: userinfo, headers: [("Authorization", "Bearer \(bearerAccess)")]) })
             let proofs = try (0..<requests).map { _ in try dpopProof(key, "GET", userinfo, accessToken: boundAccess) }
-            dpopRates.append(try await rate(http, count: requests) { index in
-                .init(url: userinfo, headers: [("Authorization", "DPoP \(boundAccess)"), ("DPoP", proofs[index])])
-            })
+            dpopRates.append(
+                try await rate(http, count: requests) { index in
+                    .init(url: userinfo, headers: [("Authorization", "DPoP \(boundAccess)"), ("DPoP", proofs[index])])
+                })
             let (plainRate, plainNext) = try await refreshChain(http, token: plainToken, count: refreshes) { _ in [] }
             plainRefresh.append(plainRate)
             plainToken = plainNext
@@ -52,7 +53,9 @@ struct MobileBench: AsyncParsableCommand {
         try await http.shutdown()
         let best = { (values: [Double]) in values.max() ?? 0 }
         print("measure=userinfo bearer_rps=\(format(best(bearerRates))) dpop_rps=\(format(best(dpopRates))) ratio=\(format(best(dpopRates) / best(bearerRates)))")
-        print("measure=refresh plain_rps=\(format(best(plainRefresh))) attested_dpop_rps=\(format(best(attestedRefresh))) ratio=\(format(best(attestedRefresh) / best(plainRefresh)))")
+        print(
+            "measure=refresh plain_rps=\(format(best(plainRefresh))) attested_dpop_rps=\(format(best(attestedRefresh))) ratio=\(format(best(attestedRefresh) / best(plainRefresh)))"
+        )
     }
 
     /// The development attester: a challenge, then a Client Attestation JWT for `key`.
@@ -111,9 +114,12 @@ struct MobileBench: AsyncParsableCommand {
         var current = token
         let start = ContinuousClock.now
         for index in 0..<count {
-            let response = try await http.send(.form(url: relay + "/token", fields: [
-                ("grant_type", "refresh_token"), ("client_id", clientID), ("refresh_token", current),
-            ], headers: headers(index)))
+            let response = try await http.send(
+                .form(
+                    url: relay + "/token",
+                    fields: [
+                        ("grant_type", "refresh_token"), ("client_id", clientID), ("refresh_token", current),
+                    ], headers: headers(index)))
             guard response.status == 200, let next = JSONValue.object(from: response.body)?["refresh_token"]?.stringValue else {
                 throw BenchError("refresh: HTTP \(response.status) \(response.bodyText.prefix(200))")
             }
@@ -153,6 +159,7 @@ struct AttestBench: AsyncParsableCommand {
             times.append(Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12)
         }
         times.sort()
-        print("measure=app_attest count=\(count) median_us=\(Int(times[count / 2])) p99_us=\(Int(times[min(count - 1, count * 99 / 100)])) per_second=\(Int(1e6 / times[count / 2]))")
+        print(
+            "measure=app_attest count=\(count) median_us=\(Int(times[count / 2])) p99_us=\(Int(times[min(count - 1, count * 99 / 100)])) per_second=\(Int(1e6 / times[count / 2]))")
     }
 }

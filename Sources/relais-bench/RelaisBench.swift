@@ -8,7 +8,10 @@ struct RelaisBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relais-bench",
         abstract: "Micro-benchmarks driven by `make bench`.",
-        subcommands: [HTTPClientBench.self, JOSEBench.self, SignInBench.self, FormBench.self, SlowClientBench.self, MobileBench.self, AttestBench.self, SoakBench.self, AnchorSignInBench.self, SignInPhasesBench.self]
+        subcommands: [
+            HTTPClientBench.self, JOSEBench.self, SignInBench.self, FormBench.self, SlowClientBench.self, MobileBench.self, AttestBench.self, SoakBench.self,
+            AnchorSignInBench.self, SignInPhasesBench.self,
+        ]
     )
 }
 
@@ -55,7 +58,9 @@ struct HTTPClientBench: AsyncParsableCommand {
             let elapsed = ContinuousClock.now - start
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let total = requests / concurrency * concurrency
-            print("mode=\(reuse ? "reuse" : "fresh") requests=\(total) seconds=\(String(format3(seconds))) rps=\(Int(Double(total) / seconds)) new_connections=\(connections) non_200=\(failures)")
+            print(
+                "mode=\(reuse ? "reuse" : "fresh") requests=\(total) seconds=\(String(format3(seconds))) rps=\(Int(Double(total) / seconds)) new_connections=\(connections) non_200=\(failures)"
+            )
             try await client.shutdown()
         }
     }

@@ -92,10 +92,13 @@ struct SignInBench: AsyncParsableCommand {
 
     /// The app's code exchange at /token: returns the token response's strings.
     func token(_ http: HTTPClient, code: String, verifier: String, headers: [(name: String, value: String)] = []) async throws -> [String: String] {
-        let token = try await http.send(.form(url: relay + "/token", fields: [
-            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
-            ("client_id", clientID), ("code_verifier", verifier),
-        ], headers: headers))
+        let token = try await http.send(
+            .form(
+                url: relay + "/token",
+                fields: [
+                    ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
+                    ("client_id", clientID), ("code_verifier", verifier),
+                ], headers: headers))
         guard token.status == 200, let object = JSONValue.object(from: token.body) else { throw BenchError("token: \(token.status) \(token.bodyText)") }
         return object.compactMapValues(\.stringValue)
     }

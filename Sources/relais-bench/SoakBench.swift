@@ -67,9 +67,12 @@ struct SoakBench: AsyncParsableCommand {
     private func loop(_ http: HTTPClient, tokens: [String: String], until deadline: ContinuousClock.Instant, counters: Counters) async throws {
         guard var refresh = tokens["refresh_token"] else { throw BenchError("no refresh token") }
         while ContinuousClock.now < deadline {
-            let response = try await http.send(.form(url: relay + "/token", fields: [
-                ("grant_type", "refresh_token"), ("client_id", "bench-app"), ("refresh_token", refresh),
-            ]))
+            let response = try await http.send(
+                .form(
+                    url: relay + "/token",
+                    fields: [
+                        ("grant_type", "refresh_token"), ("client_id", "bench-app"), ("refresh_token", refresh),
+                    ]))
             guard response.status == 200, let object = JSONValue.object(from: response.body), let next = object["refresh_token"]?.stringValue,
                 let access = object["access_token"]?.stringValue
             else {

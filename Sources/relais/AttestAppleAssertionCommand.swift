@@ -12,7 +12,8 @@ extension AttestCommand {
         static let configuration = CommandConfiguration(
             commandName: "apple-assertion",
             abstract: "Verify a base64 App Attest assertion by an attested key; print the new counter.",
-            discussion: "Exit 0: verified, the counter to store in place of --counter on standard output. Exit 1: refused, the failed step's code on standard error. Exit 2: unusable arguments."
+            discussion:
+                "Exit 0: verified, the counter to store in place of --counter on standard output. Exit 1: refused, the failed step's code on standard error. Exit 2: unusable arguments."
         )
 
         @Option(help: "TEAMID.bundle.id of the app.")

@@ -28,7 +28,9 @@ struct DevProviderCommand: AsyncParsableCommand {
         let tracingEnvironment = try readTracingEnvironment(defaultServiceName: "relais-dev-provider")
         if check {
             let mode = configuration.provider.mode
-            print("\(config ?? "(defaults)"): OK (mode \(mode.rawValue), \(configuration.clients.count) client(s), \(configuration.identities.count) identities, issuer \(configuration.server.publicBaseURL)\(mode == .v1 ? "/api/v1" : "/api/v2"))")
+            print(
+                "\(config ?? "(defaults)"): OK (mode \(mode.rawValue), \(configuration.clients.count) client(s), \(configuration.identities.count) identities, issuer \(configuration.server.publicBaseURL)\(mode == .v1 ? "/api/v1" : "/api/v2"))"
+            )
             return
         }
         bootstrapLogging(configuration.log)

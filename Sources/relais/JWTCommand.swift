@@ -61,7 +61,10 @@ struct JWTCommand: AsyncParsableCommand {
         @Option(help: "Expected issuer (exact).")
         var iss: String?
 
-        @Option(help: "Expected audience: the client_id for an id_token, the API's identifier for a Relais access token. With several audiences, an id_token must also name it in azp (OpenID Connect Core 3.1.3.7); an access token (typ at+jwt, RFC 9068) need not.")
+        @Option(
+            help:
+                "Expected audience: the client_id for an id_token, the API's identifier for a Relais access token. With several audiences, an id_token must also name it in azp (OpenID Connect Core 3.1.3.7); an access token (typ at+jwt, RFC 9068) need not."
+        )
         var aud: String?
 
         @Option(help: "Expected nonce.")

@@ -18,7 +18,10 @@ struct Relais: AsyncParsableCommand {
         commandName: "relais",
         abstract: "A backend-for-frontend relay: mobile apps sign in with FranceConnect and other OpenID providers without holding a provider secret or token.",
         version: "relais " + RelaisVersion.description,
-        subcommands: [Serve.self, CheckConfig.self, JWTCommand.self, AttestCommand.self, DevProviderCommand.self, SessionsCommand.self, ReloadCommand.self, ErrorsCommand.self, SecurityEventsCommand.self]
+        subcommands: [
+            Serve.self, CheckConfig.self, JWTCommand.self, AttestCommand.self, DevProviderCommand.self, SessionsCommand.self, ReloadCommand.self, ErrorsCommand.self,
+            SecurityEventsCommand.self,
+        ]
     )
 }
 
@@ -39,7 +42,8 @@ struct ConfigOptions: ParsableArguments {
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the relay until SIGTERM or SIGINT, then drain.",
-        discussion: "Without providers or apps (no --config), it says so and serves only health, metrics and discovery. Exit codes: 0 stopped by SIGTERM or SIGINT; 1 could not listen (the address is in use, for example) or stopped on a runtime error; 2 invalid configuration."
+        discussion:
+            "Without providers or apps (no --config), it says so and serves only health, metrics and discovery. Exit codes: 0 stopped by SIGTERM or SIGINT; 1 could not listen (the address is in use, for example) or stopped on a runtime error; 2 invalid configuration."
     )
 
     @OptionGroup var options: ConfigOptions
@@ -97,14 +101,19 @@ struct CheckConfig: AsyncParsableCommand {
     @Argument(help: "The YAML configuration file to check.")
     var file: String
 
-    @Flag(help: "Also reach what the file names, as `serve` would: the store (a PING, through TLS or Sentinel when configured) and each provider's metadata and signing keys. Exit 1 if any cannot be reached.")
+    @Flag(
+        help:
+            "Also reach what the file names, as `serve` would: the store (a PING, through TLS or Sentinel when configured) and each provider's metadata and signing keys. Exit 1 if any cannot be reached."
+    )
     var probe = false
 
     func run() async throws {
         let configuration: RelaisConfiguration
         do {
             configuration = try await ConfigurationLoader.load(filePath: file, environment: currentEnvironment())
-            print("\(file): OK (store: \(configuration.store.kind.rawValue), listening on \(configuration.server.host):\(configuration.server.port), public URL \(configuration.server.publicBaseURL))")
+            print(
+                "\(file): OK (store: \(configuration.store.kind.rawValue), listening on \(configuration.server.host):\(configuration.server.port), public URL \(configuration.server.publicBaseURL))"
+            )
             for warning in configuration.warnings { print("warning: \(warning)") }
         } catch {
             // 2, as `serve` refuses the same file: scripts and images tell "refused" from "unreachable" (1).

@@ -14,7 +14,8 @@ struct SessionsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sessions",
         abstract: "Manage Relais sessions in the store (Redis; an embedded store is refused).",
-        discussion: "Exit codes: 0 done (the count is printed); 1 the store cannot be reached; 2 invalid configuration, an embedded store (only the server that opened it sees its sessions) or an unknown --provider.",
+        discussion:
+            "Exit codes: 0 done (the count is printed); 1 the store cannot be reached; 2 invalid configuration, an embedded store (only the server that opened it sees its sessions) or an unknown --provider.",
         subcommands: [List.self, Revoke.self]
     )
 

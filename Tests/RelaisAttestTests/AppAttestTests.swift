@@ -19,7 +19,9 @@ import X509
         verifier = AppAttestVerifier(appID: AppAttestFactory.appID, environment: .development, roots: [factory.root])
     }
 
-    private func refusal(_ spoil: (inout AppAttestFactory.Attestation) -> Void, keyID: [UInt8]? = nil, verifier: AppAttestVerifier? = nil, at time: Date? = nil) async throws -> AttestationError.Code? {
+    private func refusal(
+        _ spoil: (inout AppAttestFactory.Attestation) -> Void, keyID: [UInt8]? = nil, verifier: AppAttestVerifier? = nil, at time: Date? = nil
+    ) async throws -> AttestationError.Code? {
         let object = try factory.attestation(clientDataHash: clientDataHash, spoil)
         do {
             _ = try await (verifier ?? self.verifier).verifyAttestation(object, keyID: keyID ?? factory.keyID, clientDataHash: clientDataHash, at: time ?? checkTime)
@@ -40,7 +42,8 @@ import X509
 
     @Test func eachStepRefusesItsOwnDefect() async throws {
         #expect(try await refusal({ $0.format = "packed" }) == .appleMalformed)
-        #expect(try await refusal({ _ in }, verifier: AppAttestVerifier(appID: AppAttestFactory.appID, environment: .development, roots: [try AppAttestFactory().root])) == .appleChain)
+        #expect(
+            try await refusal({ _ in }, verifier: AppAttestVerifier(appID: AppAttestFactory.appID, environment: .development, roots: [try AppAttestFactory().root])) == .appleChain)
         #expect(try await refusal({ _ in }, at: AppAttestFactory.issued + 86400 * 4) == .appleChain, "the credential certificate has expired")
         #expect(try await refusal({ _ in }, at: AppAttestFactory.issued - 3600) == .appleChain, "not yet valid")
         #expect(try await refusal({ $0.nonceOverride = [UInt8](repeating: 7, count: 32) }) == .appleNonce)

@@ -14,19 +14,20 @@ import Testing
         #expect(try CBORDecoder.decode([0x1b, 0, 0, 0, 1, 0, 0, 0, 0]) == .unsigned(1 << 32))
     }
 
-    @Test(arguments: [
-        ([0x5f, 0x41, 0x00, 0xff], "indefinite"),  // indefinite-length byte string
-        ([0xc2, 0x41, 0x01], "tags"),  // bignum tag
-        ([0xf9, 0x3c, 0x00], "floating"),  // half float
-        ([0x01, 0x02], "after the item"),  // trailing byte
-        ([0x5a, 0xff, 0xff, 0xff, 0xff, 0x00], "exceeds"),  // a 4 GiB byte string in 6 bytes
-        ([0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], "exceeds"),  // 2^64 - 1 array items
-        ([0xa2, 0x61, 0x61, 0x01, 0x61, 0x61, 0x02], "twice"),  // duplicate key
-        ([0xa1, 0x41, 0x00, 0x01], "map keys"),  // byte-string key
-        ([0x62, 0xc3, 0x28], "UTF-8"),  // invalid UTF-8
-        ([0x1c], "reserved"),
-        ([0x58], "end of input"),
-    ] as [([UInt8], String)])
+    @Test(
+        arguments: [
+            ([0x5f, 0x41, 0x00, 0xff], "indefinite"),  // indefinite-length byte string
+            ([0xc2, 0x41, 0x01], "tags"),  // bignum tag
+            ([0xf9, 0x3c, 0x00], "floating"),  // half float
+            ([0x01, 0x02], "after the item"),  // trailing byte
+            ([0x5a, 0xff, 0xff, 0xff, 0xff, 0x00], "exceeds"),  // a 4 GiB byte string in 6 bytes
+            ([0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], "exceeds"),  // 2^64 - 1 array items
+            ([0xa2, 0x61, 0x61, 0x01, 0x61, 0x61, 0x02], "twice"),  // duplicate key
+            ([0xa1, 0x41, 0x00, 0x01], "map keys"),  // byte-string key
+            ([0x62, 0xc3, 0x28], "UTF-8"),  // invalid UTF-8
+            ([0x1c], "reserved"),
+            ([0x58], "end of input"),
+        ] as [([UInt8], String)])
     func refuses(_ bytes: [UInt8], _ reason: String) {
         #expect {
             _ = try CBORDecoder.decode(bytes)

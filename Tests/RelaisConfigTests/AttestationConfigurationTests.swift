@@ -1,10 +1,11 @@
 import Foundation
 import RelaisAttest
-@testable import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisConfig
 
 /// `apps.<id>.attestation` and the platform settings it needs; the development attester.
 @Suite(.tags(.fast)) struct AttestationConfigurationTests {

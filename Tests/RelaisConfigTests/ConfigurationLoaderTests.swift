@@ -1,9 +1,10 @@
 import Foundation
-@testable import RelaisConfig
 import RelaisHTTPClient
 import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisConfig
 
 @Suite(.tags(.fast)) struct ConfigurationLoaderTests {
     private static let examplePath: String = {
@@ -65,10 +66,11 @@ import Testing
             """
         )
         let found = await problems(file: file)
-        #expect(found.map(\.description) == [
-            "signing.keys: production needs Relais' own signing keys (development generates one and keeps it in the store)",
-            "sessions.keys: production needs a session encryption key (development generates one and keeps it in the store)",
-        ])
+        #expect(
+            found.map(\.description) == [
+                "signing.keys: production needs Relais' own signing keys (development generates one and keeps it in the store)",
+                "sessions.keys: production needs a session encryption key (development generates one and keeps it in the store)",
+            ])
     }
 
     @Test func environmentVariablesOverrideTheFile() async throws {
@@ -100,9 +102,11 @@ import Testing
     }
 
     @Test func aSecretSetTwiceOrFromAMissingFileIsAProblem() async throws {
-        let both = await problems(file: Self.examplePath, environment: [
-            "RELAIS_STORE_REDIS_PASSWORD": "inline", "RELAIS_STORE_REDIS_PASSWORD_FILE": "/nonexistent",
-        ])
+        let both = await problems(
+            file: Self.examplePath,
+            environment: [
+                "RELAIS_STORE_REDIS_PASSWORD": "inline", "RELAIS_STORE_REDIS_PASSWORD_FILE": "/nonexistent",
+            ])
         #expect(both.map(\.keyPath) == ["store.redis.password"])
         let missing = await problems(file: Self.examplePath, environment: ["RELAIS_STORE_REDIS_PASSWORD_FILE": "/nonexistent/secret"])
         #expect(missing.map(\.keyPath) == ["store.redis.password_file"])
@@ -143,7 +147,8 @@ import Testing
     }
 
     @Test func everyProblemIsReportedAtOnceWithItsKeyPath() async throws {
-        let file = try temporaryFile("""
+        let file = try temporaryFile(
+            """
             server:
               port: eighty
               public_base_url: http://relais.example.fr
@@ -167,21 +172,24 @@ import Testing
             """)
         let found = await problems(file: file)
         let keys = Set(found.map(\.keyPath))
-        #expect(keys == [
-            "server.port", "server.public_base_url", "server.drain_timeout", "log.level", "store.kind", "store.redis.url",
-            "store.redis.pool_size", "http_client.connect_timeout", "http_client.follow_redirects", "http_client.proxy",
-            "http_client.tls.verify", "http_client.tls.ca_bundle", "http_client.tls",
-        ])
+        #expect(
+            keys == [
+                "server.port", "server.public_base_url", "server.drain_timeout", "log.level", "store.kind", "store.redis.url",
+                "store.redis.pool_size", "http_client.connect_timeout", "http_client.follow_redirects", "http_client.proxy",
+                "http_client.tls.verify", "http_client.tls.ca_bundle", "http_client.tls",
+            ])
         #expect(found.first { $0.keyPath == "server.port" }?.message == "expected a whole number, got 'eighty'")
         #expect(found.first { $0.keyPath == "store.kind" }?.message == "expected one of redis, embedded; got 'memcached'")
     }
 
     @Test func redisTLSComesFromARedissURLAndItsSettings() async throws {
         let ca = try temporaryFile("not read here: only its presence is checked")
-        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: [
-            "RELAIS_STORE_REDIS_URL": "rediss://cache.internal:6380/2", "RELAIS_STORE_REDIS_TLS_CA_BUNDLE": ca,
-            "RELAIS_STORE_REDIS_TLS_SERVER_NAME": "redis.internal",
-        ])
+        let configuration = try await ConfigurationLoader.load(
+            filePath: Self.examplePath,
+            environment: [
+                "RELAIS_STORE_REDIS_URL": "rediss://cache.internal:6380/2", "RELAIS_STORE_REDIS_TLS_CA_BUNDLE": ca,
+                "RELAIS_STORE_REDIS_TLS_SERVER_NAME": "redis.internal",
+            ])
         #expect(configuration.store.redis.tls == RedisConfiguration.TLS(caBundlePath: ca, serverName: "redis.internal"))
         #expect(configuration.store.redis.host == "cache.internal" && configuration.store.redis.database == 2)
         // redis:// is plain TCP.
@@ -190,26 +198,33 @@ import Testing
         // TLS settings without rediss://, verification off in production, half a client identity, a missing CA file.
         let plain = await problems(file: Self.examplePath, environment: ["RELAIS_STORE_REDIS_TLS_CA_BUNDLE": ca])
         #expect(plain.map(\.description) == ["store.redis.tls: TLS settings need a rediss:// URL in store.redis.url"])
-        let unverified = await problems(file: Self.examplePath, environment: [
-            "RELAIS_SERVER_ENVIRONMENT": "production", "RELAIS_STORE_REDIS_URL": "rediss://cache:6380", "RELAIS_STORE_REDIS_TLS_VERIFY": "false",
-        ])
-        #expect(unverified.filter { $0.keyPath.hasPrefix("store.") }.map(\.description) == [
-            "store.redis.tls.verify: TLS verification can only be turned off with server.environment: development"
-        ])
+        let unverified = await problems(
+            file: Self.examplePath,
+            environment: [
+                "RELAIS_SERVER_ENVIRONMENT": "production", "RELAIS_STORE_REDIS_URL": "rediss://cache:6380", "RELAIS_STORE_REDIS_TLS_VERIFY": "false",
+            ])
+        #expect(
+            unverified.filter { $0.keyPath.hasPrefix("store.") }.map(\.description) == [
+                "store.redis.tls.verify: TLS verification can only be turned off with server.environment: development"
+            ])
         let halfIdentity = await problems(file: Self.examplePath, environment: ["RELAIS_STORE_REDIS_URL": "rediss://cache:6380", "RELAIS_STORE_REDIS_TLS_CLIENT_CERTIFICATE": ca])
         #expect(halfIdentity.map(\.description) == ["store.redis.tls: client_certificate and client_key go together: set both for mutual TLS, or neither"])
-        let missing = await problems(file: Self.examplePath, environment: ["RELAIS_STORE_REDIS_URL": "rediss://cache:6380", "RELAIS_STORE_REDIS_TLS_CA_BUNDLE": "/nonexistent/ca.pem"])
+        let missing = await problems(
+            file: Self.examplePath, environment: ["RELAIS_STORE_REDIS_URL": "rediss://cache:6380", "RELAIS_STORE_REDIS_TLS_CA_BUNDLE": "/nonexistent/ca.pem"])
         #expect(missing.map(\.keyPath) == ["store.redis.tls.ca_bundle"])
         // Development (the example's environment) may turn verification off.
-        let development = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: [
-            "RELAIS_STORE_REDIS_URL": "rediss://cache:6380", "RELAIS_STORE_REDIS_TLS_VERIFY": "false",
-        ])
+        let development = try await ConfigurationLoader.load(
+            filePath: Self.examplePath,
+            environment: [
+                "RELAIS_STORE_REDIS_URL": "rediss://cache:6380", "RELAIS_STORE_REDIS_TLS_VERIFY": "false",
+            ])
         #expect(development.store.redis.tls?.verifyPeer == false)
     }
 
     @Test func redisSentinelSettings() async throws {
         let secret = try temporaryFile("sentinel-secret\n")
-        let file = try temporaryFile("""
+        let file = try temporaryFile(
+            """
             server:
               environment: development
             store:
@@ -227,15 +242,18 @@ import Testing
         #expect(configuration.store.redis.password == "master-secret" && configuration.store.redis.database == 1)
 
         // From the environment, nodes are comma-separated.
-        let fromEnvironment = try await ConfigurationLoader.load(filePath: nil, environment: [
-            "RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_SENTINEL_MASTER_NAME": "m",
-            "RELAIS_STORE_REDIS_SENTINEL_NODES": "s1:26390,s2",
-        ])
+        let fromEnvironment = try await ConfigurationLoader.load(
+            filePath: nil,
+            environment: [
+                "RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_SENTINEL_MASTER_NAME": "m",
+                "RELAIS_STORE_REDIS_SENTINEL_NODES": "s1:26390,s2",
+            ])
         #expect(fromEnvironment.store.redis.sentinel?.nodes.map(\.description) == ["s1:26390", "s2:26379"])
 
         let halves = await problems(file: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_SENTINEL_MASTER_NAME": "m"])
         #expect(halves.map(\.description) == ["store.redis.sentinel: master_name and nodes go together: the master's name and at least one sentinel"])
-        let badNode = try temporaryFile("""
+        let badNode = try temporaryFile(
+            """
             server: {environment: development}
             store: {redis: {sentinel: {master_name: m, nodes: ["ok:1", "bad:port"]}}}
             """)
@@ -255,7 +273,8 @@ import Testing
     }
 
     @Test func redisClusterSettings() async throws {
-        let file = try temporaryFile("""
+        let file = try temporaryFile(
+            """
             server: {environment: development}
             store:
               redis:
@@ -266,9 +285,11 @@ import Testing
         #expect(redis.cluster?.map(\.description) == ["node-a:6379", "node-b:7001", "[fd00::3]:7002"])
         #expect(redis.username == "relais" && redis.password == "secret" && redis.tls != nil)
 
-        let fromEnvironment = try await ConfigurationLoader.load(filePath: nil, environment: [
-            "RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_CLUSTER": "c1:7000,c2",
-        ])
+        let fromEnvironment = try await ConfigurationLoader.load(
+            filePath: nil,
+            environment: [
+                "RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_CLUSTER": "c1:7000,c2",
+            ])
         #expect(fromEnvironment.store.redis.cluster?.map(\.description) == ["c1:7000", "c2:6379"])
 
         let refusals: [(String, [String])] = [
@@ -307,9 +328,11 @@ import Testing
         #expect(warning.hasSuffix("set enableServiceLinks: false in the pod spec to stop Kubernetes from injecting them"))
 
         // The typo check still holds for everything without the shape Kubernetes gives.
-        let typos = await problems(file: Self.examplePath, environment: [
-            "RELAIS_PORT": "8080", "RELAIS_SERVICE_HOST": "relais.internal", "RELAIS_PORT_8080_TCP_PROTO": "http", "RELAIS_SERVR_PORT": "8080",
-        ])
+        let typos = await problems(
+            file: Self.examplePath,
+            environment: [
+                "RELAIS_PORT": "8080", "RELAIS_SERVICE_HOST": "relais.internal", "RELAIS_PORT_8080_TCP_PROTO": "http", "RELAIS_SERVR_PORT": "8080",
+            ])
         #expect(typos.map(\.keyPath) == ["RELAIS_PORT", "RELAIS_PORT_8080_TCP_PROTO", "RELAIS_SERVICE_HOST", "RELAIS_SERVR_PORT"])
         #expect(typos.allSatisfy { $0.message == "unknown environment variable (no configuration key maps to it)" })
         // A real key with a real value is read as before.
@@ -317,7 +340,8 @@ import Testing
     }
 
     @Test func unknownKeysAreReportedWithASuggestionAndLine() async throws {
-        let file = try temporaryFile("""
+        let file = try temporaryFile(
+            """
             server:
               prot: 8080
             stor:
@@ -327,15 +351,17 @@ import Testing
               path: /m
             """)
         let found = await problems(file: file)
-        #expect(found.map(\.description) == [
-            "server.prot: unknown key (did you mean 'server.port'?) (line 2)",
-            "stor: unknown key (did you mean 'store'?) (line 3)",
-            "metrics.path: unknown key (line 7)",
-        ])
+        #expect(
+            found.map(\.description) == [
+                "server.prot: unknown key (did you mean 'server.port'?) (line 2)",
+                "stor: unknown key (did you mean 'store'?) (line 3)",
+                "metrics.path: unknown key (line 7)",
+            ])
     }
 
     @Test func wrongShapesAreReported() async throws {
-        let file = try temporaryFile("""
+        let file = try temporaryFile(
+            """
             server: 8080
             log:
               level: [info, debug]

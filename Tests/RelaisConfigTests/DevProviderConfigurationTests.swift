@@ -1,8 +1,9 @@
 import Foundation
-@testable import RelaisConfig
 import RelaisJOSE
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisConfig
 
 /// `relais dev-provider`'s configuration: the shipped file, overrides, and every problem reported at once.
 @Suite(.tags(.fast)) struct DevProviderConfigurationTests {
@@ -142,8 +143,9 @@ import Testing
         }
         #expect(!found.contains { $0.contains("lacks 'family_name'") })
         // FranceConnect's people are not agents.
-        #expect(try await problems("provider:\n  mode: proconnect\n  identities_file: \(Self.identities)\n" + client).contains {
-            $0.hasSuffix("identity 'angela' lacks 'usual_name'")
-        })
+        #expect(
+            try await problems("provider:\n  mode: proconnect\n  identities_file: \(Self.identities)\n" + client).contains {
+                $0.hasSuffix("identity 'angela' lacks 'usual_name'")
+            })
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
-@testable import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisConfig
 
 /// OpenID Connect Discovery 1.0 §3: id_tokens are signed RS256 unless an app asks for ES256, so
 /// production needs an RSA key beside the EC one (`signing.active_rsa_key`); issue 33, finding 9.
@@ -54,9 +55,10 @@ import Testing
 
     @Test func productionNeedsAnRSAKeyBesideTheECKey() async throws {
         let ec = try keyFile(.es256)
-        #expect(try await problems("  keys:\n    ec1: {file: \(ec)}") == [
-            "signing.active_rsa_key: id_tokens are signed with RS256 (OpenID Connect Discovery 1.0 §3): add an RSA key to signing.keys (openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048)"
-        ])
+        #expect(
+            try await problems("  keys:\n    ec1: {file: \(ec)}") == [
+                "signing.active_rsa_key: id_tokens are signed with RS256 (OpenID Connect Discovery 1.0 §3): add an RSA key to signing.keys (openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048)"
+            ])
         // One RSA key beside the active EC key is the RSA key; the EC key still signs access tokens.
         let both = try await load("  active_key: ec1\n  keys:\n    ec1: {file: \(ec)}\n    rsa1: {file: \(try keyFile(.rs256))}").get()
         #expect(both.keys.activeSigningKey == "ec1" && both.keys.activeRSAKey == "rsa1")
@@ -79,12 +81,14 @@ import Testing
         let keys = "  active_key: ec1\n  keys:\n    ec1: {file: \(ec)}\n    rsa1: {file: \(rsa)}"
         let es256 = try await load(keys, app: "    id_token_signed_response_alg: ES256").get()
         #expect(es256.apps[0].idTokenAlgorithm == .es256)
-        #expect(try await problems(keys, app: "    id_token_signed_response_alg: HS256") == [
-            "apps.app.id_token_signed_response_alg: expected RS256 (the default) or ES256; got 'HS256'"
-        ])
+        #expect(
+            try await problems(keys, app: "    id_token_signed_response_alg: HS256") == [
+                "apps.app.id_token_signed_response_alg: expected RS256 (the default) or ES256; got 'HS256'"
+            ])
         let rsaActive = "  active_key: rsa1\n  keys:\n    ec1: {file: \(ec)}\n    rsa1: {file: \(rsa)}"
-        #expect(try await problems(rsaActive, app: "    id_token_signed_response_alg: ES256") == [
-            "apps.app.id_token_signed_response_alg: ES256 needs an EC P-256 signing.active_key; 'rsa1' is RSA"
-        ])
+        #expect(
+            try await problems(rsaActive, app: "    id_token_signed_response_alg: ES256") == [
+                "apps.app.id_token_signed_response_alg: ES256 needs an EC P-256 signing.active_key; 'rsa1' is RSA"
+            ])
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
-@testable import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisConfig
 
 /// `providers`, `apps`, `resource_servers`, Relais' keys and lifetimes.
 @Suite(.tags(.fast)) struct RelayConfigurationTests {
@@ -94,8 +95,9 @@ import Testing
             return
         }
         #expect(changed.acrRequest == .acrValues && !changed.forwardsIDPHint && changed.acrValuesSupported == ["eidas1", "eidas2"])
-        #expect(try await problems("providers:\n  pc:\n    preset: proconnect\n    issuer: https://x.fr\n    client_id: a\n    client_secret: b\n    acr_request: both\n").contains(
-            "providers.pc.acr_request: expected one of acr_values, claims; got 'both'"))
+        #expect(
+            try await problems("providers:\n  pc:\n    preset: proconnect\n    issuer: https://x.fr\n    client_id: a\n    client_secret: b\n    acr_request: both\n").contains(
+                "providers.pc.acr_request: expected one of acr_values, claims; got 'both'"))
     }
 
     @Test func theAdminTokenIsLongOrRefused() async throws {
@@ -131,7 +133,10 @@ import Testing
             """
         )
         #expect(found.contains("providers.nothing.preset: expected one of franceconnect-v2, franceconnect-plus, franceconnect-v1, proconnect, oidc; got 'franceconnect-v9'"))
-        #expect(found.contains("providers.nothing.issuer: set the provider's issuer (FranceConnect v2: https://oidc.franceconnect.gouv.fr/api/v2, ProConnect: https://auth.agentconnect.gouv.fr/api/v2)"))
+        #expect(
+            found.contains(
+                "providers.nothing.issuer: set the provider's issuer (FranceConnect v2: https://oidc.franceconnect.gouv.fr/api/v2, ProConnect: https://auth.agentconnect.gouv.fr/api/v2)"
+            ))
         #expect(found.contains("providers.nothing.client_id: set the client_id the provider registered for Relais"))
         #expect(found.contains("providers.legacy.client_secret: HS256 id_tokens are checked with the client secret: it needs at least 32 bytes"))
         #expect(found.contains("providers.legacy.authorization_endpoint: required when discovery is off"))
@@ -274,7 +279,10 @@ import Testing
         #expect(!bad.contains { $0.hasPrefix("forward_auth: ") })
         for clash in ["scope_header: x-relais-sub", "session_header: cache-control"] {
             let clashing = try await problems("forward_auth:\n  \(clash)")
-            #expect(clashing.contains("forward_auth: the identity headers (subject_header, client_header, acr_header, scope_header, session_header, attested_header) must be distinct, and none Cache-Control"), "\(clash)")
+            #expect(
+                clashing.contains(
+                    "forward_auth: the identity headers (subject_header, client_header, acr_header, scope_header, session_header, attested_header) must be distinct, and none Cache-Control"
+                ), "\(clash)")
         }
     }
 
@@ -291,7 +299,10 @@ import Testing
             """
         ).get().memory
         #expect(set.verifiedTokens == 12 << 20 && set.identities == 512 << 10 && set.userinfoBodies == 0 && set.sessionLiveness == 1 << 20)
-        let sizes: [(String, Int?)] = [("1GiB", 1 << 30), ("7B", 7), ("0KiB", 0), ("-1MiB", nil), ("1.5MiB", nil), ("MiB", nil), ("8 mb", nil), ("99999999999999MiB", nil), ("+3", nil), ("999999999999GiB", nil), ("17179869184GiB", nil), ("8589934591GiB", 8_589_934_591 << 30)]
+        let sizes: [(String, Int?)] = [
+            ("1GiB", 1 << 30), ("7B", 7), ("0KiB", 0), ("-1MiB", nil), ("1.5MiB", nil), ("MiB", nil), ("8 mb", nil), ("99999999999999MiB", nil), ("+3", nil),
+            ("999999999999GiB", nil), ("17179869184GiB", nil), ("8589934591GiB", 8_589_934_591 << 30),
+        ]
         for (text, bytes) in sizes { #expect(ByteSizeText.parse(text) == bytes, "\(text)") }
         #expect(ByteSizeText.format(1 << 30) == "1GiB" && ByteSizeText.format(6 << 20) == "6MiB" && ByteSizeText.format(1536) == "1536B")
         let bad = try await problems("memory:\n  verified_tokens: 2GiB\n  identities: lots\n  userinfo_bodies: 999999999999GiB")
@@ -325,13 +336,15 @@ import Testing
         let set = try await load(base.replacingOccurrences(of: "DPOP", with: "allowed") + "\n    device_approvers_proof: bearer\n    device_approval_max_age: 5m\n").get()
         let relaxed = try #require(set.apps.first { $0.clientID == "tv" }?.deviceGrant)
         #expect(relaxed.approverProof == .bearer && relaxed.approvalMaxAge == .seconds(300))
-        #expect(try await problems(base.replacingOccurrences(of: "DPOP", with: "off")) == [
-            "apps.tv.device_approvers: 'phone' has dpop: off, so it can never approve with a DPoP-bound token; allow DPoP there or set device_approvers_proof: bearer"
-        ])
+        #expect(
+            try await problems(base.replacingOccurrences(of: "DPOP", with: "off")) == [
+                "apps.tv.device_approvers: 'phone' has dpop: off, so it can never approve with a DPoP-bound token; allow DPoP there or set device_approvers_proof: bearer"
+            ])
         #expect(try await problems(base.replacingOccurrences(of: "DPOP", with: "off") + "\n    device_approvers_proof: bearer\n").isEmpty)
-        #expect(try await problems(base.replacingOccurrences(of: "DPOP", with: "allowed") + "\n    device_approvers_proof: maybe\n") == [
-            "apps.tv.device_approvers_proof: expected one of dpop, bearer; got 'maybe'"
-        ])
+        #expect(
+            try await problems(base.replacingOccurrences(of: "DPOP", with: "allowed") + "\n    device_approvers_proof: maybe\n") == [
+                "apps.tv.device_approvers_proof: expected one of dpop, bearer; got 'maybe'"
+            ])
         let withoutGrant = "apps:\n  phone: {redirect_uris: [\"com.example.app:/cb\"], device_approval_max_age: 5m}\n"
         #expect(try await problems(withoutGrant).contains("apps.phone.device_approvers: set device_grant: true for the app first"))
     }

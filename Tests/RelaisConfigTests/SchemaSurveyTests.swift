@@ -1,6 +1,7 @@
-@testable import RelaisConfig
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisConfig
 
 /// The schemas are what the readers ask for: a key is spelled once, where it is read.
 @Suite(.tags(.fast)) struct SchemaSurveyTests {

@@ -70,7 +70,8 @@ import Testing
 @Suite(.tags(.fast)) struct HMACTests {
     /// RFC 4231 test case 2.
     @Test func sha256MatchesRFC4231() {
-        #expect(Hex.encode(HMAC.sha256(key: Array("Jefe".utf8), Array("what do ya want for nothing?".utf8)))
-            == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        #expect(
+            Hex.encode(HMAC.sha256(key: Array("Jefe".utf8), Array("what do ya want for nothing?".utf8)))
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 }

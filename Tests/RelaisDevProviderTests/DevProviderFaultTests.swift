@@ -13,7 +13,9 @@ extension DevProviderProcessTests {
             var body: [String: JSONValue] = ["fault": .string(fault), "once": .bool(once)]
             if let clientID { body["client_id"] = .string(clientID) }
             return try await client.http.send(
-                HTTPClientRequest(method: .post, url: client.provider.baseURL + "/_test/faults", headers: [(name: "Content-Type", value: "application/json")], body: JSONValue.object(body).serialized())
+                HTTPClientRequest(
+                    method: .post, url: client.provider.baseURL + "/_test/faults", headers: [(name: "Content-Type", value: "application/json")],
+                    body: JSONValue.object(body).serialized())
             )
         }
 

@@ -1,6 +1,6 @@
 import Foundation
-import RelaisCrypto
 import RelaisClock
+import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer
@@ -225,7 +225,8 @@ extension DevProviderProcessTests {
             #expect(unknownClient.status == 401 && error(unknownClient) == "invalid_client")
             let basic = try await client.post(token, [("grant_type", "authorization_code"), ("code", "c")], headers: [(name: "Authorization", value: "Basic YXBwOnNlY3JldA==")])
             #expect(basic.status == 401 && error(basic) == "invalid_client")
-            let json = try await client.http.send(HTTPClientRequest(method: .post, url: token, headers: [(name: "Content-Type", value: "application/json")], body: Array("{}".utf8)))
+            let json = try await client.http.send(
+                HTTPClientRequest(method: .post, url: token, headers: [(name: "Content-Type", value: "application/json")], body: Array("{}".utf8)))
             #expect(json.status == 400 && error(json) == "invalid_request")
             let repeated = try await client.post(token, base + [("grant_type", "authorization_code"), ("code", "a"), ("code", "b")])
             #expect(repeated.status == 400 && error(repeated) == "invalid_request")
@@ -263,9 +264,11 @@ extension DevProviderProcessTests {
 
             let idToken = try #require(tokens["id_token"]?.stringValue)
             let logout = try await client.get(
-                FormParameters.url(client.issuer + "/session/end", adding: [
-                    ("id_token_hint", idToken), ("state", "bye-1"), ("post_logout_redirect_uri", "http://127.0.0.1:9/logged-out"),
-                ])
+                FormParameters.url(
+                    client.issuer + "/session/end",
+                    adding: [
+                        ("id_token_hint", idToken), ("state", "bye-1"), ("post_logout_redirect_uri", "http://127.0.0.1:9/logged-out"),
+                    ])
             )
             #expect(logout.status == 303)
             #expect(logout.header("location") == "http://127.0.0.1:9/logged-out?state=bye-1")

@@ -92,8 +92,9 @@ extension DevProviderProcessTests {
                 #expect(try await high.verify(idToken).acr == performed, "\(asked)")
             }
             let refused = try await high.authorize(high.authorizeParameters(acr: "inconnu eidas1"))
-            #expect(try ProviderClient.query(of: try #require(refused.header("location")))["error_description"]
-                == "acr_value is not valid, should be equal one of these values, expected eidas2,eidas3, got eidas1")
+            #expect(
+                try ProviderClient.query(of: try #require(refused.header("location")))["error_description"]
+                    == "acr_value is not valid, should be equal one of these values, expected eidas2,eidas3, got eidas1")
         }
 
         /// `quality/fcp/cypress/integration/api/api-token.feature` and `api-userinfo.feature`: the
@@ -128,9 +129,12 @@ extension DevProviderProcessTests {
         @Test func logoutTakesStateAndTheRedirectAsOptional() async throws {
             let client = try await ProviderClient.launch()
             let idToken = try #require(try await client.tokens()["id_token"]?.stringValue)
-            let noState = try await client.get(FormParameters.url(client.issuer + "/session/end", adding: [
-                ("id_token_hint", idToken), ("post_logout_redirect_uri", "http://127.0.0.1:9/logged-out"),
-            ]))
+            let noState = try await client.get(
+                FormParameters.url(
+                    client.issuer + "/session/end",
+                    adding: [
+                        ("id_token_hint", idToken), ("post_logout_redirect_uri", "http://127.0.0.1:9/logged-out"),
+                    ]))
             #expect(noState.status == 303 && noState.header("location") == "http://127.0.0.1:9/logged-out")
             let again = try #require(try await client.tokens()["id_token"]?.stringValue)
             let nowhere = try await client.get(FormParameters.url(client.issuer + "/session/end", adding: [("id_token_hint", again)]))

@@ -1,13 +1,13 @@
 import Foundation
 import Hummingbird
 import NIOCore
-import Synchronization
 import RelaisClock
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer
 import RelaisTestSupport
+import Synchronization
 import Testing
 
 extension DevProviderProcessTests {
@@ -36,9 +36,11 @@ extension DevProviderProcessTests {
             #expect(claims["family_name"] == .string("DUBOIS"))
             #expect(claims["iss"] == nil)
             let logout = try await client.get(
-                FormParameters.url(client.issuer + "/logout", adding: [
-                    ("id_token_hint", try #require(tokens["id_token"]?.stringValue)), ("state", "s1"), ("post_logout_redirect_uri", "http://127.0.0.1:9/logged-out"),
-                ])
+                FormParameters.url(
+                    client.issuer + "/logout",
+                    adding: [
+                        ("id_token_hint", try #require(tokens["id_token"]?.stringValue)), ("state", "s1"), ("post_logout_redirect_uri", "http://127.0.0.1:9/logged-out"),
+                    ])
             )
             #expect(logout.status == 303 && logout.header("location") == "http://127.0.0.1:9/logged-out?state=s1")
         }
@@ -161,10 +163,12 @@ extension DevProviderProcessTests {
             }
             func exchange(_ assertion: String, type: String = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer") async throws -> (Int, String?) {
                 let code = try #require(try await client.signIn()["code"])
-                let response = try await client.post(tokenURL, [
-                    ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", "http://127.0.0.1:9/callback"),
-                    ("client_assertion_type", type), ("client_assertion", assertion),
-                ])
+                let response = try await client.post(
+                    tokenURL,
+                    [
+                        ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", "http://127.0.0.1:9/callback"),
+                        ("client_assertion_type", type), ("client_assertion", assertion),
+                    ])
                 return (response.status, JSONValue.object(from: response.body)?["error"]?.stringValue)
             }
             let good = try assertion(signing, jti: "jti-once")

@@ -1,7 +1,8 @@
 import Foundation
 import RelaisConfig
-@testable import RelaisDevProvider
 import Testing
+
+@testable import RelaisDevProvider
 
 /// The development provider's pages: in French only (`lang="fr"`), saying which provider they
 /// imitate in words a newcomer knows, and built like Relais' pages (one h1, headings in order).

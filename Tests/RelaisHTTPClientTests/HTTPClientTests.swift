@@ -1,9 +1,10 @@
 import CCurl
 import Foundation
 import Hummingbird
-@testable import RelaisHTTPClient
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisHTTPClient
 
 @Suite struct HTTPClientTests {
     private func withServer(_ body: @Sendable (LoopbackHTTPServer) async throws -> Void) async throws {
@@ -85,7 +86,9 @@ import Testing
 
     @Test func theTotalTimeoutIncludesWaitingForAWorker() async throws {
         try await withServer { server in
-            let client = client { $0.maxConcurrentRequests = 1; $0.totalTimeout = .milliseconds(500) }
+            let client = client {
+                $0.maxConcurrentRequests = 1; $0.totalTimeout = .milliseconds(500)
+            }
             let start = ContinuousClock.now
             let outcomes = await withTaskGroup(of: Bool.self) { group in
                 for _ in 0..<60 {
@@ -158,7 +161,9 @@ import Testing
 
     @Test func redirectsFollowedWhenEnabledAndLoopsStop() async throws {
         try await withServer { server in
-            let client = client { $0.followRedirects = true; $0.maxRedirects = 3 }
+            let client = client {
+                $0.followRedirects = true; $0.maxRedirects = 3
+            }
             defer { Task { try? await client.shutdown() } }
             let response = try await client.send(.init(url: server.baseURL + "/redirect"))
             #expect(response.status == 200)
@@ -180,8 +185,14 @@ import Testing
     @Test func keepAliveReusesOneConnectionAndCanBeTurnedOff() async throws {
         try await withServer { server in
             let reusing = client { $0.maxConcurrentRequests = 1 }
-            let fresh = client { $0.maxConcurrentRequests = 1; $0.reuseConnections = false }
-            defer { Task { try? await reusing.shutdown(); try? await fresh.shutdown() } }
+            let fresh = client {
+                $0.maxConcurrentRequests = 1; $0.reuseConnections = false
+            }
+            defer {
+                Task {
+                    try? await reusing.shutdown(); try? await fresh.shutdown()
+                }
+            }
             var reusedConnections = 0
             var freshConnections = 0
             for _ in 0..<10 {
@@ -219,8 +230,14 @@ import Testing
         try await withServer { server in
             let deadProxy = try FreePort.find()
             let proxied = client { $0.proxy = "http://127.0.0.1:\(deadProxy)" }
-            let bypassing = client { $0.proxy = "http://127.0.0.1:\(deadProxy)"; $0.noProxy = "127.0.0.1" }
-            defer { Task { try? await proxied.shutdown(); try? await bypassing.shutdown() } }
+            let bypassing = client {
+                $0.proxy = "http://127.0.0.1:\(deadProxy)"; $0.noProxy = "127.0.0.1"
+            }
+            defer {
+                Task {
+                    try? await proxied.shutdown(); try? await bypassing.shutdown()
+                }
+            }
             await #expect(throws: HTTPClientError.connectionRefused(host: "127.0.0.1:\(server.port)")) {
                 try await proxied.send(.init(url: server.baseURL + "/hello"))
             }

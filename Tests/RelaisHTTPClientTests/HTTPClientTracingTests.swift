@@ -1,8 +1,9 @@
 import InMemoryTracing
-@testable import RelaisHTTPClient
 import RelaisTestSupport
 import Testing
 import Tracing
+
+@testable import RelaisHTTPClient
 
 /// With a tracer, each request is a client span, child of the caller's, and carries the trace
 /// context to the server; the query, headers and body are never recorded.
@@ -13,10 +14,11 @@ import Tracing
             let client = HTTPClient(configuration: .init(maxConcurrentRequests: 2), tracer: tracer)
             defer { Task { try? await client.shutdown() } }
             let response = try await tracer.withSpan("GET /callback", ofKind: .server) { _ in
-                try await client.send(.form(
-                    url: server.baseURL + "/echo?code=query-secret", fields: [("code", "body-secret")],
-                    headers: [(name: "Authorization", value: "Basic header-secret")], operation: "provider token"
-                ))
+                try await client.send(
+                    .form(
+                        url: server.baseURL + "/echo?code=query-secret", fields: [("code", "body-secret")],
+                        headers: [(name: "Authorization", value: "Basic header-secret")], operation: "provider token"
+                    ))
             }
             #expect(response.status == 200)
             let spans = tracer.finishedSpans

@@ -62,7 +62,9 @@ import Testing
             "d": .string("jpsQnnGQmL-YBIffH1136cLYh8f9tUJNjpPdfa-34uE"),
         ]
         let hmac = JWK(symmetric: Array(repeating: 1, count: 32))
-        func refusal(_ change: (inout Proof) -> Void, signer: JWK? = nil, headerKey: JWK? = nil, method: String = "POST", accessToken: String? = nil, nonces: [String] = []) throws -> String? {
+        func refusal(
+            _ change: (inout Proof) -> Void, signer: JWK? = nil, headerKey: JWK? = nil, method: String = "POST", accessToken: String? = nil, nonces: [String] = []
+        ) throws -> String? {
             var proof = Proof()
             change(&proof)
             do {
@@ -74,7 +76,11 @@ import Testing
         }
         #expect(try refusal { _ in } == nil)
         #expect(try refusal { $0.header["typ"] = .string("JWT") } == "dpop_typ")
-        #expect(try refusal({ $0.algorithm = .hs256; $0.header["jwk"] = .object(["kty": .string("EC")]) }, signer: hmac) == "dpop_alg")
+        #expect(
+            try refusal(
+                {
+                    $0.algorithm = .hs256; $0.header["jwk"] = .object(["kty": .string("EC")])
+                }, signer: hmac) == "dpop_alg")
         #expect(try refusal { $0.dropJWK = true } == "dpop_jwk")
         #expect(try refusal { $0.header["jwk"] = .object(rfc7515Private) } == "dpop_jwk")
         #expect(try refusal({ _ in }, headerKey: other) == "dpop_signature")

@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The snippets below are shown verbatim in RelaisJOSE.docc; the formatter would rewrap them.)
 import Hummingbird
 import RelaisCrypto
 import RelaisTestSupport

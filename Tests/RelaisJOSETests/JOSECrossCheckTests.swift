@@ -15,10 +15,11 @@ import Testing
             let algorithm = try #require(JWSAlgorithm(rawValue: vector.alg))
             let payload = #"{"iss":"https://relais.example","sub":"relais-signed","alg":"\#(vector.alg)"}"#
             let token = try JWS.sign(payload: Array(payload.utf8), with: try JWK(object: vector.private_jwk), algorithm: algorithm, extraHeader: ["typ": .string("JWT")])
-            jwsItems.append(.object([
-                "alg": .string(vector.alg), "token": .string(token), "payload": .string(payload),
-                "public_jwk": .object(vector.public_jwk ?? vector.private_jwk),
-            ]))
+            jwsItems.append(
+                .object([
+                    "alg": .string(vector.alg), "token": .string(token), "payload": .string(payload),
+                    "public_jwk": .object(vector.public_jwk ?? vector.private_jwk),
+                ]))
         }
         var jweItems: [JSONValue] = []
         for vector in JWEVectors.all {
@@ -30,10 +31,11 @@ import Testing
                 keyAlgorithm: try #require(JWEKeyAlgorithm(rawValue: vector.alg)),
                 contentAlgorithm: try #require(JWEContentAlgorithm(rawValue: vector.enc))
             )
-            jweItems.append(.object([
-                "alg": .string(vector.alg), "enc": .string(vector.enc), "token": .string(token),
-                "plaintext": .string(plaintext), "private_jwk": .object(vector.private_jwk),
-            ]))
+            jweItems.append(
+                .object([
+                    "alg": .string(vector.alg), "enc": .string(vector.enc), "token": .string(token),
+                    "plaintext": .string(plaintext), "private_jwk": .object(vector.private_jwk),
+                ]))
         }
         let input = FileManager.default.temporaryDirectory.appendingPathComponent("relais-crosscheck-\(UUID().uuidString).json")
         try Data(JSONValue.object(["jws": .array(jwsItems), "jwe": .array(jweItems)]).serialized()).write(to: input)

@@ -28,10 +28,12 @@ import Testing
     private func parse(_ text: String) -> JSONValue? { JSONValue.parse(Array(text.utf8)) }
 
     @Test func parsesEveryKindOfValue() {
-        #expect(parse(#"{"a":[1,-2.5,3e2,true,false,null],"b":{"c":"d"},"e":""}"#) == .object([
-            "a": .array([.number(1), .number(-2.5), .number(300), .bool(true), .bool(false), .null]),
-            "b": .object(["c": .string("d")]), "e": .string(""),
-        ]))
+        #expect(
+            parse(#"{"a":[1,-2.5,3e2,true,false,null],"b":{"c":"d"},"e":""}"#)
+                == .object([
+                    "a": .array([.number(1), .number(-2.5), .number(300), .bool(true), .bool(false), .null]),
+                    "b": .object(["c": .string("d")]), "e": .string(""),
+                ]))
         #expect(parse(" \n\t{ } ") == .object([:]))
         #expect(parse("[]") == .array([]))
         #expect(parse("0") == .number(0))
@@ -109,20 +111,26 @@ import Testing
         }
         #expect(check(#"{"iss":"https:\/\/idp.example\/api\/v2","aud":"\u0061pp","nonce":"nonce-0123456789abcdefghi\u006a"}"#) == nil)
         #expect(check(#"{"iss":"https://idp.example/api/v2","aud":"app","nonce":"nonce-0123456789abcdefghij"}"#) == nil)
-        #expect(check(#"{"iss":"https:\/\/idp.example\/api\/v3","aud":"app","nonce":"nonce-0123456789abcdefghij"}"#)
-            == .claimRejected(check: .issuer, reason: "iss is 'https://idp.example/api/v3', expected 'https://idp.example/api/v2'"))
+        #expect(
+            check(#"{"iss":"https:\/\/idp.example\/api\/v3","aud":"app","nonce":"nonce-0123456789abcdefghij"}"#)
+                == .claimRejected(check: .issuer, reason: "iss is 'https://idp.example/api/v3', expected 'https://idp.example/api/v2'"))
         #expect(check(#"{"iss":42,"aud":"app","nonce":"nonce-0123456789abcdefghij"}"#) == .claimRejected(check: .issuer, reason: "iss is missing"))
-        #expect(check(#"{"iss":"https://idp.example/api/v2","aud":"ap","nonce":"nonce-0123456789abcdefghij"}"#)
-            == .claimRejected(check: .audience, reason: "aud does not contain 'app'"))
-        #expect(check(#"{"iss":"https://idp.example/api/v2","aud":null,"nonce":"nonce-0123456789abcdefghij"}"#)
-            == .claimRejected(check: .audience, reason: "aud does not contain 'app'"))
+        #expect(
+            check(#"{"iss":"https://idp.example/api/v2","aud":"ap","nonce":"nonce-0123456789abcdefghij"}"#)
+                == .claimRejected(check: .audience, reason: "aud does not contain 'app'"))
+        #expect(
+            check(#"{"iss":"https://idp.example/api/v2","aud":null,"nonce":"nonce-0123456789abcdefghij"}"#)
+                == .claimRejected(check: .audience, reason: "aud does not contain 'app'"))
         #expect(check(#"{"iss":"https://idp.example/api/v2","aud":["app","api"],"azp":"\u0061pp","nonce":"nonce-0123456789abcdefghij"}"#) == nil)
-        #expect(check(#"{"iss":"https://idp.example/api/v2","aud":["app","api"],"azp":"api","nonce":"nonce-0123456789abcdefghij"}"#)
-            == .claimRejected(check: .authorizedParty, reason: "azp is 'api', expected 'app'"))
-        #expect(check(#"{"iss":"https://idp.example/api/v2","aud":"app","nonce":"nonce-0123456789abcdefghiJ"}"#)
-            == .claimRejected(check: .nonce, reason: "nonce does not match the authorization request"))
-        #expect(check(#"{"iss":"https://idp.example/api/v2","aud":"app","nonce":["nonce-0123456789abcdefghij"]}"#)
-            == .claimRejected(check: .nonce, reason: "nonce is missing"))
+        #expect(
+            check(#"{"iss":"https://idp.example/api/v2","aud":["app","api"],"azp":"api","nonce":"nonce-0123456789abcdefghij"}"#)
+                == .claimRejected(check: .authorizedParty, reason: "azp is 'api', expected 'app'"))
+        #expect(
+            check(#"{"iss":"https://idp.example/api/v2","aud":"app","nonce":"nonce-0123456789abcdefghiJ"}"#)
+                == .claimRejected(check: .nonce, reason: "nonce does not match the authorization request"))
+        #expect(
+            check(#"{"iss":"https://idp.example/api/v2","aud":"app","nonce":["nonce-0123456789abcdefghij"]}"#)
+                == .claimRejected(check: .nonce, reason: "nonce is missing"))
     }
 
     @Test func decodedClaimsGoThroughTheSameComparisons() throws {

@@ -47,8 +47,10 @@ import Testing
     @Test func keySetsSkipUnsupportedKeysButRejectBrokenOnes() throws {
         let p256 = Vectors.named("ES256").public_jwk!
         let document = JSONValue.object([
-            "keys": .array([.object(p256), .object(["kty": .string("EC"), "crv": .string("secp256k1"), "x": .string("AA"), "y": .string("AA")]),
-                            .object(["kty": .string("OKP"), "crv": .string("X448"), "x": .string("AA")])]),
+            "keys": .array([
+                .object(p256), .object(["kty": .string("EC"), "crv": .string("secp256k1"), "x": .string("AA"), "y": .string("AA")]),
+                .object(["kty": .string("OKP"), "crv": .string("X448"), "x": .string("AA")]),
+            ])
         ]).serialized()
         #expect(try JWKSet(json: document).keys.count == 1)
         var broken = p256

@@ -112,7 +112,8 @@ final class KitHarness: @unchecked Sendable {
     ) -> RelaisClient {
         let secure = clientID == "secure"
         let configuration = RelaisConfiguration(
-            issuer: issuer, clientID: clientID, scopes: clientID == "desktop" ? ["openid", "profile", "email"] : ["openid", "profile", "birth", "email"], dpop: secure, attestation: secure ? .development : nil,
+            issuer: issuer, clientID: clientID, scopes: clientID == "desktop" ? ["openid", "profile", "email"] : ["openid", "profile", "birth", "email"], dpop: secure,
+            attestation: secure ? .development : nil,
             deviceName: "test device"
         )
         let browser = Browser(harness: self, identity: identity)
@@ -181,7 +182,8 @@ final class CountingTransport: HTTPTransport, @unchecked Sendable {
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         let response = try await inner.send(request)
-        let error = (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["error"] as? String
+        let error =
+            (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["error"] as? String
             ?? response.header("WWW-Authenticate").flatMap { $0.firstMatch(of: /error="([^"]+)"/).map { String($0.1) } }
         lock.withLock { log.append((request, response.status, error)) }
         return response

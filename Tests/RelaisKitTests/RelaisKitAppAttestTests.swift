@@ -1,7 +1,8 @@
 import Foundation
 import RelaisHTTPClient
-@testable import RelaisKit
 import Testing
+
+@testable import RelaisKit
 
 /// The App Attest decisions of the core (attest once per installation, assert afterwards, a new
 /// key once after `invalidKey`) with a scripted `DCAppAttestService`. The relay of the tests has no
@@ -66,7 +67,8 @@ import Testing
         let client = RelaisClient(
             configuration: .init(issuer: harness.issuer, clientID: "secure", scopes: ["openid", "profile"], dpop: true, attestation: .appAttest(service)),
             platform: RelaisPlatform(
-                transport: transport, storage: MemoryStorage(), web: LoopbackWebAuthenticator { url in try await KitHarness.Browser(harness: harness, identity: "angela").follow(url) },
+                transport: transport, storage: MemoryStorage(),
+                web: LoopbackWebAuthenticator { url in try await KitHarness.Browser(harness: harness, identity: "angela").follow(url) },
                 clock: KitClock(clock: harness.clock)
             )
         )

@@ -3,8 +3,9 @@ import RelaisClock
 import RelaisHTTPClient
 import RelaisJOSE
 import RelaisQRCode
-@testable import RelaisKit
 import Testing
+
+@testable import RelaisKit
 
 /// Step-up, device approval and device sign-in, against the real relay.
 @Suite struct RelaisKitFeatureTests {
@@ -74,9 +75,12 @@ import Testing
         let approved = try await client.approveDevice(typed)
         #expect(approved.approved == true && approved.userCode == request.userCode)
         harness.clock.advance(by: .seconds(10))
-        let tokens = try await harness.http.send(.form(url: harness.issuer + "/token", fields: [
-            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", request.deviceCode), ("client_id", "desktop"),
-        ]))
+        let tokens = try await harness.http.send(
+            .form(
+                url: harness.issuer + "/token",
+                fields: [
+                    ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", request.deviceCode), ("client_id", "desktop"),
+                ]))
         #expect(tokens.status == 200, "\(tokens.bodyText)")
         // A wrong code is Relais' own error, passed through.
         do {

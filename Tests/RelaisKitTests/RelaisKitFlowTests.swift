@@ -2,8 +2,9 @@ import Foundation
 import RelaisClock
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisKit
 import Testing
+
+@testable import RelaisKit
 
 /// Every flow of issue 32 against the real relay and development provider, for a plain app
 /// (bearer tokens) and for an app with `dpop: required`, `dpop_nonce: true` and `attestation: required`.
@@ -61,9 +62,12 @@ import Testing
         #expect(try await client.signOut())
         #expect(await client.state == .signedOut)
         #expect(try storage.read("\(app).session") == nil)
-        let replay = try await harness.http.send(.form(url: harness.issuer + "/token", fields: [
-            ("grant_type", "refresh_token"), ("refresh_token", after.refreshToken ?? ""), ("client_id", app),
-        ]))
+        let replay = try await harness.http.send(
+            .form(
+                url: harness.issuer + "/token",
+                fields: [
+                    ("grant_type", "refresh_token"), ("refresh_token", after.refreshToken ?? ""), ("client_id", app),
+                ]))
         #expect(replay.status == 400 || replay.status == 401)
 
         // The states seen, in order.

@@ -1,7 +1,8 @@
 import Foundation
 import RelaisClock
-@testable import RelaisKit
 import Testing
+
+@testable import RelaisKit
 
 /// What the client recovers from without the person: a storage that locks in the middle of a
 /// refresh, and a Client Attestation JWT that Relais says has expired before the app thought so.

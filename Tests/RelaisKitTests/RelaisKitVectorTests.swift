@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
-@testable import RelaisKit
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisKit
 
 /// The pure parts, checked against Tests/RelaisKitTests/Vectors (the files docs/client-protocol.md
 /// gives other implementations).
@@ -127,7 +128,8 @@ import Testing
     }
 
     @Test func challengesAndRefusals() throws {
-        let parameters = RelayFailure.challengeParameters(#"DPoP algs="ES256 RS256", error="insufficient_user_authentication", error_description="the sign-in level is below eidas2", acr_values="eidas2", max_age=600"#)
+        let parameters = RelayFailure.challengeParameters(
+            #"DPoP algs="ES256 RS256", error="insufficient_user_authentication", error_description="the sign-in level is below eidas2", acr_values="eidas2", max_age=600"#)
         #expect(parameters["error"] == "insufficient_user_authentication" && parameters["acr_values"] == "eidas2" && parameters["max_age"] == "600")
         #expect(parameters["algs"] == "ES256 RS256")
         func refused(_ reason: String?) -> RelaisKitError {

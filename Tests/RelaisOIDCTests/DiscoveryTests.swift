@@ -1,8 +1,9 @@
 import RelaisClock
 import RelaisConfig
 import RelaisJOSE
-@testable import RelaisOIDC
 import Testing
+
+@testable import RelaisOIDC
 
 private func invalid(_ check: String) -> Expected { .refused("provider_invalid_response", check: check) }
 
@@ -70,9 +71,14 @@ extension Case {
             harness.clock.advance(by: .seconds(3599))
             #expect(try await harness.provider.metadata() == first)
             #expect(harness.double.hits(.discovery) == 1)
-            harness.double.reply(.discovery, .init(body: JSONValue.object(harness.scenario.discovery.merging([
-                "token_endpoint": .string(harness.scenario.issuer + "/rotated-token"),
-            ]) { $1 }).serialized()))
+            harness.double.reply(
+                .discovery,
+                .init(
+                    body: JSONValue.object(
+                        harness.scenario.discovery.merging([
+                            "token_endpoint": .string(harness.scenario.issuer + "/rotated-token")
+                        ]) { $1 }
+                    ).serialized()))
             harness.clock.advance(by: .seconds(2))
             #expect(try await harness.provider.metadata().tokenEndpoint == harness.scenario.issuer + "/rotated-token")
             #expect(harness.double.hits(.discovery) == 2)
@@ -89,9 +95,12 @@ extension Case {
         RefreshFailure(testDescription: "HTTP 500", reply: .init(status: 500)),
         RefreshFailure(testDescription: "HTTP 404", reply: .init(status: 404)),
         RefreshFailure(testDescription: "not JSON", reply: .init(body: Array("<html>".utf8), contentType: "text/html")),
-        RefreshFailure(testDescription: "issuer other", reply: .init(body: JSONValue.object([
-            "issuer": .string("https://elsewhere.example"), "authorization_endpoint": .string("x"), "token_endpoint": .string("x"),
-        ]).serialized())),
+        RefreshFailure(
+            testDescription: "issuer other",
+            reply: .init(
+                body: JSONValue.object([
+                    "issuer": .string("https://elsewhere.example"), "authorization_endpoint": .string("x"), "token_endpoint": .string("x"),
+                ]).serialized())),
     ]
 
     @Test("the last good document is kept when a refresh fails", arguments: failedRefreshes)
@@ -112,10 +121,11 @@ extension Case {
 
     /// RFC 9207: with `auto`, a callback without `iss` is refused exactly when discovery says the
     /// provider sends it; `always` and `never` do not ask.
-    @Test(arguments: [
-        (ProviderSettings.CallbackIssuer.auto, true, true), (.auto, false, false), (.auto, nil, false),
-        (.always, false, true), (.always, nil, true), (.never, true, false),
-    ] as [(ProviderSettings.CallbackIssuer, Bool?, Bool)])
+    @Test(
+        arguments: [
+            (ProviderSettings.CallbackIssuer.auto, true, true), (.auto, false, false), (.auto, nil, false),
+            (.always, false, true), (.always, nil, true), (.never, true, false),
+        ] as [(ProviderSettings.CallbackIssuer, Bool?, Bool)])
     func theCallbackIssuerFollowsDiscovery(policy: ProviderSettings.CallbackIssuer, advertised: Bool?, required: Bool) async throws {
         try await Harness.run({ scenario in
             scenario.settings.requireCallbackIssuer = policy

@@ -1,7 +1,8 @@
 import RelaisConfig
 import RelaisJOSE
-@testable import RelaisOIDC
 import Testing
+
+@testable import RelaisOIDC
 
 private let idTokenRejected = "provider_id_token_rejected"
 
@@ -148,17 +149,19 @@ extension Case {
 
     @Test("each algorithm is accepted when configured", arguments: JWSAlgorithm.allCases)
     func acceptedWhenConfigured(_ algorithm: JWSAlgorithm) async throws {
-        try await verify(Case(algorithm.rawValue, .accepted) {
-            $0.settings.idTokenAlgorithms = [algorithm]
-            $0.idToken.algorithm = algorithm
-        })
+        try await verify(
+            Case(algorithm.rawValue, .accepted) {
+                $0.settings.idTokenAlgorithms = [algorithm]
+                $0.idToken.algorithm = algorithm
+            })
     }
 
     @Test("each algorithm is refused when not configured", arguments: JWSAlgorithm.allCases)
     func refusedWhenNotConfigured(_ algorithm: JWSAlgorithm) async throws {
-        try await verify(Case(algorithm.rawValue, refused("jose_unsupported_alg", mentioning: "'\(algorithm.rawValue)'")) {
-            $0.settings.idTokenAlgorithms = JWSAlgorithm.allCases.filter { $0 != algorithm }
-            $0.idToken.algorithm = algorithm
-        })
+        try await verify(
+            Case(algorithm.rawValue, refused("jose_unsupported_alg", mentioning: "'\(algorithm.rawValue)'")) {
+                $0.settings.idTokenAlgorithms = JWSAlgorithm.allCases.filter { $0 != algorithm }
+                $0.idToken.algorithm = algorithm
+            })
     }
 }

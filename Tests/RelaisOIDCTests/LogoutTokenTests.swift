@@ -1,6 +1,7 @@
 import RelaisJOSE
-@testable import RelaisOIDC
 import Testing
+
+@testable import RelaisOIDC
 
 private func refused(_ check: String) -> Expected { .refused("provider_logout_token_rejected", check: check) }
 

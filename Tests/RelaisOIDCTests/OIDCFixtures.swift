@@ -5,10 +5,11 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisOIDC
 import RelaisTestSupport
 import Synchronization
 import Testing
+
+@testable import RelaisOIDC
 
 // Shared fixtures of the RelaisOIDC tests: keys, token minting, the provider double served on
 // loopback, one scenario per test case, and the check that a refusal is the expected one.
@@ -172,13 +173,15 @@ struct Scenario: Sendable {
             "jwks_uri": .string(issuer + "/jwks"), "end_session_endpoint": .string(issuer + "/logout"),
         ]
         let registered: [String: JSONValue] = ["iss": .string(issuer), "aud": .string(TestKeys.clientID), "iat": .number(now)]
-        idToken = TokenSpec(claims: registered.merging([
-            "sub": .string("user-1"), "nonce": .string("nonce-1"), "exp": .number(now + 60), "acr": .string("eidas2"),
-            "sid": .string("session-1"), "given_name": .string("Angela"),
-        ]) { $1 })
-        userinfo = TokenSpec(claims: registered.merging([
-            "sub": .string("user-1"), "family_name": .string("Dubois"), "email": .string("angela@example.test"),
-        ]) { $1 })
+        idToken = TokenSpec(
+            claims: registered.merging([
+                "sub": .string("user-1"), "nonce": .string("nonce-1"), "exp": .number(now + 60), "acr": .string("eidas2"),
+                "sid": .string("session-1"), "given_name": .string("Angela"),
+            ]) { $1 })
+        userinfo = TokenSpec(
+            claims: registered.merging([
+                "sub": .string("user-1"), "family_name": .string("Dubois"), "email": .string("angela@example.test"),
+            ]) { $1 })
         logoutToken = TokenSpec(
             claims: registered.merging([
                 "jti": .string("jti-1"), "sub": .string("user-1"), "sid": .string("session-1"),
@@ -293,7 +296,8 @@ struct Harness: Sendable {
     }
 
     func signIn() async throws(UpstreamError) -> UpstreamIdentity {
-        try await provider.signIn(code: "code-1", redirectURI: "https://relais.example/callback", nonce: scenario.nonce, requestedACR: scenario.requestedACR, codeVerifier: "verifier-1")
+        try await provider.signIn(
+            code: "code-1", redirectURI: "https://relais.example/callback", nonce: scenario.nonce, requestedACR: scenario.requestedACR, codeVerifier: "verifier-1")
     }
 }
 

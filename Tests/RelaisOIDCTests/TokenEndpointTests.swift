@@ -3,8 +3,9 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisOIDC
 import Testing
+
+@testable import RelaisOIDC
 
 private func invalid(_ check: String) -> Expected { .refused("provider_invalid_response", check: check) }
 

@@ -1,7 +1,8 @@
 import RelaisConfig
 import RelaisJOSE
-@testable import RelaisOIDC
 import Testing
+
+@testable import RelaisOIDC
 
 private func userinfoRejected(_ check: String) -> Expected { .refused("provider_userinfo_rejected", check: check) }
 

@@ -57,7 +57,8 @@ import Testing
         var depth = 0
         var open: [(name: String, bodyDepth: Int, stored: Int)] = []
         let declaration = /^\s*(?:@\w+\s+)*(?:(?:public|private|fileprivate|internal|package|final|indirect)\s+)*(?:struct|class|actor|enum)\s+(\w+)/
-        let property = /^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|private|fileprivate|internal|package|weak|lazy|nonisolated\(unsafe\)|private\(set\)|package\(set\)|public\(set\))\s+)*(let|var)\s+\w+/
+        let property =
+            /^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|private|fileprivate|internal|package|weak|lazy|nonisolated\(unsafe\)|private\(set\)|package\(set\)|public\(set\))\s+)*(let|var)\s+\w+/
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
             let code = Self.code(of: line)
             if let last = open.last, depth == last.bodyDepth, let match = code.firstMatch(of: property),
@@ -92,7 +93,7 @@ import Testing
     static let wallClockReaders: [String: String] = [
         // RelaisKit builds on iOS with Foundation only, without RelaisClock (its Mutex needs
         // iOS 18): this is its one reading, behind RelaisKitClock, which its tests replace.
-        "RelaisKit/Platform/DeviceClock.swift": "the app library's device clock",
+        "RelaisKit/Platform/DeviceClock.swift": "the app library's device clock"
     ]
 
     /// Time comes from an injected clock everywhere: RelaisClock is where the wall clock is read

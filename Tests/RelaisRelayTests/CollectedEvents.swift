@@ -1,6 +1,7 @@
 import RelaisJOSE
-@testable import RelaisRelay
 import Synchronization
+
+@testable import RelaisRelay
 
 /// A security event sink that keeps the lines, for tests to read back.
 final class CollectedEvents: SecurityEventSink {

@@ -6,9 +6,10 @@ import RelaisAttest
 import RelaisConfig
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// docs/extending.md followed in a test: a grant and an attestation format that exist only here,
 /// each one type and one registration, answered by the relay as its own.

@@ -141,34 +141,34 @@ final class RelayHarness: @unchecked Sendable {
         let eventsSection = relayExtra.contains("security_events:") ? "" : "security_events:\n  output: \(eventsFile)"
         for port in relayPorts {
             let config: (Int) -> String = { port in
-                    """
-                    server:
-                      environment: development
-                      port: \(port)
-                      public_base_url: \(publicURL)
-                    log:
-                      level: warning
-                    store:
-                    \(store)
-                    http_client:
-                      timeout: 3s
-                    providers:
-                      fc:
-                        preset: \(preset)
-                        issuer: \(provider.baseURL)\(prefix)
-                        client_id: relais
-                        client_secret: \(providerSecret)
-                    \(endpoints)
-                    \(decryption)\(providerExtra)
-                    \(stepUpSection)
-                    apps:
-                      app:
-                        redirect_uris: ["http://127.0.0.1/cb", "com.example.app:/oauth2redirect"]
-                        post_logout_redirect_uris: ["com.example.app:/logged-out"]
-                        scopes: \(appScopes)
-                    \(relayExtra)
-                    \(eventsSection)
-                    """
+                """
+                server:
+                  environment: development
+                  port: \(port)
+                  public_base_url: \(publicURL)
+                log:
+                  level: warning
+                store:
+                \(store)
+                http_client:
+                  timeout: 3s
+                providers:
+                  fc:
+                    preset: \(preset)
+                    issuer: \(provider.baseURL)\(prefix)
+                    client_id: relais
+                    client_secret: \(providerSecret)
+                \(endpoints)
+                \(decryption)\(providerExtra)
+                \(stepUpSection)
+                apps:
+                  app:
+                    redirect_uris: ["http://127.0.0.1/cb", "com.example.app:/oauth2redirect"]
+                    post_logout_redirect_uris: ["com.example.app:/logged-out"]
+                    scopes: \(appScopes)
+                \(relayExtra)
+                \(eventsSection)
+                """
             }
             if inProcess {
                 relays.append(try await InProcessServer.launch(.relay, environment: relayEnvironment, port: port, clock: clock, config: config))
@@ -236,7 +236,8 @@ final class RelayHarness: @unchecked Sendable {
         let pageURL = try #require(interaction.header("location"), "provider: \(interaction.status) \(interaction.bodyText)")
         let page = try await get(pageURL, cookie: providerCookie)
         let action = try #require(page.bodyText.firstMatch(of: /action="([^"]+)"/)?.1)
-        let submit = try await post(provider.baseURL + action, identity.map { [("identity", $0)] } ?? [("cancel", "1")], headers: providerCookie.map { [(name: "Cookie", value: $0)] } ?? [])
+        let submit = try await post(
+            provider.baseURL + action, identity.map { [("identity", $0)] } ?? [("cancel", "1")], headers: providerCookie.map { [(name: "Cookie", value: $0)] } ?? [])
         rememberProviderCookie(submit)
         return try #require(submit.header("location"))
     }
@@ -259,10 +260,12 @@ final class RelayHarness: @unchecked Sendable {
     }
 
     func exchange(_ code: String, _ request: AppRequest, relay: (any TestServer)? = nil) async throws -> HTTPClientResponse {
-        try await post((relay ?? self.relay).baseURL + "/token", [
-            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", request.redirectURI), ("client_id", "app"),
-            ("code_verifier", request.verifier),
-        ])
+        try await post(
+            (relay ?? self.relay).baseURL + "/token",
+            [
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", request.redirectURI), ("client_id", "app"),
+                ("code_verifier", request.verifier),
+            ])
     }
 
     /// Sign-in and code exchange; returns the token response.
@@ -309,7 +312,8 @@ final class RelayHarness: @unchecked Sendable {
 
     func armProvider(_ fault: String) async throws {
         let response = try await http.send(
-            HTTPClientRequest(method: .post, url: provider.baseURL + "/_test/faults", headers: [(name: "Content-Type", value: "application/json")], body: Array(#"{"fault":"\#(fault)"}"#.utf8))
+            HTTPClientRequest(
+                method: .post, url: provider.baseURL + "/_test/faults", headers: [(name: "Content-Type", value: "application/json")], body: Array(#"{"fault":"\#(fault)"}"#.utf8))
         )
         try #require(response.status == 201)
     }

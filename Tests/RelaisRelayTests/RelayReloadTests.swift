@@ -7,12 +7,13 @@ import RelaisClock
 import RelaisConfig
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisServer
 import RelaisStore
 import RelaisTestSupport
 import Synchronization
 import Testing
+
+@testable import RelaisRelay
 
 #if canImport(Glibc)
 import Glibc

@@ -9,11 +9,12 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisServer
 import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// The relay's routes driven through Hummingbird's router test framework: no socket, no process,
 /// an embedded store and a manual clock. What needs the provider is tested with the harness.
@@ -91,14 +92,17 @@ import Testing
     static let tokenRefusals: [TokenRefusal] = [
         TokenRefusal([("grant_type", "authorization_code")], "invalid_request", "client_id is missing (apps are public clients)"),
         TokenRefusal([("client_id", "app")], "invalid_request", "grant_type is missing"),
-        TokenRefusal([("grant_type", "password"), ("client_id", "app")], "unsupported_grant_type", "grant_type must be authorization_code, refresh_token or urn:ietf:params:oauth:grant-type:device_code"),
+        TokenRefusal(
+            [("grant_type", "password"), ("client_id", "app")], "unsupported_grant_type",
+            "grant_type must be authorization_code, refresh_token or urn:ietf:params:oauth:grant-type:device_code"),
         TokenRefusal(code + [("client_id", "app")], "invalid_request", "the parameter 'client_id' is given more than once"),
         TokenRefusal(code + [("redirect_uri", redirect), ("code_verifier", "v")], "invalid_request", "code is missing"),
         TokenRefusal(code + [("code", "c"), ("code_verifier", "v")], "invalid_request", "redirect_uri is missing"),
         TokenRefusal(code + [("code", "c"), ("redirect_uri", redirect)], "invalid_request", "code_verifier is missing (PKCE)"),
         TokenRefusal(code + [("code", "c"), ("redirect_uri", redirect), ("code_verifier", "v")], "invalid_grant", "the code is unknown or expired"),
         TokenRefusal([("grant_type", "refresh_token"), ("client_id", "app")], "invalid_request", "refresh_token is missing"),
-        TokenRefusal([("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "nope")], "invalid_grant", "the refresh token is unknown, or its session has ended"),
+        TokenRefusal(
+            [("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "nope")], "invalid_grant", "the refresh token is unknown, or its session has ended"),
     ]
 
     @Test(.tags(.fast), arguments: tokenRefusals)
@@ -115,10 +119,13 @@ import Testing
 
     @Test(.tags(.fast)) func anUnknownClientAtTheTokenEndpointIsUnauthorized() async throws {
         try await Fixture().test { client in
-            let response = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form([("grant_type", "refresh_token"), ("client_id", "other")]))
+            let response = try await client.execute(
+                uri: "/token", method: .post, headers: Self.formHeaders, body: Self.form([("grant_type", "refresh_token"), ("client_id", "other")]))
             #expect(response.status == .unauthorized && Self.json(response)["error"] == .string("invalid_client"))
             let notAForm = try await client.execute(uri: "/token", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}"))
-            #expect(notAForm.status == .badRequest && Self.json(notAForm)["error_description"] == .string("the body must be an application/x-www-form-urlencoded form of at most 1000 fields"))
+            #expect(
+                notAForm.status == .badRequest
+                    && Self.json(notAForm)["error_description"] == .string("the body must be an application/x-www-form-urlencoded form of at most 1000 fields"))
             // A form of thousands of tiny fields (under the body limit) is refused at field 1,001.
             let flood = try await client.execute(uri: "/token", method: .post, headers: Self.formHeaders, body: ByteBuffer(string: String(repeating: "a=&", count: 20_000)))
             #expect(flood.status == .badRequest && Self.json(flood)["error"] == .string("invalid_request"))
@@ -337,7 +344,9 @@ import Testing
     // MARK: - Rate limits
 
     @Test(.tags(.fast)) func aRateLimitWindowOpensAgainWhenTheClockMoves() async throws {
-        let fixture = Fixture { $0.rateLimit.perIP = 2; $0.rateLimit.window = .seconds(60) }
+        let fixture = Fixture {
+            $0.rateLimit.perIP = 2; $0.rateLimit.window = .seconds(60)
+        }
         try await fixture.test { client in
             let refused = [("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "nope")]
             for _ in 0..<2 {

@@ -63,7 +63,9 @@ import Glibc
         let keyFile = path("key.pem"), dataFile = path("client-data")
         try factory.credentialKey.publicKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
         try Data(clientData).write(to: URL(fileURLWithPath: dataFile))
-        func verify(_ assertion: [UInt8], counter: UInt32, appID: String = AppAttestFactory.appID, key: String? = nil) async throws -> (status: Int32?, stdout: String, stderr: String) {
+        func verify(
+            _ assertion: [UInt8], counter: UInt32, appID: String = AppAttestFactory.appID, key: String? = nil
+        ) async throws -> (status: Int32?, stdout: String, stderr: String) {
             let assertionFile = path("assertion")
             try Base64.encode(assertion).write(toFile: assertionFile, atomically: true, encoding: .utf8)
             return try await run([
@@ -90,7 +92,8 @@ import Glibc
         let notAKey = path("not-a-key")
         try "hello".write(toFile: notAKey, atomically: true, encoding: .utf8)
         #expect(try await verify(seventh, counter: 0, key: notAKey).status == 2)
-        #expect(try await run(["attest", "apple-assertion", "--app-id", AppAttestFactory.appID, "--public-key", keyFile, "--client-data-file", "/nonexistent", keyFile]).status == 2)
+        #expect(
+            try await run(["attest", "apple-assertion", "--app-id", AppAttestFactory.appID, "--public-key", keyFile, "--client-data-file", "/nonexistent", keyFile]).status == 2)
     }
 
     @Test func androidVerdictsWithTheConsoleKeys() async throws {

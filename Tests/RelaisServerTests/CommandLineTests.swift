@@ -67,12 +67,14 @@ import Glibc
 
     @Test func checkConfigProbeReachesTheStoreAndEachProvider() async throws {
         let redis = try await RedisServerProcess.launch()
-        let provider = try await RelaisProcess.devProvider(clients: """
-              relais:
-                secret: probe-secret-0123456789-0123456789-0123
-                redirect_uris: [http://127.0.0.1:1/callback]
-            """)
-        let file = try write("""
+        let provider = try await RelaisProcess.devProvider(
+            clients: """
+                  relais:
+                    secret: probe-secret-0123456789-0123456789-0123
+                    redirect_uris: [http://127.0.0.1:1/callback]
+                """)
+        let file = try write(
+            """
             server: {environment: development, port: 1}
             store: {kind: redis, redis: {url: "\(redis.url)", connect_timeout: 500ms, command_timeout: 500ms}}
             http_client: {connect_timeout: 1s, timeout: 2s}

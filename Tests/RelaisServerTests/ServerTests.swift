@@ -1,18 +1,19 @@
 import Foundation
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
 import RelaisConfig
 import RelaisHTTPClient
-@testable import RelaisServer
 import RelaisStore
 import RelaisTestSupport
 import ServiceLifecycle
 import Synchronization
 import Testing
 import Tracing
+
+@testable import RelaisServer
 
 func quietLogger() -> Logger {
     var logger = Logger(label: "relais-test")

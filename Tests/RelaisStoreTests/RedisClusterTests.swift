@@ -1,7 +1,8 @@
 import Foundation
-@testable import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisStore
 
 #if canImport(Glibc)
 import Glibc

@@ -54,9 +54,11 @@ import Testing
             $0.port = 1
             // Over TLS, the sentinels and the master are verified against the test CA.
             if let certificates { $0.tls = .init(caBundlePath: certificates.serverCertificate) }
-            $0.sentinel = .init(masterName: deployment.sentinel.masterName, nodes: [
-                .init(host: "127.0.0.1", port: deadSentinel), .init(host: "127.0.0.1", port: deployment.sentinel.port),
-            ])
+            $0.sentinel = .init(
+                masterName: deployment.sentinel.masterName,
+                nodes: [
+                    .init(host: "127.0.0.1", port: deadSentinel), .init(host: "127.0.0.1", port: deployment.sentinel.port),
+                ])
         }
         try await store.set("before", [1], ttl: nil)
         #expect(await deployment.master.cli(["get", "relais:before"])?.hasPrefix("\u{1}") == true)  // it went to the master

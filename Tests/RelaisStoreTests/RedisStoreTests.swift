@@ -1,6 +1,7 @@
-@testable import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisStore
 
 /// What only Redis has: restarts, outages, authentication, databases, key prefixes.
 @Suite struct RedisStoreTests {
@@ -105,7 +106,9 @@ import Testing
 
     @Test func queuedCallsBehindAHungRedisFailWithinAboutOneTimeout() async throws {
         let server = try await RedisServerProcess.launch()
-        let store = try makeStore(server) { $0.commandTimeout = .milliseconds(400); $0.poolSize = 1 }
+        let store = try makeStore(server) {
+            $0.commandTimeout = .milliseconds(400); $0.poolSize = 1
+        }
         try await store.ping()
         server.pause()
         let start = ContinuousClock.now
@@ -138,7 +141,7 @@ import Testing
         while true {
             do {
                 return try await body()
-            } catch where ContinuousClock.now < deadline {
+            } catch  where ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(50))
             }
         }
@@ -217,12 +220,16 @@ import Testing
             "--user", "default", "off",
             "--user", "relais", "on", ">s3cret-pass", "~relais:*", "+@all",
         ])
-        let store = try makeStore(server) { $0.username = "relais"; $0.password = "s3cret-pass" }
+        let store = try makeStore(server) {
+            $0.username = "relais"; $0.password = "s3cret-pass"
+        }
         try await store.set("k", [42], ttl: nil)
         #expect(try await store.get("k") == [42])
         try await store.shutdown()
 
-        let wrong = try makeStore(server) { $0.username = "relais"; $0.password = "wrong" }
+        let wrong = try makeStore(server) {
+            $0.username = "relais"; $0.password = "wrong"
+        }
         await #expect { try await wrong.ping() } throws: { error in
             guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
             return reason.contains("authentication failed") && !reason.contains("wrong")
@@ -244,9 +251,15 @@ import Testing
 
     @Test func databaseIndexAndKeyPrefixIsolateDeployments() async throws {
         let server = try await RedisServerProcess.launch()
-        let a = try makeStore(server) { $0.database = 1; $0.keyPrefix = "a:" }
-        let b = try makeStore(server) { $0.database = 1; $0.keyPrefix = "b:" }
-        let c = try makeStore(server) { $0.database = 2; $0.keyPrefix = "a:" }
+        let a = try makeStore(server) {
+            $0.database = 1; $0.keyPrefix = "a:"
+        }
+        let b = try makeStore(server) {
+            $0.database = 1; $0.keyPrefix = "b:"
+        }
+        let c = try makeStore(server) {
+            $0.database = 2; $0.keyPrefix = "a:"
+        }
         try await a.set("k", [1], ttl: nil)
         try await b.set("k", [2], ttl: nil)
         #expect(try await a.get("k") == [1])

@@ -2,6 +2,7 @@ import Logging
 import Metrics
 import RelaisTestSupport
 import Testing
+
 @testable import RelaisTelemetry
 
 @Suite struct TracingEnvironmentTests {
@@ -33,12 +34,13 @@ import Testing
         let base = try #require(try read(["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318/", "OTEL_SERVICE_NAME": "relais-eu"]))
         #expect(base.endpoint == "http://127.0.0.1:4318/v1/traces")
         #expect(base.serviceName == "relais-eu")
-        let exact = try #require(try read([
-            "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://b:2/custom",
-            "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25",
-            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_PROPAGATORS": "tracecontext",
-            "OTEL_BSP_MAX_QUEUE_SIZE": "100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "100", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer x,tenant=fr",
-        ]))
+        let exact = try #require(
+            try read([
+                "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://b:2/custom",
+                "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25",
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_PROPAGATORS": "tracecontext",
+                "OTEL_BSP_MAX_QUEUE_SIZE": "100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "100", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer x,tenant=fr",
+            ]))
         #expect(exact.endpoint == "https://b:2/custom")
         #expect(exact.sampler == "parentbased_traceidratio")
     }
@@ -80,10 +82,11 @@ import Testing
     }
 
     @Test(.tags(.fast)) func theServiceNameMayComeFromTheResourceAttributesAndTheDisplayedEndpointHidesCredentials() throws {
-        let named = try #require(try read([
-            "OTEL_TRACES_EXPORTER": "otlp", "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,service.name=relais-fr",
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://user:key@collector.example:4318/v1/traces?api_key=secret",
-        ]))
+        let named = try #require(
+            try read([
+                "OTEL_TRACES_EXPORTER": "otlp", "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,service.name=relais-fr",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://user:key@collector.example:4318/v1/traces?api_key=secret",
+            ]))
         #expect(named.serviceName == "relais-fr")
         #expect(named.endpointForDisplay == "https://collector.example:4318/v1/traces")
         let both = try #require(try read(["OTEL_TRACES_EXPORTER": "otlp", "OTEL_RESOURCE_ATTRIBUTES": "service.name=a", "OTEL_SERVICE_NAME": "b"]))
@@ -91,7 +94,8 @@ import Testing
     }
 
     @Test(.tags(.fast)) func aMutualTLSPairThatCanBeReadIsAccepted() throws {
-        #expect(problems(["OTEL_EXPORTER_OTLP_CLIENT_KEY": "/k.pem", "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE": "/c.pem", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/ca.pem"]).isEmpty)
+        #expect(
+            problems(["OTEL_EXPORTER_OTLP_CLIENT_KEY": "/k.pem", "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE": "/c.pem", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/ca.pem"]).isEmpty)
     }
 
     @Test(.tags(.fast)) func theDropCounterKeepsTheWarningLevelWhateverOTELLogLevelSays() {

@@ -100,7 +100,7 @@ public final class InProcessServer: TestServer {
         while true {
             do {
                 return try await start()
-            } catch where "\(error)".contains("Address already in use") && ContinuousClock.now < deadline {
+            } catch  where "\(error)".contains("Address already in use") && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(50))
             }
         }

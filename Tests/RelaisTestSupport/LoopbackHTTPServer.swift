@@ -1,7 +1,7 @@
-public import Hummingbird
 import HTTPTypes
-import NIOCore
+public import Hummingbird
 import Logging
+import NIOCore
 import Synchronization
 
 /// Cancelling the server task at the end of a test makes Hummingbird log shutdown noise at error level.
@@ -69,10 +69,12 @@ public struct LoopbackHTTPServer: Sendable {
         }
         // Announces 100 bytes, sends 10, then drops the connection.
         router.get("/truncated") { _, _ in
-            Response(status: .ok, body: ResponseBody(contentLength: 100) { writer in
-                try await writer.write(ByteBuffer(repeating: UInt8(ascii: "x"), count: 10))
-                throw LoopbackServerError.cutOnPurpose
-            })
+            Response(
+                status: .ok,
+                body: ResponseBody(contentLength: 100) { writer in
+                    try await writer.write(ByteBuffer(repeating: UInt8(ascii: "x"), count: 10))
+                    throw LoopbackServerError.cutOnPurpose
+                })
         }
         router.post("/echo") { request, _ in
             let body = try await request.body.collect(upTo: 1 << 20)

@@ -14,11 +14,13 @@ public final class RedisClusterProcess: @unchecked Sendable {
     public static func launch(masters: Int = 3, replicasPerMaster: Int = 1) async throws -> RedisClusterProcess {
         var servers: [RedisServerProcess] = []
         for _ in 0..<masters * (1 + replicasPerMaster) {
-            servers.append(try await RedisServerProcess.launch(extraArguments: [
-                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
-                // A replica that never finished its first sync does not stand for election: no delay.
-                "--repl-diskless-sync-delay", "0", "--cluster-replica-validity-factor", "0",
-            ], clusterBus: true))
+            servers.append(
+                try await RedisServerProcess.launch(
+                    extraArguments: [
+                        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
+                        // A replica that never finished its first sync does not stand for election: no delay.
+                        "--repl-diskless-sync-delay", "0", "--cluster-replica-validity-factor", "0",
+                    ], clusterBus: true))
         }
         let cluster = RedisClusterProcess(servers: servers)
         do {

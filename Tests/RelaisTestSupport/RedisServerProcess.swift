@@ -61,10 +61,12 @@ public final class RedisServerProcess: @unchecked Sendable {
         // Its own directory: a replica writes the RDB it receives there, never into the package.
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-redis-\(port)-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let process = try ChildProcess.spawn(Self.executable, [
-            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory,
-            "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
-        ] + extraArguments)
+        let process = try ChildProcess.spawn(
+            Self.executable,
+            [
+                "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory,
+                "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
+            ] + extraArguments)
         lock.withLock { self.process = process }
         try await waitUntilAccepting(process)
     }
@@ -160,27 +162,28 @@ public final class RedisSentinelProcess: @unchecked Sendable {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-sentinel-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let file = directory + "/sentinel.conf"
-        let listen = master.tls.map {
-            """
-            port 0
-            tls-port \(port)
-            tls-cert-file \($0.serverCertificate)
-            tls-key-file \($0.serverKey)
-            tls-ca-cert-file \($0.bundle)
-            tls-auth-clients no
-            tls-replication yes
-            """
-        } ?? "port \(port)"
+        let listen =
+            master.tls.map {
+                """
+                port 0
+                tls-port \(port)
+                tls-cert-file \($0.serverCertificate)
+                tls-key-file \($0.serverKey)
+                tls-ca-cert-file \($0.bundle)
+                tls-auth-clients no
+                tls-replication yes
+                """
+            } ?? "port \(port)"
         try """
-            \(listen)
-            bind 127.0.0.1
-            dir \(directory)
-            sentinel monitor \(masterName) 127.0.0.1 \(master.port) 1
-            sentinel down-after-milliseconds \(masterName) 1000
-            sentinel failover-timeout \(masterName) 10000
-            sentinel parallel-syncs \(masterName) 1
+        \(listen)
+        bind 127.0.0.1
+        dir \(directory)
+        sentinel monitor \(masterName) 127.0.0.1 \(master.port) 1
+        sentinel down-after-milliseconds \(masterName) 1000
+        sentinel failover-timeout \(masterName) 10000
+        sentinel parallel-syncs \(masterName) 1
 
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         let process = try ChildProcess.spawn(RedisServerProcess.executable, [file, "--sentinel"], standardOutput: directory + "/log")
         let sentinel = RedisSentinelProcess(port: port, masterName: masterName, tls: master.tls, process: process)
         for _ in 0..<600 {

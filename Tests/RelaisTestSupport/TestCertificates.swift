@@ -20,10 +20,12 @@ public struct TestCertificates: Sendable {
             ("server", "/CN=127.0.0.1", ["-addext", "subjectAltName=IP:127.0.0.1"]),
             ("client", "/CN=relais-test-client", []),
         ] {
-            let process = try ChildProcess.spawn("/usr/bin/openssl", [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).pem", "-days", "2", "-subj", subject,
-            ] + extensions)
+            let process = try ChildProcess.spawn(
+                "/usr/bin/openssl",
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).pem", "-days", "2", "-subj", subject,
+                ] + extensions)
             guard await process.exitStatus(within: .seconds(20)) == 0 else { throw ChildProcessError.spawnFailed(executable: "openssl", errno: -1) }
         }
         let certificates = TestCertificates(directory: directory)

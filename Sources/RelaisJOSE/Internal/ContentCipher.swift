@@ -42,7 +42,8 @@ enum ContentCipher {
         return Array(mac.prefix(macKey.count))
     }
 
-    private static func gcm(encrypt: Bool, name: String, key: [UInt8], iv: [UInt8], aad: [UInt8], input: [UInt8], tag: [UInt8]) throws(JOSEError) -> (output: [UInt8], tag: [UInt8]) {
+    private static func gcm(encrypt: Bool, name: String, key: [UInt8], iv: [UInt8], aad: [UInt8], input: [UInt8], tag: [UInt8]) throws(JOSEError) -> (output: [UInt8], tag: [UInt8])
+    {
         try withCipher(name) { context, cipher throws(JOSEError) in
             let initialized = key.withUnsafeBufferPointer { k in
                 iv.withUnsafeBufferPointer { v in
@@ -59,7 +60,9 @@ enum ContentCipher {
             var written: Int32 = 0
             let updated = output.withUnsafeMutableBufferPointer { out in
                 input.withUnsafeBufferPointer { i in
-                    encrypt ? EVP_EncryptUpdate(context, out.baseAddress, &written, i.baseAddress, Int32(i.count)) : EVP_DecryptUpdate(context, out.baseAddress, &written, i.baseAddress, Int32(i.count))
+                    encrypt
+                        ? EVP_EncryptUpdate(context, out.baseAddress, &written, i.baseAddress, Int32(i.count))
+                        : EVP_DecryptUpdate(context, out.baseAddress, &written, i.baseAddress, Int32(i.count))
                 }
             }
             guard updated == 1 else { throw JOSEError.decryptionFailed }

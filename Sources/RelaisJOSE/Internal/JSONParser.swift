@@ -324,7 +324,8 @@ struct JSONParser {
         // Fast path: a plain integer of up to 15 digits (exp, iat, auth_time) is exact in a Double
         // and needs no text round trip.
         let integerEnd = index
-        let isPlainInteger = index >= bytes.count
+        let isPlainInteger =
+            index >= bytes.count
             || (bytes[index] != UInt8(ascii: ".") && bytes[index] != UInt8(ascii: "e") && bytes[index] != UInt8(ascii: "E"))
         if isPlainInteger {
             let negative = bytes[start] == UInt8(ascii: "-")
@@ -348,4 +349,3 @@ struct JSONParser {
         return value
     }
 }
-

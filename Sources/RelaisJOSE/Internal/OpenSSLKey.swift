@@ -46,7 +46,8 @@ final class OpenSSLKey: @unchecked Sendable {
         guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return nil }
         var ok = EVP_PKEY_verify_init(context) == 1 && EVP_PKEY_CTX_set_signature_md(context, algorithm.digest) == 1
         if ok, algorithm.family == .rsaPSS {
-            ok = EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PSS_PADDING) == 1
+            ok =
+                EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PSS_PADDING) == 1
                 && EVP_PKEY_CTX_set_rsa_pss_saltlen(context, Int32(algorithm.hashLength)) == 1
                 && EVP_PKEY_CTX_set_rsa_mgf1_md(context, algorithm.digest) == 1
         } else if ok, algorithm.family == .rsaPKCS1 {

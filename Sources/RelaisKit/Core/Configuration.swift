@@ -15,7 +15,9 @@ public struct RelaisConfiguration: Sendable {
     /// The label `GET /sessions` shows for this device (`device_name` at `/authorize`).
     public var deviceName: String?
 
-    public init(issuer: String, clientID: String, scopes: [String] = ["openid", "profile", "email"], dpop: Bool = true, attestation: AttestationMode? = nil, deviceName: String? = nil) {
+    public init(
+        issuer: String, clientID: String, scopes: [String] = ["openid", "profile", "email"], dpop: Bool = true, attestation: AttestationMode? = nil, deviceName: String? = nil
+    ) {
         self.issuer = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
         self.clientID = clientID
         self.scopes = scopes

@@ -15,8 +15,9 @@ public struct QRMatrix: Sendable, Equatable {
     /// `M{x} {y}h{run}v1h-{run}z` rectangles, one per run of dark modules.
     public init?(svg: String) {
         guard let box = svg.range(of: "viewBox=\"0 0 ").map({ svg[$0.upperBound...] }),
-              let side = Int(box.prefix { $0.isNumber }), side > 8,
-              let path = svg.range(of: " d=\"").map({ svg[$0.upperBound...].prefix { $0 != "\"" } }) else { return nil }
+            let side = Int(box.prefix { $0.isNumber }), side > 8,
+            let path = svg.range(of: " d=\"").map({ svg[$0.upperBound...].prefix { $0 != "\"" } })
+        else { return nil }
         let width = side - 8
         var modules = [Bool](repeating: false, count: width * width)
         for rectangle in path.split(separator: "z") {

@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 
 extension RelaisClient {
     /// `OAuth-Client-Attestation` and its PoP (draft-ietf-oauth-attestation-based-client-auth),

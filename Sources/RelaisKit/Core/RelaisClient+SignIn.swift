@@ -98,7 +98,8 @@ extension RelaisClient {
         if let device = configuration.deviceName { fields.append(("device_name", device)) }
         let response = try await platform.transport.send(.form(url, fields))
         guard response.status == 200, let answer = JSONReading.object(response.body), let deviceCode = answer.string("device_code"),
-              let userCode = answer.string("user_code"), let verification = answer.string("verification_uri") else {
+            let userCode = answer.string("user_code"), let verification = answer.string("verification_uri")
+        else {
             throw RelayFailure(response)?.kitError(status: response.status) ?? RelaisKitError(.invalidResponse, "/device_authorization answered \(response.status)")
         }
         let shown = DeviceCode(

@@ -75,7 +75,15 @@ struct RelayFailure: Sendable {
                 var escaped = false
                 while let character = rest.first {
                     rest = rest.dropFirst()
-                    if escaped { value.append(character); escaped = false } else if character == "\\" { escaped = true } else if character == "\"" { break } else { value.append(character) }
+                    if escaped {
+                        value.append(character); escaped = false
+                    } else if character == "\\" {
+                        escaped = true
+                    } else if character == "\"" {
+                        break
+                    } else {
+                        value.append(character)
+                    }
                 }
             } else {
                 let end = rest.firstIndex(of: ",") ?? rest.endIndex

@@ -28,12 +28,19 @@ enum KitJSON: Decodable, Sendable, Equatable {
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let flag = try? container.decode(Bool.self) { self = .bool(flag) }
-        else if let number = try? container.decode(Double.self) { self = .number(number) }
-        else if let text = try? container.decode(String.self) { self = .string(text) }
-        else if let list = try? container.decode([KitJSON].self) { self = .array(list) }
-        else { self = .object(try container.decode([String: KitJSON].self)) }
+        if container.decodeNil() {
+            self = .null
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else if let list = try? container.decode([KitJSON].self) {
+            self = .array(list)
+        } else {
+            self = .object(try container.decode([String: KitJSON].self))
+        }
     }
 }
 

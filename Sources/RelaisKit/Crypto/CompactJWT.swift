@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 
 /// JWTs the app signs with its instance key: DPoP proofs and attestation PoPs (ES256, compact form).
 enum CompactJWT {

@@ -1,5 +1,5 @@
-public import Foundation
 import Crypto
+public import Foundation
 
 /// Where an app instance's P-256 key lives, as reported by ``ProofKey/kind``.
 public enum ProofKeyKind: String, Sendable, Codable {

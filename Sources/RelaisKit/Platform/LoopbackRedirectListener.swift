@@ -1,4 +1,5 @@
 public import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -94,7 +95,11 @@ final class LoopbackRedirectListener: WebAuthenticationSession, @unchecked Senda
             redirect.cancel()
             throw error
         }
-        return try await withTaskCancellationHandler { try await redirect.value } onCancel: { redirect.cancel() }
+        return try await withTaskCancellationHandler {
+            try await redirect.value
+        } onCancel: {
+            redirect.cancel()
+        }
     }
 
     /// Blocking: accepts connections until one asks for the redirect path.

@@ -22,7 +22,9 @@ struct AppAttestAttester: PlatformAttester {
 
     func verify(_ form: FormParameters, app: AppSettings, key: JWK) async throws {
         guard let verifier = app.apple?.verifier else { throw RelayError.invalidRequest("this app has no App Attest settings (apps.\(app.clientID).apple)") }
-        guard let keyID = form["key_id"], let keyBytes = Self.bytes(keyID), keyBytes.count == 32 else { throw RelayError.invalidRequest("key_id must be the base64 App Attest key id") }
+        guard let keyID = form["key_id"], let keyBytes = Self.bytes(keyID), keyBytes.count == 32 else {
+            throw RelayError.invalidRequest("key_id must be the base64 App Attest key id")
+        }
         switch step {
         case .attestation: try await attest(form, app: app, key: key, verifier: verifier, keyID: keyBytes)
         case .assertion: try await reattest(form, app: app, key: key, verifier: verifier, keyID: keyBytes)

@@ -50,14 +50,17 @@ struct AttestationRoutes: RelayRoutes {
             let client = try await attestingApp(request, context)
             let (form, app) = (client.form, client.app)
             let platform = attester.platform
-            guard let text = form["jwk"], let key = try? JWK(json: Array(text.utf8)) else { throw RelayError.invalidRequest("jwk (the instance's public key, JSON) is missing or unreadable") }
+            guard let text = form["jwk"], let key = try? JWK(json: Array(text.utf8)) else {
+                throw RelayError.invalidRequest("jwk (the instance's public key, JSON) is missing or unreadable")
+            }
             guard !key.isPrivate, key.keyType != .oct, ClientAttestationGuard.algorithms.contains(where: { (try? key.check(for: $0)) != nil }) else {
                 throw RelayError.invalidRequest("jwk must be a public EC, RSA or Ed25519 key")
             }
             do {
                 try await attester.verify(form, app: app, key: key)
             } catch let error as AttestationError {
-                context.logger.warning("attestation refused", metadata: ["client_id": "\(LogText.escaped(app.clientID))", "platform": "\(platform)", "code": "\(error.code.rawValue)"])
+                context.logger.warning(
+                    "attestation refused", metadata: ["client_id": "\(LogText.escaped(app.clientID))", "platform": "\(platform)", "code": "\(error.code.rawValue)"])
                 RelayMetrics.attestation(platform: platform, outcome: error.code.rawValue)
                 events.record(.attestationRefused, reason: error.code.rawValue, client: app.clientID, [("platform", platform)])
                 throw RelayError(.attestationRefused, error.description)

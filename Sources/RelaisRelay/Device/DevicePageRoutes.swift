@@ -62,9 +62,11 @@ struct DevicePageRoutes: RelayRoutes {
                 let (_, sid, _) = try await lookUp(request, context: context)
                 _ = try await sessions.decideDevice(sid, .denied)
                 let strings = PageContext.now.strings
-                return RelayResponse.html(.ok, title: strings[.deviceDeniedHeading], body: """
-                    <h1 id="device-denied">\(strings[.deviceDeniedHeading])</h1><p>\(strings[.deviceDeniedText])</p>
-                    """)
+                return RelayResponse.html(
+                    .ok, title: strings[.deviceDeniedHeading],
+                    body: """
+                        <h1 id="device-denied">\(strings[.deviceDeniedHeading])</h1><p>\(strings[.deviceDeniedText])</p>
+                        """)
             }
         }
         router.get("/device/qr.svg") { request, context in
@@ -102,7 +104,8 @@ struct DevicePageRoutes: RelayRoutes {
         // What Relais knows first (the app's configured name, when and from where); the device's own
         // label last, marked as its words: anyone can write anything there.
         let name = #"<strong id="device-app-name">\#(HTMLText.escape(apps[found.clientID]?.name ?? found.clientID))</strong>"#
-        let asks = strings.format(.deviceAsks, 
+        let asks = strings.format(
+            .deviceAsks,
             name, #"<code id="device-app">\#(HTMLText.escape(found.clientID))</code>"#,
             #"<code id="device-scope">\#(HTMLText.escape(found.scopes.joined(separator: " ")))</code>"#
         )
@@ -115,14 +118,16 @@ struct DevicePageRoutes: RelayRoutes {
             context += "."
         }
         let device = found.device.map { "<p>" + strings.format(.deviceOwnName, #"<span id="device-name">\#(HTMLText.escape($0))</span>"#) + "</p>" } ?? ""
-        return RelayResponse.html(.ok, title: strings[.deviceTitle], body: """
-            <h1>\(strings[.deviceTitle])</h1>
-            <p>\(asks) \(context)</p>
-            \(device)
-            <p>\(strings.format(.deviceCheckCode, "<strong>\(userCode.display)</strong>", String(minutes)))</p>
-            <form method="post" action="/device/sign-in">\(field)<button id="device-sign-in">\(strings[.deviceSignInToApprove])</button></form>
-            <form method="post" action="/device/deny">\(field)<button id="device-deny" class="secondary">\(strings[.deviceDeny])</button></form>
-            """)
+        return RelayResponse.html(
+            .ok, title: strings[.deviceTitle],
+            body: """
+                <h1>\(strings[.deviceTitle])</h1>
+                <p>\(asks) \(context)</p>
+                \(device)
+                <p>\(strings.format(.deviceCheckCode, "<strong>\(userCode.display)</strong>", String(minutes)))</p>
+                <form method="post" action="/device/sign-in">\(field)<button id="device-sign-in">\(strings[.deviceSignInToApprove])</button></form>
+                <form method="post" action="/device/deny">\(field)<button id="device-deny" class="secondary">\(strings[.deviceDeny])</button></form>
+                """)
     }
 
     /// The code form: its field labelled, and an error (after a mistyped code) announced as an alert.
@@ -130,15 +135,17 @@ struct DevicePageRoutes: RelayRoutes {
         let strings = PageContext.now.strings
         let alert = error.map { #"<p id="device-error" class="error" role="alert">\#(HTMLText.escape($0))</p>"# } ?? ""
         let invalid = error == nil ? "" : #" aria-invalid="true" aria-describedby="device-error""#
-        return RelayResponse.html(status, title: strings[.deviceTitle], body: """
-            <h1>\(strings[.deviceTitle])</h1>
-            <p>\(strings[.deviceEntryIntro])</p>
-            \(alert)
-            <form method="post" action="/device">
-            <label for="user-code">\(strings[.deviceCodeLabel])</label>
-            <input id="user-code" name="user_code" value="\(HTMLText.escape(code))" autocomplete="off" autocapitalize="characters" maxlength="9"\(invalid)>
-            <button id="device-continue">\(strings[.continueButton])</button>
-            </form>
-            """)
+        return RelayResponse.html(
+            status, title: strings[.deviceTitle],
+            body: """
+                <h1>\(strings[.deviceTitle])</h1>
+                <p>\(strings[.deviceEntryIntro])</p>
+                \(alert)
+                <form method="post" action="/device">
+                <label for="user-code">\(strings[.deviceCodeLabel])</label>
+                <input id="user-code" name="user_code" value="\(HTMLText.escape(code))" autocomplete="off" autocapitalize="characters" maxlength="9"\(invalid)>
+                <button id="device-continue">\(strings[.continueButton])</button>
+                </form>
+                """)
     }
 }

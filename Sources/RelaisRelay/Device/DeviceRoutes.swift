@@ -56,11 +56,13 @@ struct DeviceRoutes: RelayRoutes {
             let userCode = UserCode.random()
             guard try await sessions.saveDeviceRequest(record, deviceCode: deviceCode, userCode: userCode) else { continue }
             let complete = FormParameters.url(issuer + "/device", adding: [("user_code", userCode.display)])
-            return RelayResponse.json(.ok, .object([
-                "device_code": .string(deviceCode), "user_code": .string(userCode.display), "verification_uri": .string(issuer + "/device"),
-                "verification_uri_complete": .string(complete), "expires_in": .number(Double(lifetime.components.seconds)),
-                "interval": .number(Double(sessions.settings.devicePollInterval.components.seconds)),
-            ]))
+            return RelayResponse.json(
+                .ok,
+                .object([
+                    "device_code": .string(deviceCode), "user_code": .string(userCode.display), "verification_uri": .string(issuer + "/device"),
+                    "verification_uri_complete": .string(complete), "expires_in": .number(Double(lifetime.components.seconds)),
+                    "interval": .number(Double(sessions.settings.devicePollInterval.components.seconds)),
+                ]))
         }
         throw RelayError(.temporarilyUnavailable, "no free user code right now; retry shortly")
     }

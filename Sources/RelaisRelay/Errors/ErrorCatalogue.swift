@@ -1,6 +1,6 @@
 import HTTPTypes
-import RelaisHTTPClient
 import RelaisAttest
+import RelaisHTTPClient
 import RelaisJOSE
 import RelaisOIDC
 import RelaisStore

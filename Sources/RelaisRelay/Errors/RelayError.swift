@@ -2,10 +2,10 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import RelaisHTTPClient
-import RelaisServer
-import RelaisOIDC
-import RelaisStore
 import RelaisJOSE
+import RelaisOIDC
+import RelaisServer
+import RelaisStore
 
 /// Every refusal the relay gives, in one vocabulary: a stable ``Code`` (with its status and the
 /// sentence for app developers, from which docs/errors.md is generated) and a description naming
@@ -199,13 +199,15 @@ struct RelayError: Error, Sendable, Equatable {
     func page(requestID: String) -> Response {
         let page = PageContext.now
         let strings = page.strings
-        var response = page.render(code.status, title: strings[.errorTitle], content: """
-            <h1>\(strings[.errorHeading])</h1>
-            <p id="error-message">\(HTMLText.escape(strings.message(self)))</p>
-            <p>\(strings[.errorAdvice])</p>
-            <p>\(strings[.codeLabel]) : <code id="error-code">\(HTMLText.escape(code.wireCode))</code><br>
-            \(strings[.referenceLabel]) : <code id="request-id">\(HTMLText.escape(requestID))</code></p>
-            """)
+        var response = page.render(
+            code.status, title: strings[.errorTitle],
+            content: """
+                <h1>\(strings[.errorHeading])</h1>
+                <p id="error-message">\(HTMLText.escape(strings.message(self)))</p>
+                <p>\(strings[.errorAdvice])</p>
+                <p>\(strings[.codeLabel]) : <code id="error-code">\(HTMLText.escape(code.wireCode))</code><br>
+                \(strings[.referenceLabel]) : <code id="request-id">\(HTMLText.escape(requestID))</code></p>
+                """)
         for field in headers { response.headers.append(field) }
         return response
     }

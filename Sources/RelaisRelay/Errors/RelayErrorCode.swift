@@ -121,7 +121,8 @@ extension RelayError {
             case .accessDenied: "The person cancelled at the provider; at `/token` (device_code grant), the request was denied, or died after five wrong user codes."
             case .consentRequired, .interactionRequired: "Passed on as the provider sent it."
             case .transactionExpired: "The sign-in (or logout) is older than `relay.transaction_lifetime`, or this callback was already used (a replay)."
-            case .invalidClient: "Unknown `client_id`, or an app's HTTP Basic credentials that cannot be read or carry a password (apps are public clients: `client_id` and an empty password; answered with `WWW-Authenticate: Basic`); at `/attest/*`, an app whose `attestation` is `off`; at `/introspect`, an unknown resource server or a wrong secret (`WWW-Authenticate: Basic`)."
+            case .invalidClient:
+                "Unknown `client_id`, or an app's HTTP Basic credentials that cannot be read or carry a password (apps are public clients: `client_id` and an empty password; answered with `WWW-Authenticate: Basic`); at `/attest/*`, an app whose `attestation` is `off`; at `/introspect`, an unknown resource server or a wrong secret (`WWW-Authenticate: Basic`)."
             case .invalidGrant:
                 "The code is unknown, expired, used (a second use revokes the session the first opened), issued to another app, for another `redirect_uri`, or its PKCE verifier does not match; the code or refresh token is bound to a DPoP key (`dpop_jkt`, or a DPoP sign-in) and the proof is missing or by another key; the refresh token is unknown, of another app, or reused after `relay.refresh_grace` (which revokes the session); the session has ended, or was sealed with a session key no longer configured; a `device_code` Relais never issued, or that expired more than `relay.device_code_lifetime` ago (RFC 8628 §3.5), or issued to another app, or already used."
             case .unsupportedGrantType: "A `grant_type` other than `authorization_code`, `refresh_token` and `urn:ietf:params:oauth:grant-type:device_code`."
@@ -137,7 +138,8 @@ extension RelayError {
             case .invalidTarget: "The `target` is not one of the app's `web_targets` (exact match), or the app has none (outside development, where the demo page is the default)."
             case .invalidSessionCode:
                 "The session code is unknown, expired (60 s), already used, or its session has ended. The page never redirects to the target then."
-            case .unauthorizedClient: "The app is not registered for the device grant (`apps.<id>.device_grant`), or the approving app is not among its `device_approvers` (or is not attested when `device_approvers_attested` is set)."
+            case .unauthorizedClient:
+                "The app is not registered for the device grant (`apps.<id>.device_grant`), or the approving app is not among its `device_approvers` (or is not attested when `device_approvers_attested` is set)."
             case .authorizationPending: "Nobody has approved or denied the device's request yet (RFC 8628 §3.5)."
             case .slowDown: "The device polled sooner than `relay.device_poll_interval` after its previous poll."
             case .expiredToken: "The device code has expired (`relay.device_code_lifetime`) without being used."
@@ -149,7 +151,8 @@ extension RelayError {
             case .invalidUserCode:
                 "The user code is not 8 letters of RFC 8628's alphabet, no live request has it, or its second half is wrong (the fifth wrong one denies the device's request)."
             case .missingToken: "No `Authorization` header: the challenge is `Bearer realm=\"relais\"` with no error."
-            case .invalidToken: "Bad signature, not a Relais access token (`typ` must be `at+jwt`), expired, minted for another audience (`aud`: `/userinfo` needs Relais' issuer, `/auth` the `?aud=` or `forward_auth.audiences` of the guarded API), or its session has ended (revoked, logged out, idle or past its lifetime)."
+            case .invalidToken:
+                "Bad signature, not a Relais access token (`typ` must be `at+jwt`), expired, minted for another audience (`aud`: `/userinfo` needs Relais' issuer, `/auth` the `?aud=` or `forward_auth.audiences` of the guarded API), or its session has ended (revoked, logged out, idle or past its lifetime)."
             case .insufficientScope: "`/userinfo` without `openid`; `/auth?scope=…` not granted."
             case .tooManyRequests: "A rate limit (`rate_limit.*`) is reached; `Retry-After` says when to retry."
             case .temporarilyUnavailable:
@@ -183,7 +186,8 @@ extension RelayError {
             case .slowDown: "Add 5 seconds to the polling interval (RFC 8628 §3.5)."
             case .expiredToken: "Start again with `POST /device_authorization`."
             case .invalidUserCode: "Check the code shown on the device, or scan its QR code."
-            case .insufficientUserAuthentication: "Sign in again with `/authorize?acr_values=…` (and `max_age`) and the current `id_token_hint`; Relais picks the provider that gives the level."
+            case .insufficientUserAuthentication:
+                "Sign in again with `/authorize?acr_values=…` (and `max_age`) and the current `id_token_hint`; Relais picks the provider that gives the level."
             case .stepUpIdentityMismatch: "Tell the person the step-up must be done by the same person; keep using the current tokens."
             case .sessionNotFound: "Refresh the list (`GET /sessions`): the session is already gone."
             case .missingToken, .invalidToken: "Refresh the access token, or sign in again when the refresh fails."

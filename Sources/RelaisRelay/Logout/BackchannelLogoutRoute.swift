@@ -1,10 +1,10 @@
 import Hummingbird
 import Logging
+import RelaisConfig
 import RelaisHTTPClient
 import RelaisJOSE
 import RelaisOIDC
 import RelaisServer
-import RelaisConfig
 
 /// `POST /backchannel-logout` (OpenID Connect Back-Channel Logout 1.0): a provider that ended a
 /// person's session tells Relais server to server, and the Relais sessions opened from it end with

@@ -129,10 +129,12 @@ struct LogoutRoutes: RelayRoutes {
         let fields = ["client_id", "post_logout_redirect_uri", "state", "id_token_hint"].compactMap { name in
             parameters[name].map { #"<input type="hidden" name="\#(name)" value="\#(HTMLText.escape($0))">"# }
         }.joined()
-        return RelayResponse.html(.ok, title: strings[.logoutTitle], body: """
-            <h1>\(strings[.logoutTitle])</h1>
-            <p>\(strings.format(.logoutAsked, #"<strong id="logout-app">\#(HTMLText.escape(appName))</strong>"#))</p>
-            <form method="post" action="/logout/confirm">\(fields)<button id="logout-confirm">\(strings[.logoutConfirm])</button></form>
-            """)
+        return RelayResponse.html(
+            .ok, title: strings[.logoutTitle],
+            body: """
+                <h1>\(strings[.logoutTitle])</h1>
+                <p>\(strings.format(.logoutAsked, #"<strong id="logout-app">\#(HTMLText.escape(appName))</strong>"#))</p>
+                <form method="post" action="/logout/confirm">\(fields)<button id="logout-confirm">\(strings[.logoutConfirm])</button></form>
+                """)
     }
 }

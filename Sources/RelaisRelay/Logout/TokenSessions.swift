@@ -1,6 +1,6 @@
+import RelaisClock
 import RelaisConfig
 import RelaisJOSE
-import RelaisClock
 
 /// Finds the session a token names, for revocation and logout: a refresh token through its
 /// record, one of Relais' own access tokens or id_tokens through its signed `sid` (expired ones

@@ -30,7 +30,8 @@ extension PageStrings {
             .switchContinue: "Continuer en tant que {1}",
             .someoneElse: "une autre personne",
             .logoutTitle: "Se déconnecter ?",
-            .logoutAsked: "Un autre site vous a envoyé ici pour vous déconnecter de {1}. Si ce n'est pas vous qui l'avez demandé, fermez simplement cette page : vous resterez connecté.",
+            .logoutAsked:
+                "Un autre site vous a envoyé ici pour vous déconnecter de {1}. Si ce n'est pas vous qui l'avez demandé, fermez simplement cette page : vous resterez connecté.",
             .logoutConfirm: "Me déconnecter",
         ],
         messages: [

@@ -103,7 +103,8 @@ final class BearerAuthenticator: Sendable {
             let strings = [subject, clientID, sid, facts.scope, facts.acr ?? "", facts.providerID ?? "", facts.jkt ?? "", facts.attested ?? ""] + scopes + facts.audiences
             let outOfLine = strings.reduce(0) { $0 + ($1.utf8.count > 15 ? Self.block(32 + $1.utf8.count + 1) : 0) }
             let headers = Self.block(64) + Self.block(32 + 8 * MemoryLayout<HTTPField>.stride)
-            return Self.block(16 + 240) + headers + outOfLine + Self.block(32 + 16 * scopes.count) + Self.block(32 + 16 * facts.audiences.count) + Self.block(32 + introspection.count)
+            return Self.block(16 + 240) + headers + outOfLine + Self.block(32 + 16 * scopes.count) + Self.block(32 + 16 * facts.audiences.count)
+                + Self.block(32 + introspection.count)
         }
 
         static func block(_ bytes: Int) -> Int { max(32, (bytes + 8 + 15) & ~15) }

@@ -38,9 +38,10 @@ enum ForwardAuthQuery {
     /// RFC 6749 §3.3's scope-token: no `"` or `\`).
     private static func isList(_ value: String, scopeToken: Bool) -> Bool {
         let names = value.split(separator: " ", omittingEmptySubsequences: false)
-        return !value.isEmpty && names.allSatisfy { name in
-            !name.isEmpty && name.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E && !(scopeToken && ($0 == 0x22 || $0 == 0x5C)) }
-        }
+        return !value.isEmpty
+            && names.allSatisfy { name in
+                !name.isEmpty && name.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E && !(scopeToken && ($0 == 0x22 || $0 == 0x5C)) }
+            }
     }
 
     /// A parameter name as the error may repeat it: short, visible ASCII only.

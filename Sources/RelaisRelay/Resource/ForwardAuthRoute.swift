@@ -26,9 +26,12 @@ struct ForwardAuthRoute: RelayRoutes {
     static let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        let names = [settings.subjectHeader, settings.clientHeader, settings.acrHeader, settings.scopeHeader, settings.sessionHeader, settings.attestedHeader].map { HTTPField.Name($0)! }
+        let names = [settings.subjectHeader, settings.clientHeader, settings.acrHeader, settings.scopeHeader, settings.sessionHeader, settings.attestedHeader].map {
+            HTTPField.Name($0)!
+        }
         let check = Check(
-            bearer: bearer, webSessions: webSessions, apps: apps, checkSession: settings.checkSession, audiences: settings.audiences, names: names, acrOrders: acrOrders, trustedProxies: trustedProxies
+            bearer: bearer, webSessions: webSessions, apps: apps, checkSession: settings.checkSession, audiences: settings.audiences, names: names, acrOrders: acrOrders,
+            trustedProxies: trustedProxies
         )
         for method in Self.methods {
             router.on("/auth", method: method) { request, context in

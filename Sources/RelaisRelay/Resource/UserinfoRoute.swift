@@ -1,8 +1,8 @@
 import Hummingbird
+import RelaisClock
 import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer
-import RelaisClock
 
 /// `GET|POST /userinfo`: the identity claims stored at sign-in, filtered by the access token's
 /// scopes. The token must verify and its session must still be live. Errors follow RFC 6750.

@@ -1,5 +1,5 @@
-public import RelaisConfig
 import Metrics
+public import RelaisConfig
 import RelaisServer
 
 #if canImport(Glibc)

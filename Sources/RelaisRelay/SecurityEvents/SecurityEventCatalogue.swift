@@ -19,12 +19,14 @@ public enum SecurityEventCatalogue {
 
     static let eventFields: [String: String] = [
         "acr": "the authentication level the provider asserted",
-        "via": "how the session was opened: `code` (an app's sign-in) or `device` (another device's approved request); on `sign_in.succeeded`, `device` when the sign-in approved a device",
+        "via":
+            "how the session was opened: `code` (an app's sign-in) or `device` (another device's approved request); on `sign_in.succeeded`, `device` when the sign-in approved a device",
         "scope": "`app` (the session ended at Relais) or `provider` (the browser was also sent to the provider's logout)",
         "sessions": "how many sessions ended, as a string",
         "decision": "`approve` or `deny`",
         "platform": "`ios`, `android` or `dev` (the development attester) at `/attest/*`; `client_attestation` when the Client Attestation sent to `/token` was refused",
-        "limit": "which limit: `ip`, `client`, `user_codes_ip` (user-code guesses from one address or IPv6 /64), `user_codes_app` (from one signed-in app session) or `user_codes` (all anonymous ones)",
+        "limit":
+            "which limit: `ip`, `client`, `user_codes_ip` (user-code guesses from one address or IPv6 /64), `user_codes_app` (from one signed-in app session) or `user_codes` (all anonymous ones)",
     ]
 
     public static func markdown() -> String {

@@ -27,10 +27,11 @@ public enum SessionAdministration {
         var summaries: [Summary] = []
         for sid in try await sessions.sessions(ofSubject: subject, provider: provider) {
             guard let remaining = try await sessions.idleRemaining(sid), let record = try await sessions.session(sid) else { continue }  // ended since it was indexed
-            summaries.append(Summary(
-                sid: sid, clientID: record.clientID, providerID: record.providerID, acr: record.acr, createdAt: record.span.createdAt,
-                endsAt: record.span.expiresAt, idleRemaining: remaining
-            ))
+            summaries.append(
+                Summary(
+                    sid: sid, clientID: record.clientID, providerID: record.providerID, acr: record.acr, createdAt: record.span.createdAt,
+                    endsAt: record.span.expiresAt, idleRemaining: remaining
+                ))
         }
         return summaries.sorted { ($0.createdAt, $0.sid) < ($1.createdAt, $1.sid) }
     }

@@ -213,7 +213,8 @@ extension SessionRecord {
     /// The stored form (``CompactWriter``): about 40% smaller than the JSON it replaced.
     var stored: [UInt8] {
         var writer = CompactWriter(format: Self.compactFormat, capacity: 160 + sealedIdentity.utf8.count * 3 / 4)
-        let flags: UInt8 = (acr == nil ? 0 : 1) | (origin.attested == nil ? 0 : 2) | (origin.device == nil ? 0 : 4) | (span.refreshedAt == nil ? 0 : 8)
+        let flags: UInt8 =
+            (acr == nil ? 0 : 1) | (origin.attested == nil ? 0 : 2) | (origin.device == nil ? 0 : 4) | (span.refreshedAt == nil ? 0 : 8)
             | (origin.dpopKey == nil ? 0 : 16) | (origin.approvedBy == nil ? 0 : 32)
         writer.byte(flags)
         writer.string(clientID)

@@ -1,6 +1,6 @@
 import RelaisConfig
-import RelaisServer
 import RelaisHTTPClient
+import RelaisServer
 
 /// The rules of Relais' `/authorize` for apps (RFC 6749 §4.1, RFC 7636, RFC 8252), as a pure
 /// function of the parameters. An unknown client or redirect URI is answered with a page, never a

@@ -1,10 +1,10 @@
 import Hummingbird
 import Logging
+import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisOIDC
 import RelaisServer
-import RelaisConfig
 
 /// `GET|POST /authorize`: the app's request is checked, a login transaction is stored, and the
 /// browser goes to the provider with Relais' own `state`, `nonce` (and PKCE when the provider takes it).

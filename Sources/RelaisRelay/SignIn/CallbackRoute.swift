@@ -1,11 +1,11 @@
 import HTTPTypes
 import Hummingbird
 import Logging
+import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisOIDC
 import RelaisServer
-import RelaisConfig
 
 /// `GET /callback`: the provider sends the browser back. The transaction is consumed first (a
 /// replayed callback finds nothing), then the code is exchanged and every token checked; the app
@@ -165,9 +165,11 @@ struct CallbackRoute: RelayRoutes {
             .signInSucceeded, client: app.clientID, provider: app.upstream.providerID, subject: identity.subject, (identity.acr.map { [("acr", $0)] } ?? []) + [("via", "device")]
         )
         let strings = PageContext.now.strings
-        return RelayResponse.html(.ok, title: strings[.deviceApprovedHeading], body: """
-            <h1 id="device-approved">\(strings[.deviceApprovedHeading])</h1>
-            <p>\(strings[.deviceApprovedText])</p>
-            """)
+        return RelayResponse.html(
+            .ok, title: strings[.deviceApprovedHeading],
+            body: """
+                <h1 id="device-approved">\(strings[.deviceApprovedHeading])</h1>
+                <p>\(strings[.deviceApprovedText])</p>
+                """)
     }
 }

@@ -13,8 +13,10 @@ struct DigestKey: Hashable, Sendable {
     init(digest: [UInt8]) {
         precondition(digest.count == SHA256.byteCount, "a DigestKey is a SHA-256 digest")
         words = digest.withUnsafeBytes { raw in
-            (raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-             raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+            (
+                raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+            )
         }
     }
 

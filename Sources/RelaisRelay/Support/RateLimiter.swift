@@ -1,8 +1,8 @@
 import Hummingbird
 import Logging
+import RelaisClock
 import RelaisConfig
 import RelaisServer
-import RelaisClock
 
 /// Fixed-window request limits per client IP and per app, counted in the store so every instance
 /// shares them. When the store fails, requests pass: the endpoints need the store anyway and will

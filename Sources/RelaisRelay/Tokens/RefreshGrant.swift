@@ -1,9 +1,9 @@
 import Logging
+import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
-import RelaisClock
 
 /// `grant_type=refresh_token`: the refresh token rotates on every use. A session's refresh tokens
 /// are generations derived from its secret (``SessionTokens``), and a rotation is one

@@ -1,9 +1,9 @@
 import Hummingbird
+import Logging
 import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
-import Logging
 import RelaisServer
 
 /// `POST /admin/sessions/revoke` (`sub`, optional `provider`): ends every session of a person, as

@@ -65,10 +65,12 @@ struct SessionCodeRoutes: RelayRoutes {
         let target = try target(requested, app: app)
         let code = SessionStore.newToken(for: access.sid)
         try await sessions.saveSessionCode(code, .init(sid: access.sid, clientID: app.clientID, target: target))
-        return RelayResponse.json(.ok, .object([
-            "session_code": .string(code), "expires_in": .number(Double(SessionStore.sessionCodeLifetime.components.seconds)),
-            "session_uri": .string(FormParameters.url(issuer + "/session", adding: [("code", code)])), "target": .string(target),
-        ]))
+        return RelayResponse.json(
+            .ok,
+            .object([
+                "session_code": .string(code), "expires_in": .number(Double(SessionStore.sessionCodeLifetime.components.seconds)),
+                "session_uri": .string(FormParameters.url(issuer + "/session", adding: [("code", code)])), "target": .string(target),
+            ]))
     }
 
     /// The requested target, exactly as configured; without one, the app's first.
@@ -118,14 +120,16 @@ struct SessionCodeRoutes: RelayRoutes {
             let full = [claims["given_name"]?.stringValue, claims["family_name"]?.stringValue].compactMap { $0 }.joined(separator: " ")
             return HTMLText.escape(full.isEmpty ? claims["email"]?.stringValue ?? strings[.someoneElse] : full)
         }
-        return RelayResponse.html(.ok, title: strings[.switchTitle], body: """
-            <h1>\(strings[.switchTitle])</h1>
-            <p>\(strings.format(.switchSignedInAs, #"<strong id="signed-in-as">\#(name(signedIn))</strong>"#))
-            \(strings.format(.switchLinkSignsIn, #"<strong id="link-signs-in">\#(name(incoming))</strong>"#))</p>
-            <p>\(strings[.switchIgnore])</p>
-            <form method="post" action="/session"><input type="hidden" name="code" value="\(HTMLText.escape(code))">
-            <button id="session-switch">\(strings.format(.switchContinue, name(incoming)))</button></form>
-            """)
+        return RelayResponse.html(
+            .ok, title: strings[.switchTitle],
+            body: """
+                <h1>\(strings[.switchTitle])</h1>
+                <p>\(strings.format(.switchSignedInAs, #"<strong id="signed-in-as">\#(name(signedIn))</strong>"#))
+                \(strings.format(.switchLinkSignsIn, #"<strong id="link-signs-in">\#(name(incoming))</strong>"#))</p>
+                <p>\(strings[.switchIgnore])</p>
+                <form method="post" action="/session"><input type="hidden" name="code" value="\(HTMLText.escape(code))">
+                <button id="session-switch">\(strings.format(.switchContinue, name(incoming)))</button></form>
+                """)
     }
 }
 

@@ -1,5 +1,5 @@
-public import Hummingbird
 import HTTPTypes
+public import Hummingbird
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 public import Hummingbird
-public import RelaisHTTPClient
 import NIOCore
+public import RelaisHTTPClient
 
 extension FormParameters {
     /// The query string of a request (empty when it has none).

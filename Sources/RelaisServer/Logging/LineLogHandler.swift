@@ -36,7 +36,8 @@ public struct LineLogHandler: LogHandler {
         let timestamp = LogText.timestamp()
         switch format {
         case .json:
-            var line = "{\"ts\":\(LogText.quoted(timestamp)),\"level\":\(LogText.quoted(event.level.rawValue)),\"label\":\(LogText.quoted(label)),\"msg\":\(LogText.quoted(event.message.description))"
+            var line =
+                "{\"ts\":\(LogText.quoted(timestamp)),\"level\":\(LogText.quoted(event.level.rawValue)),\"label\":\(LogText.quoted(label)),\"msg\":\(LogText.quoted(event.message.description))"
             for (key, value) in fields where !["ts", "level", "label", "msg"].contains(key) {
                 line += ",\(LogText.quoted(key)):\(LogText.json(value))"
             }

@@ -54,11 +54,12 @@ public enum LogText {
     /// A metadata value for the text format: bare when unambiguous, quoted when empty or holding a
     /// space, a quote or an `=`.
     static func text(_ value: Logger.Metadata.Value) -> String {
-        let text = switch value {
-        case .string(let string): string
-        case .stringConvertible(let convertible): convertible.description
-        case .array, .dictionary: value.description
-        }
+        let text =
+            switch value {
+            case .string(let string): string
+            case .stringConvertible(let convertible): convertible.description
+            case .array, .dictionary: value.description
+            }
         guard text.isEmpty || text.unicodeScalars.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) else { return escaped(text) }
         return "\"" + escaped(text, quotes: true) + "\""
     }

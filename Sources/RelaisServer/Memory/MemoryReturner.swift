@@ -1,7 +1,8 @@
+public import ServiceLifecycle
+
 #if canImport(Glibc)
 import CMalloc
 #endif
-public import ServiceLifecycle
 
 /// Hands memory that glibc's allocator keeps after it was freed back to the system, every
 /// ``interval``.

@@ -1,6 +1,6 @@
 import HTTPTypes
-import Logging
 import Hummingbird
+import Logging
 import RelaisCrypto
 
 /// Gives each request an id: the caller's `X-Request-Id` when it is short and plain (so a load

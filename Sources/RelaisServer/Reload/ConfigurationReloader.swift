@@ -1,7 +1,7 @@
 public import Hummingbird
 public import Logging
-public import RelaisConfig
 import Metrics
+public import RelaisConfig
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
@@ -89,6 +89,7 @@ struct ReloadService: Service {
         let signals = await UnixSignalsSequence(trapping: .sighup)
         await withGracefulShutdownHandler {
             for await _ in signals.cancelOnGracefulShutdown() { await reloader.reload() }
-        } onGracefulShutdown: {}
+        } onGracefulShutdown: {
+        }
     }
 }

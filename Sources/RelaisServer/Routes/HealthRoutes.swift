@@ -59,8 +59,9 @@ struct MetricsRoute {
             if let bearerToken {
                 let presented = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil } ?? ""
                 guard ConstantTime.equals(presented, bearerToken) else {
-                    return Response(status: .unauthorized, headers: [.wwwAuthenticate: #"Bearer realm="metrics""#, .contentType: "text/plain; charset=utf-8"],
-                                    body: .init(byteBuffer: ByteBuffer(string: "metrics need the bearer token of metrics.bearer_token_file\n")))
+                    return Response(
+                        status: .unauthorized, headers: [.wwwAuthenticate: #"Bearer realm="metrics""#, .contentType: "text/plain; charset=utf-8"],
+                        body: .init(byteBuffer: ByteBuffer(string: "metrics need the bearer token of metrics.bearer_token_file\n")))
                 }
             }
             return Response(

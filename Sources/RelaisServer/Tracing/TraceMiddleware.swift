@@ -1,5 +1,5 @@
-public import Hummingbird
 import HTTPTypes
+public import Hummingbird
 public import Tracing
 
 /// One server span per request, the parent of its store and provider spans: `GET /callback`, with

@@ -7,10 +7,11 @@ import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisServer
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// Attestation-based client authentication through the relay's routes: a challenge, a platform
 /// proof (App Attest, Play Integrity, the development attester), the Client Attestation JWT, and
@@ -43,7 +44,10 @@ import Testing
 
         var jwk: String { String(decoding: JSONValue.object(key.publicJSON() ?? [:]).serialized(), as: UTF8.self) }
 
-        func pop(audience: String = Route.issuer, type: String = "oauth-client-attestation-pop+jwt", age: Double = 0, issuer: String? = nil, challenge: String? = nil, jti: String = SecureRandom.token(bits: 96), signer: JWK? = nil) throws -> String {
+        func pop(
+            audience: String = Route.issuer, type: String = "oauth-client-attestation-pop+jwt", age: Double = 0, issuer: String? = nil, challenge: String? = nil,
+            jti: String = SecureRandom.token(bits: 96), signer: JWK? = nil
+        ) throws -> String {
             var claims: [String: JSONValue] = ["aud": .string(audience), "jti": .string(jti), "iat": .number((clock.now - age).rounded(.down))]
             claims["iss"] = .string(issuer ?? clientID)
             if let challenge { claims["challenge"] = .string(challenge) }
@@ -130,7 +134,8 @@ import Testing
     static func refreshing(_ client: any TestClientProtocol, _ token: String, headers: HTTPFields) async throws -> TestResponse {
         var all = Route.formHeaders
         all.append(contentsOf: headers)
-        return try await client.execute(uri: "/token", method: .post, headers: all, body: Route.form([("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", token)]))
+        return try await client.execute(
+            uri: "/token", method: .post, headers: all, body: Route.form([("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", token)]))
     }
 
     /// The demo page offers the attested path only when every piece of it is there: the development
@@ -309,15 +314,19 @@ import Testing
             }
             func attest(_ data: [UInt8], object: [UInt8]? = nil) async throws -> TestResponse {
                 let object = try object ?? factory.attestation(clientDataHash: RelaisCrypto.SHA256.hash(data))
-                return try await Self.post(client, "/attest/apple", [
-                    ("client_id", "app"), ("key_id", keyID), ("attestation", Base64.encode(object)), ("client_data", Base64URL.encode(data)), ("jwk", instance.jwk),
-                ])
+                return try await Self.post(
+                    client, "/attest/apple",
+                    [
+                        ("client_id", "app"), ("key_id", keyID), ("attestation", Base64.encode(object)), ("client_data", Base64URL.encode(data)), ("jwk", instance.jwk),
+                    ])
             }
             func assert(_ data: [UInt8], counter: UInt32, key: String? = nil) async throws -> TestResponse {
                 let assertion = try factory.assertion(clientData: data, counter: counter)
-                return try await Self.post(client, "/attest/apple/assertion", [
-                    ("client_id", "app"), ("key_id", key ?? keyID), ("assertion", Base64.encode(assertion)), ("client_data", Base64URL.encode(data)), ("jwk", instance.jwk),
-                ])
+                return try await Self.post(
+                    client, "/attest/apple/assertion",
+                    [
+                        ("client_id", "app"), ("key_id", key ?? keyID), ("assertion", Base64.encode(assertion)), ("client_data", Base64URL.encode(data)), ("jwk", instance.jwk),
+                    ])
             }
 
             // Assertions need an attested key first.
@@ -329,7 +338,8 @@ import Testing
             #expect(Self.refusal(mismatch).2.hasPrefix("attestation_key_mismatch"))
             // Another app's attestation: each refusal carries the platform's code.
             let otherApp = clientData(try await Self.challenge(client))
-            let foreign = try await attest(otherApp, object: try factory.attestation(clientDataHash: RelaisCrypto.SHA256.hash(otherApp)) { $0.appID = "ABCDE12345.fr.example.other" })
+            let foreign = try await attest(
+                otherApp, object: try factory.attestation(clientDataHash: RelaisCrypto.SHA256.hash(otherApp)) { $0.appID = "ABCDE12345.fr.example.other" })
             #expect(Self.refusal(foreign).2.hasPrefix("apple_attestation_app_id"))
 
             let data = clientData(try await Self.challenge(client))
@@ -377,7 +387,8 @@ import Testing
             #expect(try DPoP.claims(try #require(Route.json(genuine)["client_attestation"]?.stringValue))["platform"] == .string("android"))
 
             #expect(Self.refusal(try await attest(hashKey: "another-instance")).2.hasPrefix("play_integrity_nonce"))
-            #expect(Self.refusal(try await attest { $0["appIntegrity"]?.set("appRecognitionVerdict", .string("UNRECOGNIZED_VERSION")) }).2.hasPrefix("play_integrity_app_unrecognized"))
+            #expect(
+                Self.refusal(try await attest { $0["appIntegrity"]?.set("appRecognitionVerdict", .string("UNRECOGNIZED_VERSION")) }).2.hasPrefix("play_integrity_app_unrecognized"))
             #expect(Self.refusal(try await attest(requestType: "standard")).2.contains("service_account"))
             #expect(Self.refusal(try await attest(requestType: "other")).1 == "invalid_request")
         }

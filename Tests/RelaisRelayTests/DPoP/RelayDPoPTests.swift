@@ -5,10 +5,11 @@ import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisServer
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// DPoP (RFC 9449) end to end through the relay's routes: bound tokens at `/token`, proofs with
 /// them at `/userinfo` and `/auth`, one use per proof.
@@ -98,7 +99,8 @@ import Testing
             let proof = try key.proof("POST", Self.tokenURL)
             let next = try #require(Route.json(refreshed)["refresh_token"]?.stringValue)
             #expect(try await Self.refresh(client, next, proof: proof).status == .ok)
-            let replay = try await Self.refresh(client, try #require(Route.json(try await Self.refresh(client, next, proof: try key.proof("POST", Self.tokenURL)))["refresh_token"]?.stringValue), proof: proof)
+            let replay = try await Self.refresh(
+                client, try #require(Route.json(try await Self.refresh(client, next, proof: try key.proof("POST", Self.tokenURL)))["refresh_token"]?.stringValue), proof: proof)
             #expect(replay.status == .badRequest && Route.json(replay)["error"] == .string("invalid_dpop_proof"))
             #expect(Route.json(replay)["error_description"] == .string("this proof was already used (jti)"))
             let elsewhere = try await Self.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", Route.issuer + "/userinfo")])
@@ -117,7 +119,8 @@ import Testing
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let key = try AppKey(fixture.clock)
-            let access = try #require(Route.json(try await Self.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL)]))["access_token"]?.stringValue)
+            let access = try #require(
+                Route.json(try await Self.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL)]))["access_token"]?.stringValue)
             let userinfo = Route.issuer + "/userinfo"
             let ok = try await client.execute(
                 uri: "/userinfo", method: .get, headers: [.authorization: "DPoP \(access)", DPoPGuard.header: try key.proof("GET", userinfo, accessToken: access)]
@@ -208,7 +211,8 @@ import Testing
         let fixture = Route.Fixture { $0.server.trustedProxies = ["127.0.0.1/32", "::1/128"] }
         try await fixture.test(.live) { client in
             let key = try AppKey(fixture.clock)
-            let access = try #require(Route.json(try await Self.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL)]))["access_token"]?.stringValue)
+            let access = try #require(
+                Route.json(try await Self.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL)]))["access_token"]?.stringValue)
             let guarded: HTTPFields = [
                 HTTPField.Name("X-Forwarded-Method")!: "DELETE", HTTPField.Name("X-Forwarded-Proto")!: "https",
                 HTTPField.Name("X-Forwarded-Host")!: "api.example.fr", HTTPField.Name("X-Forwarded-Uri")!: "/orders/42?x=1",
@@ -229,12 +233,15 @@ import Testing
         let untrusting = Route.Fixture()
         try await untrusting.test(.live) { client in
             let key = try AppKey(untrusting.clock)
-            let access = try #require(Route.json(try await Self.redeem(untrusting, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL)]))["access_token"]?.stringValue)
-            let response = try await client.execute(uri: "/auth", method: .get, headers: [
-                .authorization: "DPoP \(access)", DPoPGuard.header: try key.proof("GET", "https://api.example.fr/x", accessToken: access),
-                HTTPField.Name("X-Forwarded-Method")!: "GET", HTTPField.Name("X-Forwarded-Proto")!: "https",
-                HTTPField.Name("X-Forwarded-Host")!: "api.example.fr", HTTPField.Name("X-Forwarded-Uri")!: "/x",
-            ])
+            let access = try #require(
+                Route.json(try await Self.redeem(untrusting, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL)]))["access_token"]?.stringValue)
+            let response = try await client.execute(
+                uri: "/auth", method: .get,
+                headers: [
+                    .authorization: "DPoP \(access)", DPoPGuard.header: try key.proof("GET", "https://api.example.fr/x", accessToken: access),
+                    HTTPField.Name("X-Forwarded-Method")!: "GET", HTTPField.Name("X-Forwarded-Proto")!: "https",
+                    HTTPField.Name("X-Forwarded-Host")!: "api.example.fr", HTTPField.Name("X-Forwarded-Uri")!: "/x",
+                ])
             #expect(response.status == .badRequest)
         }
     }

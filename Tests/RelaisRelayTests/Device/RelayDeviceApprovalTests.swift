@@ -4,11 +4,12 @@ import HummingbirdTesting
 import RelaisClock
 import RelaisConfig
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisServer
 import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// Finding 1 of the review: approving a device opens a session that outlives the approving token,
 /// so a stolen access token must not be enough. By default the token is DPoP-bound and proved, its

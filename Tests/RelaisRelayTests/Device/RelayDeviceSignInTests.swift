@@ -18,9 +18,11 @@ extension RelaySignInAndTokensChain {
             """
 
         func poll(_ harness: RelayHarness, _ deviceCode: String) async throws -> [String: JSONValue] {
-            let response = try await harness.post(harness.issuer + "/token", [
-                ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode), ("client_id", "tv"),
-            ])
+            let response = try await harness.post(
+                harness.issuer + "/token",
+                [
+                    ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode), ("client_id", "tv"),
+                ])
             return try #require(JSONValue.object(from: response.body))
         }
 

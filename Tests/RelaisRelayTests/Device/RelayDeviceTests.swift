@@ -6,11 +6,12 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisServer
 import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// Sign-in on another device (RFC 8628) through the relay's routes: the device's request and its
 /// polls, approval by a signed-in app, the person's pages, the QR code, and the limits on guessing.
@@ -66,7 +67,9 @@ import Testing
     }
 
     /// Approves (or inspects) with the phone's token: with a DPoP proof when it is bound.
-    static func approve(_ client: any TestClientProtocol, _ phone: Phone, _ userCode: String, decision: String? = nil, path: String = "/device/approve") async throws -> TestResponse {
+    static func approve(
+        _ client: any TestClientProtocol, _ phone: Phone, _ userCode: String, decision: String? = nil, path: String = "/device/approve"
+    ) async throws -> TestResponse {
         var fields = [("user_code", userCode)]
         if let decision { fields.append(("decision", decision)) }
         var headers = Route.formHeaders
@@ -209,7 +212,8 @@ import Testing
         let deviceCode = SessionStore.newToken(for: sid)
         let request = SessionStore.DeviceRequest(clientID: "tv", scopes: ["openid"], device: nil, expiresAt: fixture.clock.now + 600)
         #expect(try await sessions.saveDeviceRequest(request, deviceCode: deviceCode, userCode: UserCode.random()))
-        let session = SessionRecord(clientID: "tv", subject: "s", providerID: "fc", scopes: ["openid"], acr: nil, createdAt: 0, expiresAt: fixture.clock.now + 60, sealedIdentity: "x")
+        let session = SessionRecord(
+            clientID: "tv", subject: "s", providerID: "fc", scopes: ["openid"], acr: nil, createdAt: 0, expiresAt: fixture.clock.now + 60, sealedIdentity: "x")
         let opened = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<2 {
                 group.addTask {

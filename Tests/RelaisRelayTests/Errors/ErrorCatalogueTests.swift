@@ -3,10 +3,11 @@ import HTTPTypes
 import RelaisHTTPClient
 import RelaisJOSE
 import RelaisOIDC
-@testable import RelaisRelay
 import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 @Suite(.tags(.fast)) struct ErrorCatalogueTests {
     /// docs/errors.md is `relais errors --markdown`: regenerate it when this fails.
@@ -43,25 +44,35 @@ import Testing
             #expect(Set(catalogue).count == catalogue.count, "a code is listed twice")
             for code in codes { #expect(catalogue.contains(code), "\(code) is not catalogued") }
         }
-        check(StoreError.catalogue.map(\.code), [
-            StoreError.storeUnavailable(reason: ""), .wrongType(key: ""), .commandFailed(reason: ""), .shutdown,
-        ].map(\.code))
-        check(HTTPClientError.catalogue.map(\.code), [
-            HTTPClientError.timeout, .connectionRefused(host: ""), .dnsFailure(host: ""), .tls(reason: ""), .responseTooLarge(limit: 1),
-            .tooManyRedirects, .invalidURL, .incompleteResponse(host: ""), .shutdown, .transport(curlCode: 0, reason: ""),
-        ].map(\.code))
-        check(UpstreamError.catalogue.map(\.code), [
-            UpstreamError.unavailable(""), .invalidResponse(""), .rejected(error: "", description: ""), .idTokenRejected(.invalidSignature),
-            .userinfoRejected(""), .callbackRejected(""), .logoutTokenRejected(""),
-        ].map(\.code))
-        check(JOSEError.catalogue.map(\.code), [
-            JOSEError.malformedToken(reason: ""), .tokenTooLarge(limit: 1), .unsupportedAlgorithm(""), .unsupportedCriticalHeader([]),
-            .keyAlgorithmMismatch(reason: ""), .invalidSignature, .invalidKey(reason: ""), .noMatchingKey(reason: ""), .cryptoFailure(reason: ""),
-            .decryptionFailed, .keySetUnavailable(reason: ""),
-        ].map(\.code) + ClaimCheck.allCases.map { JOSEError.claimRejected(check: $0, reason: "").code })
-        check(DPoPProofError.catalogue.map(\.code), [
-            DPoPProofError.malformed(reason: ""), .wrongType, .unsupportedAlgorithm(""), .invalidKey(reason: ""), .invalidSignature, .methodMismatch,
-            .urlMismatch, .stale, .accessTokenHashMismatch, .nonceMismatch,
-        ].map(\.code))
+        check(
+            StoreError.catalogue.map(\.code),
+            [
+                StoreError.storeUnavailable(reason: ""), .wrongType(key: ""), .commandFailed(reason: ""), .shutdown,
+            ].map(\.code))
+        check(
+            HTTPClientError.catalogue.map(\.code),
+            [
+                HTTPClientError.timeout, .connectionRefused(host: ""), .dnsFailure(host: ""), .tls(reason: ""), .responseTooLarge(limit: 1),
+                .tooManyRedirects, .invalidURL, .incompleteResponse(host: ""), .shutdown, .transport(curlCode: 0, reason: ""),
+            ].map(\.code))
+        check(
+            UpstreamError.catalogue.map(\.code),
+            [
+                UpstreamError.unavailable(""), .invalidResponse(""), .rejected(error: "", description: ""), .idTokenRejected(.invalidSignature),
+                .userinfoRejected(""), .callbackRejected(""), .logoutTokenRejected(""),
+            ].map(\.code))
+        check(
+            JOSEError.catalogue.map(\.code),
+            [
+                JOSEError.malformedToken(reason: ""), .tokenTooLarge(limit: 1), .unsupportedAlgorithm(""), .unsupportedCriticalHeader([]),
+                .keyAlgorithmMismatch(reason: ""), .invalidSignature, .invalidKey(reason: ""), .noMatchingKey(reason: ""), .cryptoFailure(reason: ""),
+                .decryptionFailed, .keySetUnavailable(reason: ""),
+            ].map(\.code) + ClaimCheck.allCases.map { JOSEError.claimRejected(check: $0, reason: "").code })
+        check(
+            DPoPProofError.catalogue.map(\.code),
+            [
+                DPoPProofError.malformed(reason: ""), .wrongType, .unsupportedAlgorithm(""), .invalidKey(reason: ""), .invalidSignature, .methodMismatch,
+                .urlMismatch, .stale, .accessTokenHashMismatch, .nonceMismatch,
+            ].map(\.code))
     }
 }

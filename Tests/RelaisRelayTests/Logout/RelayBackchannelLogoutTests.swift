@@ -29,7 +29,9 @@ extension RelaySessionsAndProvidersChain {
             }
 
             /// A logout token as the provider would write it; `change` edits the claims first.
-            func logoutToken(subject: String?, sid: String? = nil, key: JWK? = nil, typ: String? = "logout+jwt", _ change: (inout [String: JSONValue]) -> Void = { _ in }) throws -> String {
+            func logoutToken(
+                subject: String?, sid: String? = nil, key: JWK? = nil, typ: String? = "logout+jwt", _ change: (inout [String: JSONValue]) -> Void = { _ in }
+            ) throws -> String {
                 var claims: [String: JSONValue] = [
                     "iss": .string(harness.providerIssuer), "aud": .string("relais"), "iat": .number(harness.clock.now.rounded(.down)),
                     "jti": .string(SecureRandom.token(bits: 128)),
@@ -114,14 +116,22 @@ extension RelaySessionsAndProvidersChain {
             let cases: [(String, String)] = [
                 (try setup.logoutToken(subject: subject, key: otherKey), "provider_logout_token_rejected: jose_invalid_signature: the signature does not verify"),
                 (try setup.logoutToken(subject: subject) { $0["aud"] = .string("another-client") }, "provider_logout_token_rejected: jwt_aud:"),
-                (try setup.logoutToken(subject: subject) { $0["iat"] = .number(setup.harness.clock.now.rounded(.down) - 3600) }, "provider_logout_token_rejected: jwt_iat: issued 3600 s ago, more than the allowed 300 s"),
+                (
+                    try setup.logoutToken(subject: subject) { $0["iat"] = .number(setup.harness.clock.now.rounded(.down) - 3600) },
+                    "provider_logout_token_rejected: jwt_iat: issued 3600 s ago, more than the allowed 300 s"
+                ),
                 (try setup.logoutToken(subject: subject) { $0["iat"] = nil }, "provider_logout_token_rejected: jwt_iat:"),
                 (try setup.logoutToken(subject: subject) { $0["exp"] = .number(setup.harness.clock.now - 60) }, "provider_logout_token_rejected: jwt_exp:"),
                 (try setup.logoutToken(subject: subject) { $0["jti"] = nil }, "provider_logout_token_rejected: jwt_required: claim 'jti' is missing"),
                 (try setup.logoutToken(subject: subject) { $0["events"] = nil }, "provider_logout_token_rejected: jwt_required: claim 'events' is missing"),
-                (try setup.logoutToken(subject: subject) { $0["events"] = .object(["http://schemas.openid.net/event/other": .object([:])]) },
-                 "provider_logout_token_rejected: events has no http://schemas.openid.net/event/backchannel-logout member"),
-                (try setup.logoutToken(subject: subject) { $0["nonce"] = .string("n-0123456789012345678901") }, "provider_logout_token_rejected: a logout token must not carry a nonce"),
+                (
+                    try setup.logoutToken(subject: subject) { $0["events"] = .object(["http://schemas.openid.net/event/other": .object([:])]) },
+                    "provider_logout_token_rejected: events has no http://schemas.openid.net/event/backchannel-logout member"
+                ),
+                (
+                    try setup.logoutToken(subject: subject) { $0["nonce"] = .string("n-0123456789012345678901") },
+                    "provider_logout_token_rejected: a logout token must not carry a nonce"
+                ),
                 (try setup.logoutToken(subject: nil), "provider_logout_token_rejected: neither sub nor sid names whom to log out"),
                 (try setup.logoutToken(subject: subject, typ: "JWT"), "provider_logout_token_rejected: typ is 'jwt', not logout+jwt"),
                 (try setup.logoutToken(subject: subject) { $0["iss"] = .string("https://unknown.example/op") }, "no provider with back-channel logout enabled issued this token"),
@@ -172,7 +182,8 @@ extension RelaySessionsAndProvidersChain {
                 "iss": .string(harness.providerIssuer), "aud": .string("relais"), "iat": .number(harness.clock.now), "jti": .string("j1"),
                 "sub": .string(subject), "events": .object(["http://schemas.openid.net/event/backchannel-logout": .object([:])]),
             ])
-            let response = try await harness.post(harness.issuer + "/backchannel-logout", [("logout_token", try JWS.sign(payload: claims.serialized(), with: key, algorithm: .es256))])
+            let response = try await harness.post(
+                harness.issuer + "/backchannel-logout", [("logout_token", try JWS.sign(payload: claims.serialized(), with: key, algorithm: .es256))])
             #expect(response.status == 400)
             #expect(JSONValue.object(from: response.body)?["error_description"] == .string("no provider with back-channel logout enabled issued this token"))
             #expect(try await harness.userinfo(accessToken).status == 200)

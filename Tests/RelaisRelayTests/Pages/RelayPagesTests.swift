@@ -4,10 +4,11 @@ import Hummingbird
 import HummingbirdTesting
 import RelaisConfig
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisServer
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// Relais' pages for people: one language per page (French by default, English when the browser or
 /// the app asks), the operator's look, a label on every field, errors announced.
@@ -15,20 +16,21 @@ import Testing
     typealias Route = RelayRouteTests
     static let acceptLanguage = HTTPField.Name("Accept-Language")!
 
-    @Test(arguments: [
-        (nil, nil, PageLanguage.fr),
-        (nil, "en-GB,en;q=0.9", .en),
-        (nil, "de-DE, en;q=0.5, fr;q=0.4", .en),
-        (nil, "en;q=0.4, fr-FR;q=0.8", .fr),
-        (nil, "de, it", .fr),
-        (nil, "en;q=0, fr;q=0.1", .fr),
-        (nil, "en;q=2", .fr),
-        (nil, "en;q=abc", .fr),
-        (nil, ",,;q=,en", .en),
-        ("en", "fr", .en),
-        ("de en-US", nil, .en),
-        ("de it", "en", .en),
-    ] as [(String?, String?, PageLanguage)])
+    @Test(
+        arguments: [
+            (nil, nil, PageLanguage.fr),
+            (nil, "en-GB,en;q=0.9", .en),
+            (nil, "de-DE, en;q=0.5, fr;q=0.4", .en),
+            (nil, "en;q=0.4, fr-FR;q=0.8", .fr),
+            (nil, "de, it", .fr),
+            (nil, "en;q=0, fr;q=0.1", .fr),
+            (nil, "en;q=2", .fr),
+            (nil, "en;q=abc", .fr),
+            (nil, ",,;q=,en", .en),
+            ("en", "fr", .en),
+            ("de en-US", nil, .en),
+            ("de it", "en", .en),
+        ] as [(String?, String?, PageLanguage)])
     func theLanguageIsNegotiated(uiLocales: String?, acceptLanguage: String?, expected: PageLanguage) {
         #expect(PageLanguage.negotiate(uiLocales: uiLocales, acceptLanguage: acceptLanguage, fallback: .fr) == expected)
     }
@@ -176,7 +178,8 @@ import Testing
             add("/device denied", try await client.execute(uri: "/device/deny", method: .post, headers: posted, body: Route.form([("user_code", started.userCode)])))
 
             // Two people: this browser's, and the one a link would sign in instead.
-            let mine = try RelaySessionCodeTests.cookie(try await CrossSite.open(client, try await CrossSite.code(client, try await CrossSite.tokens(fixture, client)), headers: [:]))
+            let mine = try RelaySessionCodeTests.cookie(
+                try await CrossSite.open(client, try await CrossSite.code(client, try await CrossSite.tokens(fixture, client)), headers: [:]))
             let theirs = try await CrossSite.code(client, try await CrossSite.tokens(fixture, client, subject: "sub-2"))
             var withMine: HTTPFields = [CrossSite.cookieHeader: "\(WebSessionAuthenticator.cookieName)=\(mine)"]
             withMine.append(contentsOf: asked)

@@ -4,9 +4,10 @@ import HummingbirdTesting
 import RelaisClock
 import RelaisConfig
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// What APIs and gateways rely on: a token opens only what it was minted for.
 @Suite(.tags(.fast)) struct RelayResourceTests {

@@ -2,10 +2,11 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import RelaisCrypto
-@testable import RelaisJOSE
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisJOSE
+@testable import RelaisRelay
 
 /// How `/auth`, `/userinfo` and `/introspect` read the credentials they are given: on the bytes,
 /// since a gateway sends them with every request, and refusing what they cannot read.
@@ -98,7 +99,10 @@ import Testing
         #expect(read?.id == "orders:api" && read?.secret == "sécret:with colon")
         #expect(IntrospectRoute.basicCredentials("Basic " + Base64.encode(Array("a:".utf8)))! == ("a", ""))
         // No colon, not base64, not UTF-8, an undecodable escape, another scheme.
-        for refused in ["Basic " + Base64.encode(Array("nocolon".utf8)), "Basic ***", "Basic " + Base64.encode([0xFF, 0x3A, 0x61]), "Basic " + Base64.encode(Array("a%zz:b".utf8)), "Bearer YTpi"] {
+        for refused in [
+            "Basic " + Base64.encode(Array("nocolon".utf8)), "Basic ***", "Basic " + Base64.encode([0xFF, 0x3A, 0x61]), "Basic " + Base64.encode(Array("a%zz:b".utf8)),
+            "Bearer YTpi",
+        ] {
             #expect(IntrospectRoute.basicCredentials(refused) == nil, "\(refused)")
         }
     }

@@ -6,12 +6,13 @@ import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
-import RelaisStore
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisServer
+import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// The security event log (docs/security-events.md): its line, and the events of each flow,
 /// through the relay's routes on the manual clock.

@@ -1,8 +1,9 @@
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// Session records in their compact stored form: every field comes back, JSON records written
 /// before still read, and a damaged record reads as absent (never a trap, never a wrong session).
@@ -29,10 +30,11 @@ import Testing
             && a.span == b.span && a.sealedIdentity == b.sealedIdentity && a.origin == b.origin
     }
 
-    @Test(arguments: [
-        (nil, nil, nil), ("eidas1", nil, nil), ("eidas2", ClientAttested(platform: "ios", thumbprint: "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"), "Pixel 9 de Léa"),
-        (nil, nil, "iPhone"),
-    ] as [(String?, ClientAttested?, String?)])
+    @Test(
+        arguments: [
+            (nil, nil, nil), ("eidas1", nil, nil), ("eidas2", ClientAttested(platform: "ios", thumbprint: "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"), "Pixel 9 de Léa"),
+            (nil, nil, "iPhone"),
+        ] as [(String?, ClientAttested?, String?)])
     func everyFieldComesBack(acr: String?, attested: ClientAttested?, device: String?) throws {
         let record = Self.record(sealed: try Self.sealed(), acr: acr, attested: attested, device: device)
         let stored = record.stored
@@ -86,7 +88,8 @@ import Testing
     @Test func aSealedHeaderIsStoredAsItsKeyIDOnlyWhenItIsRelaisOwn() throws {
         let own = try Self.sealed()
         let other = try JWE.encrypt(Array("{}".utf8), to: Self.key, keyAlgorithm: .direct, contentAlgorithm: .a256GCM, extraHeader: ["cty": .string("x")])
-        let noKeyID = try JWE.encrypt(Array("{}".utf8), to: JWK(symmetric: Array(repeating: 7, count: 32), keyID: nil, algorithm: "dir"), keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
+        let noKeyID = try JWE.encrypt(
+            Array("{}".utf8), to: JWK(symmetric: Array(repeating: 7, count: 32), keyID: nil, algorithm: "dir"), keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
         for sealed in [own, other, noKeyID] {
             let back = try #require(SessionRecord(stored: Self.record(sealed: sealed).stored))
             #expect(back.sealedIdentity == sealed)

@@ -1,9 +1,10 @@
 import RelaisHTTPClient
-import RelaisServer
 import RelaisJOSE
-@testable import RelaisStore
+import RelaisServer
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisStore
 
 /// Three relay instances on one real Redis Cluster (3 masters, 3 replicas): sign-ins whose steps
 /// cross instances and slots, refreshes and revocations, then a master killed mid-run.

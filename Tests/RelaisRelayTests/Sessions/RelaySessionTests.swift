@@ -19,7 +19,9 @@ extension RelaySessionsAndProvidersChain {
                 audiences: [billing-api]
             """
 
-        private func introspect(_ harness: RelayHarness, _ token: String, as server: String = "orders", secret: String = "orders-introspection-secret", hint: String? = nil) async throws -> HTTPClientResponse {
+        private func introspect(
+            _ harness: RelayHarness, _ token: String, as server: String = "orders", secret: String = "orders-introspection-secret", hint: String? = nil
+        ) async throws -> HTTPClientResponse {
             var fields = [("token", token)]
             if let hint { fields.append(("token_type_hint", hint)) }
             let credentials = Base64.encode(Array("\(server):\(secret)".utf8))
@@ -87,7 +89,8 @@ extension RelaySessionsAndProvidersChain {
             // Gateways ask with the guarded request's method (nginx, Envoy), and Envoy's path_prefix
             // appends the guarded path and query: every method and /auth/... are answered alike.
             func guarded(_ method: HTTPClientRequest.Method, _ path: String, token: String?) async throws -> HTTPClientResponse {
-                try await harness.http.send(HTTPClientRequest(method: method, url: harness.issuer + path, headers: token.map { [(name: "Authorization", value: "Bearer \($0)")] } ?? []))
+                try await harness.http.send(
+                    HTTPClientRequest(method: method, url: harness.issuer + path, headers: token.map { [(name: "Authorization", value: "Bearer \($0)")] } ?? []))
             }
             for method: HTTPClientRequest.Method in [.post, .put, .delete] {
                 let asked = try await guarded(method, "/auth", token: accessToken)
@@ -159,9 +162,12 @@ extension RelaySessionsAndProvidersChain {
             let harness = try await RelayHarness.launch()
             let tokens = try await harness.tokens()
             let idToken = try #require(tokens["id_token"]?.stringValue)
-            let logout = try await harness.get(FormParameters.url(harness.issuer + "/logout", adding: [
-                ("client_id", "app"), ("post_logout_redirect_uri", "com.example.app:/logged-out"), ("state", "bye"), ("id_token_hint", idToken),
-            ]))
+            let logout = try await harness.get(
+                FormParameters.url(
+                    harness.issuer + "/logout",
+                    adding: [
+                        ("client_id", "app"), ("post_logout_redirect_uri", "com.example.app:/logged-out"), ("state", "bye"), ("id_token_hint", idToken),
+                    ]))
             #expect(logout.status == 302)
             let toProvider = try #require(logout.header("location"))
             #expect(toProvider.hasPrefix(harness.providerIssuer + "/session/end?"))
@@ -197,7 +203,8 @@ extension RelaySessionsAndProvidersChain {
             let unknownState = try await harness.get(harness.issuer + "/logout/callback?state=made-up")
             #expect(unknownState.status == 400 && unknownState.bodyText.contains("transaction_expired"))
             let credentials = Base64.encode(Array("orders:orders-introspection-secret".utf8))
-            let noToken = try await harness.post(harness.issuer + "/introspect", [("token_type_hint", "access_token")], headers: [(name: "Authorization", value: "Basic \(credentials)")])
+            let noToken = try await harness.post(
+                harness.issuer + "/introspect", [("token_type_hint", "access_token")], headers: [(name: "Authorization", value: "Basic \(credentials)")])
             #expect(noToken.status == 400 && oauthError(noToken) == "invalid_request")
             let revokeNoToken = try await harness.post(harness.issuer + "/revoke", [("client_id", "app")])
             #expect(revokeNoToken.status == 400 && oauthError(revokeNoToken) == "invalid_request")
@@ -224,7 +231,8 @@ extension RelaySessionsAndProvidersChain {
         @Test func apiLogoutWithABearerOrARefreshToken() async throws {
             let harness = try await RelayHarness.launch()
             let first = try await harness.tokens()
-            let viaBearer = try await harness.http.send(HTTPClientRequest(method: .post, url: harness.issuer + "/logout", headers: [(name: "Authorization", value: "Bearer \(first["access_token"]!.stringValue!)")]))
+            let viaBearer = try await harness.http.send(
+                HTTPClientRequest(method: .post, url: harness.issuer + "/logout", headers: [(name: "Authorization", value: "Bearer \(first["access_token"]!.stringValue!)")]))
             #expect(viaBearer.status == 204)
             #expect(try await harness.userinfo(first["access_token"]!.stringValue!).status == 401)
             let second = try await harness.tokens()
@@ -233,7 +241,7 @@ extension RelaySessionsAndProvidersChain {
             #expect(try await harness.refresh(second["refresh_token"]!.stringValue!).status == 400)
             #expect(try await harness.post(harness.issuer + "/logout", [("client_id", "app"), ("refresh_token", "unknown")]).status == 400)
         }
-    
+
         @Test func anOperatorSignsAUserOutEverywhere() async throws {
             let redis = try await RedisServerProcess.launch()
             defer { redis.stop() }
@@ -246,7 +254,8 @@ extension RelaySessionsAndProvidersChain {
             let subject = try #require(accessClaims.subject)
             func sessions(_ arguments: [String]) async throws -> (status: Int32?, output: String) {
                 let output = FileManager.default.temporaryDirectory.appendingPathComponent("relais-sessions-\(UUID().uuidString)").path
-                let process = try ChildProcess.spawn(RelaisProcess.binary, ["sessions"] + arguments + ["--config", harness.relay.configPath, "--sub", subject], standardOutput: output)
+                let process = try ChildProcess.spawn(
+                    RelaisProcess.binary, ["sessions"] + arguments + ["--config", harness.relay.configPath, "--sub", subject], standardOutput: output)
                 let status = await process.exitStatus(within: .seconds(30))
                 return (status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
             }

@@ -2,8 +2,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import RelaisConfig
-import RelaisRelay
 import RelaisJOSE
+import RelaisRelay
 import RelaisStore
 import RelaisTestSupport
 import Testing
@@ -42,11 +42,18 @@ import Testing
 
 /// A production start-up says when Redis would lose the sessions on a restart.
 @Suite struct RedisPersistenceWarningTests {
-    @Test(arguments: [
-        (["--appendonly", "yes"], nil),
-        ([], "Redis runs without its append-only file (appendonly no) and without RDB snapshots: a Redis restart signs every user out; set appendonly yes (docs/operations.md)"),
-        (["--save", "900 1"], "Redis runs without its append-only file (appendonly no): a Redis restart loses the sessions opened since its last RDB snapshot (save 900 1); set appendonly yes (docs/operations.md)"),
-    ] as [([String], String?)])
+    @Test(
+        arguments: [
+            (["--appendonly", "yes"], nil),
+            (
+                [],
+                "Redis runs without its append-only file (appendonly no) and without RDB snapshots: a Redis restart signs every user out; set appendonly yes (docs/operations.md)"
+            ),
+            (
+                ["--save", "900 1"],
+                "Redis runs without its append-only file (appendonly no): a Redis restart loses the sessions opened since its last RDB snapshot (save 900 1); set appendonly yes (docs/operations.md)"
+            ),
+        ] as [([String], String?)])
     func theWarningFollowsRedisPersistence(arguments: [String], expected: String?) async throws {
         let redis = try await RedisServerProcess.launch(extraArguments: arguments)
         defer { redis.stop() }

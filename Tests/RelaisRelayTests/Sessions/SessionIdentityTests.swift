@@ -1,7 +1,8 @@
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// The sealed identity's plaintext: a compact form whose id_token segments are bytes, JSON
 /// identities sealed before still read (without a token secret), and damage reads as absent.

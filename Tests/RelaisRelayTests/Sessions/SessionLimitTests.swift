@@ -2,10 +2,11 @@ import HummingbirdTesting
 import RelaisClock
 import RelaisConfig
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// `sessions.max_per_subject`: one person's index of sessions never grows past the limit; a sign-in
 /// beyond it ends their oldest sessions, never the new one, and says so in security events.

@@ -3,10 +3,11 @@ import HummingbirdTesting
 import RelaisClock
 import RelaisCrypto
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// Session checks answered in process: the store is asked once, revocations through Relais are
 /// seen at once, and what is deleted behind Relais' back is seen within `SessionLiveness.maxAge`.

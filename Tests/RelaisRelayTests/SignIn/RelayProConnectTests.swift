@@ -1,9 +1,10 @@
 import Foundation
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 extension RelaySignInAndTokensChain {
     /// The `proconnect` preset against the development provider in ProConnect mode: an agent's claims

@@ -176,20 +176,21 @@ extension RelaySessionsAndProvidersChain {
             #expect(retry.status == 200 || JSONValue.object(from: retry.body)?["error"] == .string("invalid_grant"))
             _ = try await harness.tokens()
         }
-    
+
         @Test func relaisKeepsItsSessionsInARedisReachedOverTLS() async throws {
             let certificates = try await TestCertificates.make()
             let redis = try await RedisServerProcess.launch(tls: certificates, requireClientCertificate: true)
             defer { redis.stop() }
-            let harness = try await RelayHarness.launch(store: """
-                  kind: redis
-                  redis:
-                    url: \(redis.url)
-                    tls:
-                      ca_bundle: \(certificates.serverCertificate)
-                      client_certificate: \(certificates.clientCertificate)
-                      client_key: \(certificates.clientKey)
-                """)
+            let harness = try await RelayHarness.launch(
+                store: """
+                      kind: redis
+                      redis:
+                        url: \(redis.url)
+                        tls:
+                          ca_bundle: \(certificates.serverCertificate)
+                          client_certificate: \(certificates.clientCertificate)
+                          client_key: \(certificates.clientKey)
+                    """)
             let tokens = try await harness.tokens()
             let accessToken = try #require(tokens["access_token"]?.stringValue)
             #expect(try await harness.userinfo(accessToken).status == 200)
@@ -219,7 +220,10 @@ extension RelaySessionsAndProvidersChain {
             let basic = try await RelayHarness.launch(providerExtra: "    client_auth: client_secret_basic\n")
             let toRelay = try await basic.throughProvider(RelayHarness.AppRequest())
             let refused = try RelayHarness.query(try #require(try await basic.callback(toRelay).header("location")))
-            #expect(refused.oauthError?.hasPrefix("server_error: provider_rejected: the provider refused the code exchange (invalid_client: client authentication failed (client_secret_basic is not supported))") == true)
+            #expect(
+                refused.oauthError?.hasPrefix(
+                    "server_error: provider_rejected: the provider refused the code exchange (invalid_client: client authentication failed (client_secret_basic is not supported))")
+                    == true)
 
             let pkce = try await RelayHarness.launch(providerExtra: "    pkce: true\n")
             let start = try await pkce.get(FormParameters.url(pkce.issuer + "/authorize", adding: RelayHarness.AppRequest().parameters))

@@ -3,9 +3,10 @@ import RelaisClock
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// RFC 9470 step-up: a resource's challenge, then a sign-in at the provider that gives the level
 /// (FranceConnect to FranceConnect+), which replaces the app's session for the same person only.
@@ -107,7 +108,9 @@ extension RelaySignInAndTokensChain {
             let claims = try #require(JSONValue.object(from: try JWS.parse(secondAccess).payload))
             #expect(claims["acr"] == .string("eidas2") && claims["idp"] == .string("fcplus"))
             #expect(claims["sub"] != firstClaims["sub"])  // FranceConnect+ has its own subs
-            #expect(try await harness.http.send(HTTPClientRequest(url: harness.issuer + "/auth?acr=eidas2", headers: [(name: "Authorization", value: "Bearer " + secondAccess)])).status == 200)
+            #expect(
+                try await harness.http.send(HTTPClientRequest(url: harness.issuer + "/auth?acr=eidas2", headers: [(name: "Authorization", value: "Bearer " + secondAccess)])).status
+                    == 200)
             #expect(try await harness.userinfo(access).status == 401)
             #expect(try await harness.refresh(try #require(first["refresh_token"]?.stringValue)).status == 400)
 

@@ -1,6 +1,7 @@
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// The in-process cache behind verified tokens, opened identities and userinfo bodies: expiry, and
 /// its bound in bytes.

@@ -5,9 +5,10 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// RFC 6749 §2.3.1: a public client may name itself in HTTP Basic with an empty password, as
 /// requests-oauthlib does; `/token`, `/revoke` and `/device_authorization` accept it, and refuse

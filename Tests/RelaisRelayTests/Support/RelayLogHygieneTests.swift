@@ -73,7 +73,10 @@ extension RelaySignInAndTokensChain {
             let wrongBasic = "orders:wrong-\(introspectionSecret)"
             secrets.append(("wrong introspection secret", "wrong-\(introspectionSecret)"))
             #expect(try await harness.post(harness.issuer + "/introspect", [("token", newAccess)], headers: [(name: "Authorization", value: "Basic \(basic)")]).status == 200)
-            #expect(try await harness.post(harness.issuer + "/introspect", [("token", newAccess)], headers: [(name: "Authorization", value: "Basic \(Base64.encode(Array(wrongBasic.utf8)))")]).status == 401)
+            #expect(
+                try await harness.post(
+                    harness.issuer + "/introspect", [("token", newAccess)], headers: [(name: "Authorization", value: "Basic \(Base64.encode(Array(wrongBasic.utf8)))")]
+                ).status == 401)
 
             // Failed sign-ins log the reason: the reason must not carry the nonce or the subjects.
             for fault in ["id_token:wrong_nonce", "userinfo:sub_mismatch", "id_token:bad_signature", "token:malformed"] {
@@ -116,7 +119,8 @@ extension RelaySignInAndTokensChain {
             // base64url JSON object) then a dot. Random request ids may contain `eyJ` by chance
             // (about one test run in 200), never a dot.
             let jwtLeaked = log.split(separator: "eyJ").dropFirst().contains { part in
-                part.prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }.count >= 10 && part.drop { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }.hasPrefix(".")
+                part.prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }.count >= 10
+                    && part.drop { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }.hasPrefix(".")
             }
             #expect(!jwtLeaked, "a JWT appears in the relay log")
         }

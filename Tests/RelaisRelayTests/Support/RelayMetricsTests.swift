@@ -41,7 +41,8 @@ extension RelaySignInAndTokensChain {
             let revoked = try await harness.tokens()
             #expect(try await harness.post(harness.issuer + "/revoke", [("client_id", "app"), ("token", try #require(revoked["refresh_token"]?.stringValue))]).status == 200)
             let loggedOut = try await harness.tokens()
-            #expect(try await harness.post(harness.issuer + "/logout", [("client_id", "app"), ("refresh_token", try #require(loggedOut["refresh_token"]?.stringValue))]).status == 204)
+            #expect(
+                try await harness.post(harness.issuer + "/logout", [("client_id", "app"), ("refresh_token", try #require(loggedOut["refresh_token"]?.stringValue))]).status == 204)
 
             let metrics = try await harness.metrics()
             let signIns = #"relais_signins_total{provider="fc",client_id="app",outcome="#

@@ -1,6 +1,7 @@
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// `AuthorizationCodeGrant.decide`, row by row: the code as read (or the session it opened), what
 /// the app presented and the time, to the action. No store, no clock.
@@ -53,11 +54,17 @@ import Testing
         Row("every check passes", .open),
         // A code that is gone: never issued, expired, or redeemed already.
         Row("an unknown or expired code", unknown) { $0.record = nil },
-        Row("a code whose session is open: replayed", .endAsReplayed) { $0.record = nil; $0.openedBy = sid },
-        Row("a replay is told before the request's faults", .endAsReplayed) { $0.record = nil; $0.openedBy = sid; $0.verifier = "wrong" },
+        Row("a code whose session is open: replayed", .endAsReplayed) {
+            $0.record = nil; $0.openedBy = sid
+        },
+        Row("a replay is told before the request's faults", .endAsReplayed) {
+            $0.record = nil; $0.openedBy = sid; $0.verifier = "wrong"
+        },
         // The checks that burn the code, in their order.
         Row("another client", .burn("the code was issued to another client")) { $0.clientID = "other" },
-        Row("the client before the verifier", .burn("the code was issued to another client")) { $0.clientID = "other"; $0.verifier = "wrong" },
+        Row("the client before the verifier", .burn("the code was issued to another client")) {
+            $0.clientID = "other"; $0.verifier = "wrong"
+        },
         Row("another redirect_uri", .burn("redirect_uri differs from the authorization request")) { $0.redirectURI = redirect + "/" },
         Row("the redirect before the verifier", .burn("redirect_uri differs from the authorization request")) {
             $0.redirectURI = "https://other.example"
@@ -65,8 +72,12 @@ import Testing
         },
         Row("a wrong code_verifier", .burn("code_verifier does not match the code_challenge")) { $0.verifier = PKCE.makeVerifier() },
         Row("a bound code without a proof", otherKey) { $0.record?.app.redemption.dpopJKT = "k" },
-        Row("a bound code with another key's proof", otherKey) { $0.record?.app.redemption.dpopJKT = "k"; $0.proofKey = "k2" },
-        Row("a bound code with its key's proof", .open) { $0.record?.app.redemption.dpopJKT = "k"; $0.proofKey = "k" },
+        Row("a bound code with another key's proof", otherKey) {
+            $0.record?.app.redemption.dpopJKT = "k"; $0.proofKey = "k2"
+        },
+        Row("a bound code with its key's proof", .open) {
+            $0.record?.app.redemption.dpopJKT = "k"; $0.proofKey = "k"
+        },
         Row("an unbound code with a proof: the session is bound", .open) { $0.proofKey = "k" },
         Row("an attested instance", .open) { $0.attested = ClientAttested(platform: "android", thumbprint: "i") },
         Row("a device label", .open) { $0.record?.app.deviceName = "Pixel" },

@@ -4,11 +4,12 @@ import HummingbirdTesting
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisStore
 import RelaisTestSupport
 import Synchronization
 import Testing
+
+@testable import RelaisRelay
 
 /// Redeeming a code against a store that pauses or fails between any two calls.
 @Suite struct CodeRedemptionTests {
@@ -185,7 +186,11 @@ final class InterposedStore: KeyValueStore {
     }
 
     private func call<Result>(_ body: () async throws -> Result) async throws -> Result {
-        let index = Self.caller == .first ? gate.calls.withLock { $0 += 1; return $0 } : nil
+        let index =
+            Self.caller == .first
+            ? gate.calls.withLock {
+                $0 += 1; return $0
+            } : nil
         if let index, index == failFirstAt { throw StoreError.storeUnavailable(reason: "injected failure") }
         let result = try await body()
         if let index, index == pauseFirstAfter { await gate.pause() }
@@ -229,9 +234,11 @@ final class InterposedStore: KeyValueStore {
             let call = failingCall
             try await fixture.test { client in
                 // The session being stepped up, opened without failures.
-                let old = try #require(RelayRouteTests.json(try await client.execute(
-                    uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(try await CodeRedemptionTests.signIn(fixture))
-                ))["access_token"]?.stringValue)
+                let old = try #require(
+                    RelayRouteTests.json(
+                        try await client.execute(
+                            uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(try await CodeRedemptionTests.signIn(fixture))
+                        ))["access_token"]?.stringValue)
                 let oldSID = try #require(JSONValue.object(from: try JWS.parse(old).payload)?["sid"]?.stringValue)
                 let verifier = SecureRandom.token(bits: 256)
                 let app = AppRequest(

@@ -1,9 +1,10 @@
 import RelaisClock
 import RelaisConfig
-@testable import RelaisRelay
 import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// `DeviceCodeGrant.decide` row by row (the poll as the store answered it, the approving session as
 /// read, the time, to the action), the request's standing at the expiry edge, and the poll
@@ -86,13 +87,14 @@ import Testing
 
     /// The request's standing before its interval and decision are read: the client first, then
     /// the expiry, to its edge (a request is live strictly before `expiresAt`).
-    @Test(arguments: [
-        ("desk", 5299.999, nil),
-        ("desk", 5300, SessionStore.DevicePoll.expired),
-        ("desk", 9999, .expired),
-        ("other", 5000, .foreign),
-        ("other", 9999, .foreign),
-    ] as [(String, Double, SessionStore.DevicePoll?)])
+    @Test(
+        arguments: [
+            ("desk", 5299.999, nil),
+            ("desk", 5300, SessionStore.DevicePoll.expired),
+            ("desk", 9999, .expired),
+            ("other", 5000, .foreign),
+            ("other", 9999, .foreign),
+        ] as [(String, Double, SessionStore.DevicePoll?)])
     func standing(clientID: String, now: Double, expected: SessionStore.DevicePoll?) {
         #expect(SessionStore.DevicePoll.standing(of: Self.request, clientID: clientID, now: now) == expected)
     }

@@ -1,6 +1,7 @@
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// `RefreshGrant.decide`, row by row: the session as read, what the app presented and the time, to
 /// the action. No store, no clock: every branch and edge of the refresh rotation is one row.
@@ -59,33 +60,63 @@ import Testing
         Row("a generation beyond the live one", sessionEnded) { $0.generation = 4 },
         Row("a forged token naming the live session", sessionEnded) { $0.token = sid + ".3.AAAAAAAAAAAAAAAAAAAAAAAAAAA" },
         Row("a token of another secret", sessionEnded) { $0.secret = SessionTokens.newSecret() },
-        Row("a forged token of another client", sessionEnded) { $0.token = sid + ".3.x"; $0.clientID = "other" },
+        Row("a forged token of another client", sessionEnded) {
+            $0.token = sid + ".3.x"; $0.clientID = "other"
+        },
         // The client, then the DPoP binding.
         Row("another client", .refuse(.invalidGrant, .otherClient)) { $0.clientID = "other" },
-        Row("another client with a wrong key", .refuse(.invalidGrant, .otherClient)) { $0.clientID = "other"; $0.proofKey = "k" },
+        Row("another client with a wrong key", .refuse(.invalidGrant, .otherClient)) {
+            $0.clientID = "other"; $0.proofKey = "k"
+        },
         Row("a bound token without a proof", keyMismatch) { $0.session?.origin.dpopKey = "k" },
-        Row("a bound token with another key's proof", keyMismatch) { $0.session?.origin.dpopKey = "k"; $0.proofKey = "k2" },
+        Row("a bound token with another key's proof", keyMismatch) {
+            $0.session?.origin.dpopKey = "k"; $0.proofKey = "k2"
+        },
         Row("an unbound token with a proof", keyMismatch) { $0.proofKey = "k" },
-        Row("a bound token with its key's proof", .rotate) { $0.session?.origin.dpopKey = "k"; $0.proofKey = "k" },
+        Row("a bound token with its key's proof", .rotate) {
+            $0.session?.origin.dpopKey = "k"; $0.proofKey = "k"
+        },
         // A device session whose approver ended: before the generation is weighed.
-        Row("a device session whose approver ended", .endWithApprover) { $0.session?.origin.approvedBy = "approver"; $0.approverEnded = true },
-        Row("an old generation of a device session whose approver ended", .endWithApprover) { $0.approverEnded = true; $0.generation = 1 },
-        Row("the binding before the approver", keyMismatch) { $0.approverEnded = true; $0.proofKey = "k" },
+        Row("a device session whose approver ended", .endWithApprover) {
+            $0.session?.origin.approvedBy = "approver"; $0.approverEnded = true
+        },
+        Row("an old generation of a device session whose approver ended", .endWithApprover) {
+            $0.approverEnded = true; $0.generation = 1
+        },
+        Row("the binding before the approver", keyMismatch) {
+            $0.approverEnded = true; $0.proofKey = "k"
+        },
         // The previous generation: the grace window, to the second.
-        Row("the previous generation within the window", .resend) { $0.generation = 2; $0.now = 2001 },
-        Row("the previous generation at the window's very edge", .resend) { $0.generation = 2; $0.now = 2030 },
-        Row("the previous generation just past the window", .endAsReplayed) { $0.generation = 2; $0.now = 2030.001 },
-        Row("the previous generation of a session never rotated since an upgrade", .endAsReplayed) { $0.generation = 2; $0.session?.span.refreshedAt = nil },
-        Row("two generations old, within the window", .endAsReplayed) { $0.generation = 1; $0.now = 2001 },
-        Row("the sign-in's own token, long after", .endAsReplayed) { $0.generation = 0; $0.now = 500_000 },
-        Row("a replay before the attestation's fault", .endAsReplayed) { $0.generation = 1; $0.session?.origin.attested = ClientAttested(platform: "ios", thumbprint: "i") },
+        Row("the previous generation within the window", .resend) {
+            $0.generation = 2; $0.now = 2001
+        },
+        Row("the previous generation at the window's very edge", .resend) {
+            $0.generation = 2; $0.now = 2030
+        },
+        Row("the previous generation just past the window", .endAsReplayed) {
+            $0.generation = 2; $0.now = 2030.001
+        },
+        Row("the previous generation of a session never rotated since an upgrade", .endAsReplayed) {
+            $0.generation = 2; $0.session?.span.refreshedAt = nil
+        },
+        Row("two generations old, within the window", .endAsReplayed) {
+            $0.generation = 1; $0.now = 2001
+        },
+        Row("the sign-in's own token, long after", .endAsReplayed) {
+            $0.generation = 0; $0.now = 500_000
+        },
+        Row("a replay before the attestation's fault", .endAsReplayed) {
+            $0.generation = 1; $0.session?.origin.attested = ClientAttested(platform: "ios", thumbprint: "i")
+        },
         // What may be issued: the attested instance, then the scopes.
         Row("an attested session without attestation", notAttested) { $0.session?.origin.attested = ClientAttested(platform: "ios", thumbprint: "i") },
         Row("an attested session from another instance", notAttested) {
             $0.session?.origin.attested = ClientAttested(platform: "ios", thumbprint: "i")
             $0.attestedKey = "i2"
         },
-        Row("an attested session from its instance", .rotate) { $0.session?.origin.attested = ClientAttested(platform: "ios", thumbprint: "i"); $0.attestedKey = "i" },
+        Row("an attested session from its instance", .rotate) {
+            $0.session?.origin.attested = ClientAttested(platform: "ios", thumbprint: "i"); $0.attestedKey = "i"
+        },
         Row("a resend asks the attestation too", notAttested) {
             $0.generation = 2
             $0.session?.origin.attested = ClientAttested(platform: "ios", thumbprint: "i")
@@ -93,8 +124,12 @@ import Testing
         Row("the granted scopes", .rotate) { $0.scopes = ["openid", "profile"] },
         Row("narrower scopes", .rotate) { $0.scopes = ["openid"] },
         Row("a wider scope", .refuse(.invalidScope, nil)) { $0.scopes = ["openid", "email"] },
-        Row("a resend with a wider scope", .refuse(.invalidScope, nil)) { $0.generation = 2; $0.scopes = ["email"] },
-        Row("the attestation before the scopes", notAttested) { $0.session?.origin.attested = ClientAttested(platform: "ios", thumbprint: "i"); $0.scopes = ["email"] },
+        Row("a resend with a wider scope", .refuse(.invalidScope, nil)) {
+            $0.generation = 2; $0.scopes = ["email"]
+        },
+        Row("the attestation before the scopes", notAttested) {
+            $0.session?.origin.attested = ClientAttested(platform: "ios", thumbprint: "i"); $0.scopes = ["email"]
+        },
     ]
 
     @Test(arguments: rows)

@@ -5,10 +5,11 @@ import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// Refresh tokens derived from the session's secret (`SessionTokens`): generations, replays of any
 /// age, forgeries that name a live session, one store record per session, and sessions opened by
@@ -154,9 +155,12 @@ import Testing
         let token = SessionStore.newToken(for: sid)
         try await fixture.store.set(SessionStore.Key.session(sid), session.stored, ttl: .seconds(3600))
         let record = rotated ?? RefreshRecord(sid: sid, clientID: "app", jkt: nil)
-        try await fixture.store.set(SessionStore.Key.refreshToken(token), StoredJSON.encode(RefreshRecord(
-            sid: sid, clientID: record.clientID, rotatedAt: record.rotatedAt, sealedSuccessor: record.sealedSuccessor, jkt: record.jkt
-        )), ttl: .seconds(3600))
+        try await fixture.store.set(
+            SessionStore.Key.refreshToken(token),
+            StoredJSON.encode(
+                RefreshRecord(
+                    sid: sid, clientID: record.clientID, rotatedAt: record.rotatedAt, sealedSuccessor: record.sealedSuccessor, jkt: record.jkt
+                )), ttl: .seconds(3600))
         return (sid, token)
     }
 
@@ -171,7 +175,8 @@ import Testing
             let access = try #require(moved.body["access_token"]?.stringValue)
             #expect(try await Self.userinfo(client, access) == .ok)
             let session = try #require(try await fixture.sessions.session(sid))
-            let identity = try #require(SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions)).open(SessionIdentity.self, session.sealedIdentity))
+            let identity = try #require(
+                SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions)).open(SessionIdentity.self, session.sealedIdentity))
             #expect(identity.tokenSecret?.count == SessionTokens.secretBytes && identity.claims["given_name"]?.stringValue == "Angela" && identity.amr == ["fc"])
             // Within the window the old token gets the live one; the derived ones rotate on.
             #expect(try await Self.refresh(client, legacy).body["refresh_token"]?.stringValue == derived)

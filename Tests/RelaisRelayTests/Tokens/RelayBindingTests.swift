@@ -4,9 +4,10 @@ import HummingbirdTesting
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// Checks no other test guarded (issue 33, finding 16): a code and a refresh token serve only the
 /// app they were issued to, an access token must say `typ: at+jwt`, and a DPoP proof is good once

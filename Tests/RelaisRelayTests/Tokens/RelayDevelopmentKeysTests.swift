@@ -6,12 +6,13 @@ import RelaisClock
 import RelaisConfig
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisServer
 import RelaisStore
 import RelaisTestSupport
 import Synchronization
 import Testing
+
+@testable import RelaisRelay
 
 /// Generated development keys live in the store; when the store loses them (Redis restarted
 /// without persistence), instances converge on one key again instead of failing each other.
@@ -30,7 +31,9 @@ import Testing
     static func syncRound(_ relay: Relay) async throws {
         let waits = Mutex<[Duration]>([])
         let sync = RelayKeySync { interval in
-            let count = waits.withLock { $0.append(interval); return $0.count }
+            let count = waits.withLock {
+                $0.append(interval); return $0.count
+            }
             if count == 2 { throw CancellationError() }
         }
         sync.follow(relay)

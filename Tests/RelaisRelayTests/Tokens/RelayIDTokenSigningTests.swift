@@ -4,9 +4,10 @@ import NIOCore
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// OpenID Connect Discovery 1.0 §3: `id_token_signing_alg_values_supported` must include RS256.
 /// id_tokens are signed RS256 by Relais' RSA key unless the app asks for ES256; access tokens stay
@@ -48,7 +49,8 @@ import Testing
             #expect(try Self.header(id)["alg"] == .string("ES256"))
             #expect(try Self.header(access)["alg"] == .string("ES256"))
             // A refresh signs the new id_token the same way.
-            let refresh = try await RelayDPoPTests.refresh(client, try #require(Route.json(try await RelayDPoPTests.redeem(fixture, client, headers: [:]))["refresh_token"]?.stringValue), proof: nil)
+            let refresh = try await RelayDPoPTests.refresh(
+                client, try #require(Route.json(try await RelayDPoPTests.redeem(fixture, client, headers: [:]))["refresh_token"]?.stringValue), proof: nil)
             #expect(try Self.header(try #require(Route.json(refresh)["id_token"]?.stringValue))["alg"] == .string("ES256"))
         }
     }

@@ -20,7 +20,8 @@ extension RelaySignInAndTokensChain {
             func exchange(_ fields: [(String, String)]) async throws -> HTTPClientResponse { try await harness.post(token, fields) }
             let base = [("grant_type", "authorization_code"), ("client_id", "app"), ("redirect_uri", request.redirectURI)]
 
-            let notForm = try await harness.http.send(HTTPClientRequest(method: .post, url: token, headers: [(name: "Content-Type", value: "application/json")], body: Array("{}".utf8)))
+            let notForm = try await harness.http.send(
+                HTTPClientRequest(method: .post, url: token, headers: [(name: "Content-Type", value: "application/json")], body: Array("{}".utf8)))
             #expect(notForm.status == 400 && error(notForm) == "invalid_request")
             #expect(error(try await exchange(base + [("code", code)])) == "invalid_request")  // no code_verifier
             let unknownClient = try await exchange([("grant_type", "authorization_code"), ("client_id", "nobody"), ("code", code), ("code_verifier", request.verifier)])
@@ -105,10 +106,12 @@ extension RelaySignInAndTokensChain {
             let token = try #require(try await harness.tokens()["refresh_token"]?.stringValue)
             #expect(error(try await harness.refresh("unknown-token")) == "invalid_grant")
             #expect(error(try await harness.post(harness.issuer + "/token", [("grant_type", "refresh_token"), ("client_id", "app")])) == "invalid_request")
-            let wider = try await harness.post(harness.issuer + "/token", [("grant_type", "refresh_token"), ("refresh_token", token), ("client_id", "app"), ("scope", "openid phone")])
+            let wider = try await harness.post(
+                harness.issuer + "/token", [("grant_type", "refresh_token"), ("refresh_token", token), ("client_id", "app"), ("scope", "openid phone")])
             #expect(error(wider) == "invalid_scope")
             // The refusals above did not consume it; a narrower scope is allowed (RFC 6749 §6).
-            let narrower = try await harness.post(harness.issuer + "/token", [("grant_type", "refresh_token"), ("refresh_token", token), ("client_id", "app"), ("scope", "openid email")])
+            let narrower = try await harness.post(
+                harness.issuer + "/token", [("grant_type", "refresh_token"), ("refresh_token", token), ("client_id", "app"), ("scope", "openid email")])
             #expect(narrower.status == 200)
             let narrowed = try #require(JSONValue.object(from: narrower.body))
             #expect(narrowed["scope"] == .string("openid email"))

@@ -6,9 +6,10 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// The person's own sessions (`GET /sessions`, `DELETE /sessions/{id}`) and the operator's
 /// `POST /admin/sessions/revoke`, through the relay's routes on the manual clock.
@@ -117,7 +118,7 @@ import Testing
             #expect(try await admin([("sub", "sub-1")], token: nil).status == .unauthorized)
             #expect(try await admin([("sub", "sub-1")], token: Self.adminToken + "x").status == .unauthorized)
             #expect(try await admin([("sub", "sub-1")], token: first.access).status == .unauthorized)  // a user's token is not the admin's
-            #expect(Route.json(try await admin([])) ["error_description"] == .string("sub is missing"))
+            #expect(Route.json(try await admin([]))["error_description"] == .string("sub is missing"))
             #expect(Route.json(try await admin([("sub", "sub-1"), ("provider", "nope")]))["error_description"] == .string("provider 'nope' is not configured"))
             #expect(Route.json(try await admin([("sub", "sub-1"), ("sub", "sub-2")]))["error"] == .string("invalid_request"))
             let done = try await admin([("sub", "sub-1")])

@@ -6,11 +6,12 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisServer
 import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// Findings 3 and 8 of the review: what another site can make a browser do to a person's sessions.
 /// A session code opened cross-site, or over another person's web session, signs nobody in without

@@ -6,11 +6,12 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
-@testable import RelaisRelay
 import RelaisServer
 import RelaisStore
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisRelay
 
 /// Session codes: an app's tokens turned into a web session in its webview (`POST /session_code`,
 /// `GET /session`), and that session's cookie at `/auth`. The cookie opens nothing else.
@@ -166,7 +167,7 @@ import Testing
             let fresh = try #require(Route.json(try await Self.sessionCode(client, access))["session_code"]?.stringValue)
             let sid = try #require(SessionStore.sessionID(in: fresh))
             // Another random part with the same session, another session's id, no code, junk.
-            for forged in [SessionStore.newToken(for: sid), SessionStore.newToken(for: SessionStore.newSessionID()) , "", "junk", String(repeating: "a", count: 5000)] {
+            for forged in [SessionStore.newToken(for: sid), SessionStore.newToken(for: SessionStore.newSessionID()), "", "junk", String(repeating: "a", count: 5000)] {
                 let refused = try await Self.open(client, forged)
                 #expect(refused.status == .badRequest, "\(forged.prefix(40))")
                 #expect(refused.headers[.location] == nil)

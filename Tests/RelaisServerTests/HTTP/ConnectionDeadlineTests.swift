@@ -4,9 +4,10 @@ import NIOEmbedded
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
-@testable import RelaisServer
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisServer
 
 /// The connection deadlines on an embedded channel whose clock the test moves, behind the same
 /// HTTP/1 decoder as the server's (bytes in, so that a head can be trickled): header timeout from

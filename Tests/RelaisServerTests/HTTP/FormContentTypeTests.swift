@@ -1,8 +1,9 @@
 import HTTPTypes
 import RelaisHTTPClient
-@testable import RelaisServer
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisServer
 
 /// Which requests carry a form body: the media type read on the bytes, case-insensitively, with
 /// parameters allowed after it and nothing else.

@@ -1,9 +1,10 @@
 import Logging
-@testable import RelaisServer
 import RelaisTestSupport
 import ServiceLifecycle
 import Synchronization
 import Testing
+
+@testable import RelaisServer
 
 @Suite struct MemoryReturnerTests {
     /// One release after each wait, every round, until the wait is cut.

@@ -1,10 +1,11 @@
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import HummingbirdTesting
 import NIOCore
-@testable import RelaisServer
 import RelaisTestSupport
 import Testing
+
+@testable import RelaisServer
 
 /// RFC 9110 §15.5.6 through the application as `serve` assembles it (``RelaisApplication/makeRouter``):
 /// a known path with a method it does not serve is 405 with `Allow`; an unknown path stays 404.

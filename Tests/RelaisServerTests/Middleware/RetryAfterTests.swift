@@ -1,5 +1,5 @@
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import HummingbirdTesting
 import RelaisServer
 import RelaisTestSupport

@@ -1,12 +1,13 @@
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import HummingbirdTesting
 import InMemoryTracing
 import RelaisConfig
-@testable import RelaisServer
 import RelaisStore
 import Testing
 import Tracing
+
+@testable import RelaisServer
 
 /// The server span of each request, and its store spans, with swift-distributed-tracing's
 /// in-memory tracer over real loopback connections (the peer address decides whether an incoming
@@ -20,13 +21,15 @@ import Tracing
         _ body: @Sendable (any TestClientProtocol) async throws -> Void
     ) async throws -> [FinishedInMemorySpan] {
         let tracer = InMemoryTracer()
-        try await withApplication(testConfiguration { $0.server.trustedProxies = trustedProxies }, tracer: tracer, testing: .live, routes: { router, dependencies in
-            router.get("/things/{id}") { _, _ in
-                _ = try await dependencies.store.get("thing:secret-key")
-                return "ok"
-            }
-            router.get("/broken") { _, _ -> String in throw HTTPError(.serviceUnavailable) }
-        }, body)
+        try await withApplication(
+            testConfiguration { $0.server.trustedProxies = trustedProxies }, tracer: tracer, testing: .live,
+            routes: { router, dependencies in
+                router.get("/things/{id}") { _, _ in
+                    _ = try await dependencies.store.get("thing:secret-key")
+                    return "ok"
+                }
+                router.get("/broken") { _, _ -> String in throw HTTPError(.serviceUnavailable) }
+            }, body)
         return tracer.finishedSpans
     }
 
