@@ -20,18 +20,17 @@ struct AttestationRoutes: RelayRoutes {
     let events: SecurityEventLog
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.post("/attest/challenge") { request, context in
-            try await limiter.guarding(.json, request, context) {
-                let app = try await attestingApp(request, context).app
-                let challenge = SecureRandom.token(bits: 256)
-                try await sessions.saveChallenge(challenge, clientID: app.clientID)
-                return RelayResponse.json(
-                    .ok, .object(["attestation_challenge": .string(challenge), "expires_in": .number(Double(SessionStore.challengeLifetime.components.seconds))])
-                )
-            }
+        let json = router.surface(.json, limitedBy: limiter)
+        json.post("/attest/challenge") { request, context in
+            let app = try await attestingApp(request, context).app
+            let challenge = SecureRandom.token(bits: 256)
+            try await sessions.saveChallenge(challenge, clientID: app.clientID)
+            return RelayResponse.json(
+                .ok, .object(["attestation_challenge": .string(challenge), "expires_in": .number(Double(SessionStore.challengeLifetime.components.seconds))])
+            )
         }
         for attester in attesters {
-            router.post(RouterPath("/attest/" + attester.path)) { request, context in try await attest(request, context, attester) }
+            json.post(RouterPath("/attest/" + attester.path)) { request, context in try await attest(request, context, attester) }
         }
     }
 
@@ -46,29 +45,24 @@ struct AttestationRoutes: RelayRoutes {
 
     /// The common part: the instance key, the platform check, the Client Attestation JWT.
     private func attest(_ request: Request, _ context: RelaisRequestContext, _ attester: any PlatformAttester) async throws -> Response {
-        try await limiter.guarding(.json, request, context) {
-            let client = try await attestingApp(request, context)
-            let (form, app) = (client.form, client.app)
-            let platform = attester.platform
-            guard let text = form["jwk"], let key = try? JWK(json: Array(text.utf8)) else {
-                throw RelayError.invalidRequest("jwk (the instance's public key, JSON) is missing or unreadable")
-            }
-            guard !key.isPrivate, key.keyType != .oct, ClientAttestationGuard.algorithms.contains(where: { (try? key.check(for: $0)) != nil }) else {
-                throw RelayError.invalidRequest("jwk must be a public EC, RSA or Ed25519 key")
-            }
-            do {
-                try await attester.verify(form, app: app, key: key)
-            } catch let error as AttestationError {
-                context.logger.warning(
-                    "attestation refused", metadata: ["client_id": "\(LogText.escaped(app.clientID))", "platform": "\(platform)", "code": "\(error.code.rawValue)"])
-                RelayMetrics.attestation(platform: platform, outcome: error.code.rawValue)
-                events.record(.attestationRefused, reason: error.code.rawValue, client: app.clientID, [("platform", platform)])
-                throw RelayError(.attestationRefused, error.description)
-            }
-            RelayMetrics.attestation(platform: platform, outcome: "ok")
-            events.record(.attestationSucceeded, client: app.clientID, [("platform", platform)])
-            context.logger.info("app attested", metadata: ["client_id": "\(LogText.escaped(app.clientID))", "platform": "\(platform)"])
-            return RelayResponse.json(.ok, try attestations.issue(app: app, instanceKey: key, platform: platform))
+        let client = try await attestingApp(request, context)
+        let (form, app) = (client.form, client.app)
+        let platform = attester.platform
+        guard let text = form["jwk"], let key = try? JWK(json: Array(text.utf8)) else { throw RelayError.invalidRequest("jwk (the instance's public key, JSON) is missing or unreadable") }
+        guard !key.isPrivate, key.keyType != .oct, ClientAttestationGuard.algorithms.contains(where: { (try? key.check(for: $0)) != nil }) else {
+            throw RelayError.invalidRequest("jwk must be a public EC, RSA or Ed25519 key")
         }
+        do {
+            try await attester.verify(form, app: app, key: key)
+        } catch let error as AttestationError {
+            context.logger.warning("attestation refused", metadata: ["client_id": "\(LogText.escaped(app.clientID))", "platform": "\(platform)", "code": "\(error.code.rawValue)"])
+            RelayMetrics.attestation(platform: platform, outcome: error.code.rawValue)
+            events.record(.attestationRefused, reason: error.code.rawValue, client: app.clientID, [("platform", platform)])
+            throw RelayError(.attestationRefused, error.description)
+        }
+        RelayMetrics.attestation(platform: platform, outcome: "ok")
+        events.record(.attestationSucceeded, client: app.clientID, [("platform", platform)])
+        context.logger.info("app attested", metadata: ["client_id": "\(LogText.escaped(app.clientID))", "platform": "\(platform)"])
+        return RelayResponse.json(.ok, try attestations.issue(app: app, instanceKey: key, platform: platform))
     }
 }

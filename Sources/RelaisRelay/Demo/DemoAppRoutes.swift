@@ -33,9 +33,7 @@ struct DemoAppRoutes: RelayRoutes {
         }
         router.get("/demo", use: html)
         router.get("/demo/callback", use: html)
-        router.get(RouterPath(Self.webPath)) { request, context in
-            try await RelayError.rendering(.page, context) { try await webPage(request) }
-        }
+        router.surface(.page).get(RouterPath(Self.webPath)) { request, _ in try await webPage(request) }
     }
 
     /// A page behind the web session cookie, as a web app behind the gateway would be.

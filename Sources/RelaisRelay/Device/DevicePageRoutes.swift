@@ -27,59 +27,48 @@ struct DevicePageRoutes: RelayRoutes {
     let starter: SignInStarter
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.get("/device") { request, context in
-            try await limiter.guarding(.page, request, context) {
-                let typed = FormParameters.query(of: request)?["user_code"]
-                return Self.entryPage(typed.flatMap(UserCode.init(typed:))?.display ?? "")
+        let page = router.surface(.page, limitedBy: limiter)
+        page.get("/device") { request, _ in
+            let typed = FormParameters.query(of: request)?["user_code"]
+            return Self.entryPage(typed.flatMap(UserCode.init(typed:))?.display ?? "")
+        }
+        page.post("/device") { request, context in
+            do {
+                let (userCode, _, found) = try await lookUp(request, context: context)
+                return confirmationPage(userCode, found)
+            } catch let error as RelayError where error.code == .invalidUserCode {
+                // A mistyped code: the form again, with what was wrong, announced to screen readers.
+                return Self.entryPage("", error: PageContext.now.strings.message(error), status: .badRequest)
             }
         }
-        router.post("/device") { request, context in
-            try await limiter.guarding(.page, request, context) {
-                do {
-                    let (userCode, _, found) = try await lookUp(request, context: context)
-                    return confirmationPage(userCode, found)
-                } catch let error as RelayError where error.code == .invalidUserCode {
-                    // A mistyped code: the form again, with what was wrong, announced to screen readers.
-                    return Self.entryPage("", error: PageContext.now.strings.message(error), status: .badRequest)
-                }
+        page.post("/device/sign-in") { request, context in
+            let (_, sid, found) = try await lookUp(request, context: context)
+            guard let app = apps[found.clientID], let provider = app.providers.first else {
+                throw RelayError(.unknownClient, "The device's app is no longer registered.", page: .deviceAppGone)
             }
+            let signIn = AppRequest(
+                clientID: found.clientID, redirectURI: "", codeChallenge: "", state: nil, scopes: found.scopes, nonce: nil, providerID: provider,
+                acr: starter.providers[provider]?.settings.acrValues, forceLogin: false
+            )
+            return try await starter.start(signIn, deviceSID: sid, logger: context.logger)
         }
-        router.post("/device/sign-in") { request, context in
-            try await limiter.guarding(.page, request, context) {
-                let (_, sid, found) = try await lookUp(request, context: context)
-                guard let app = apps[found.clientID], let provider = app.providers.first else {
-                    throw RelayError(.unknownClient, "The device's app is no longer registered.", page: .deviceAppGone)
-                }
-                let signIn = AppRequest(
-                    clientID: found.clientID, redirectURI: "", codeChallenge: "", state: nil, scopes: found.scopes, nonce: nil, providerID: provider,
-                    acr: starter.providers[provider]?.settings.acrValues, forceLogin: false
-                )
-                return try await starter.start(signIn, deviceSID: sid, logger: context.logger)
-            }
+        page.post("/device/deny") { request, context in
+            let (_, sid, _) = try await lookUp(request, context: context)
+            _ = try await sessions.decideDevice(sid, .denied)
+            let strings = PageContext.now.strings
+            return RelayResponse.html(.ok, title: strings[.deviceDeniedHeading], body: """
+                <h1 id="device-denied">\(strings[.deviceDeniedHeading])</h1><p>\(strings[.deviceDeniedText])</p>
+                """)
         }
-        router.post("/device/deny") { request, context in
-            try await limiter.guarding(.page, request, context) {
-                let (_, sid, _) = try await lookUp(request, context: context)
-                _ = try await sessions.decideDevice(sid, .denied)
-                let strings = PageContext.now.strings
-                return RelayResponse.html(
-                    .ok, title: strings[.deviceDeniedHeading],
-                    body: """
-                        <h1 id="device-denied">\(strings[.deviceDeniedHeading])</h1><p>\(strings[.deviceDeniedText])</p>
-                        """)
-            }
-        }
-        router.get("/device/qr.svg") { request, context in
-            try await RelayError.rendering(.page, context) {
-                guard let typed = FormParameters.query(of: request)?["user_code"], let userCode = UserCode(typed: typed),
-                    let code = QRCode(FormParameters.url(issuer + "/device", adding: [("user_code", userCode.display)]))
-                else { throw RelayError(.invalidUserCode, "user_code is not a user code (XXXX-XXXX).") }
-                // No lookup: the image says nothing about whether the code is live.
-                return Response(
-                    status: .ok, headers: [.contentType: "image/svg+xml", .cacheControl: "no-store", HTTPField.Name("X-Content-Type-Options")!: "nosniff"],
-                    body: .init(byteBuffer: .init(string: code.svg(title: "Code \(userCode.display)")))
-                )
-            }
+        router.surface(.page).get("/device/qr.svg") { request, _ in
+            guard let typed = FormParameters.query(of: request)?["user_code"], let userCode = UserCode(typed: typed),
+                let code = QRCode(FormParameters.url(issuer + "/device", adding: [("user_code", userCode.display)]))
+            else { throw RelayError(.invalidUserCode, "user_code is not a user code (XXXX-XXXX).") }
+            // No lookup: the image says nothing about whether the code is live.
+            return Response(
+                status: .ok, headers: [.contentType: "image/svg+xml", .cacheControl: "no-store", HTTPField.Name("X-Content-Type-Options")!: "nosniff"],
+                body: .init(byteBuffer: .init(string: code.svg(title: "Code \(userCode.display)")))
+            )
         }
     }
 

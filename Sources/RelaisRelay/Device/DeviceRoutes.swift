@@ -22,18 +22,13 @@ struct DeviceRoutes: RelayRoutes {
     let events: SecurityEventLog
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.post("/device_authorization") { request, context in
-            try await limiter.guarding(.json, request, context) { try await authorize(request, context: context) }
+        router.surface(.json, limitedBy: limiter).post("/device_authorization") { request, context in try await authorize(request, context: context) }
+        let approving = router.surface(.bearer, limitedBy: limiter)
+        approving.post("/device/inspect") { request, context in
+            let approval = try await approvable(request, context: context, url: issuer + "/device/inspect")
+            return RelayResponse.json(.ok, Self.describe(approval.found.request, apps: apps, now: sessions.clock.now))
         }
-        router.post("/device/inspect") { request, context in
-            try await limiter.guarding(.bearer, request, context) {
-                let approval = try await approvable(request, context: context, url: issuer + "/device/inspect")
-                return RelayResponse.json(.ok, Self.describe(approval.found.request, apps: apps, now: sessions.clock.now))
-            }
-        }
-        router.post("/device/approve") { request, context in
-            try await limiter.guarding(.bearer, request, context) { try await approve(request, context: context) }
-        }
+        approving.post("/device/approve") { request, context in try await approve(request, context: context) }
     }
 
     private func authorize(_ request: Request, context: RelaisRequestContext) async throws -> Response {

@@ -128,21 +128,11 @@ struct RelayError: Error, Sendable, Equatable {
         }
     }
 
-    /// Runs a route's work and renders its refusals on `surface`. A store failure is
-    /// `temporarily_unavailable` (the details go to the log); anything else goes on to the server's
-    /// error middleware (413 for a body over the limit, 500 otherwise).
-    static func rendering(
-        _ surface: Surface, _ context: RelaisRequestContext, _ work: () async throws -> Response
-    ) async throws -> Response {
-        do {
-            return try await work()
-        } catch {
-            return try rendered(error, surface, context)
-        }
-    }
-
-    /// ``rendering(_:_:_:)``'s answer to `error`, for a hot route that catches on its own, without
-    /// the closure's async frame (docs/capacity.md, "The session check's path"); rethrows the rest.
+    /// A route's refusal `error`, rendered on `surface`: a store failure is `temporarily_unavailable`
+    /// (the details go to the log); anything else is rethrown, for the server's error middleware
+    /// (413 for a body over the limit, 500 otherwise). The routes' groups call it through
+    /// ``RelayErrorMiddleware``; the hot forward-auth route calls it itself, without a middleware's
+    /// async frame (docs/capacity.md, "The session check's path").
     static func rendered(_ error: any Error, _ surface: Surface, _ context: RelaisRequestContext) throws -> Response {
         switch error {
         case let error as RelayError:

@@ -21,9 +21,7 @@ struct BackchannelLogoutRoute: RelayRoutes {
     static let replayWindow: Duration = .seconds(600)
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.post("/backchannel-logout") { request, context in
-            try await RelayError.rendering(.json, context) { try await logout(request, context: context) }
-        }
+        router.surface(.json).post("/backchannel-logout") { request, context in try await logout(request, context: context) }
     }
 
     private func logout(_ request: Request, context: RelaisRequestContext) async throws -> Response {

@@ -24,32 +24,25 @@ struct LogoutRoutes: RelayRoutes {
     var sessions: SessionStore { tokens.sessions }
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.get("/logout") { request, context in
-            try await RelayError.rendering(.page, context) {
-                guard let parameters = FormParameters.query(of: request), parameters.firstRepeatedName == nil else {
-                    throw RelayError.invalidRequest("The logout parameters cannot be read.")
-                }
-                return try await browserLogout(parameters, crossSite: SecFetchSite.isCrossSite(request), context: context)
+        let page = router.surface(.page)
+        page.get("/logout") { request, context in
+            guard let parameters = FormParameters.query(of: request), parameters.firstRepeatedName == nil else {
+                throw RelayError.invalidRequest("The logout parameters cannot be read.")
             }
+            return try await browserLogout(parameters, crossSite: SecFetchSite.isCrossSite(request), context: context)
         }
-        router.post("/logout/confirm") { request, context in
-            try await RelayError.rendering(.page, context) {
-                // The confirmation page's own form: a cross-site post of it proves nothing.
-                guard SecFetchSite.isSameOrigin(request, issuer: bearer.issuer) else {
-                    throw RelayError(.invalidRequest, "Confirm the sign-out from Relais' own page.", page: .notFromOurPage)
-                }
-                guard let form = try await FormParameters.body(of: request, limit: 16 * 1024), form.firstRepeatedName == nil else {
-                    throw RelayError.invalidRequest("The logout parameters cannot be read.")
-                }
-                return try await browserLogout(form, crossSite: false, context: context)
+        page.post("/logout/confirm") { request, context in
+            // The confirmation page's own form: a cross-site post of it proves nothing.
+            guard SecFetchSite.isSameOrigin(request, issuer: bearer.issuer) else {
+                throw RelayError(.invalidRequest, "Confirm the sign-out from Relais' own page.", page: .notFromOurPage)
             }
+            guard let form = try await FormParameters.body(of: request, limit: 16 * 1024), form.firstRepeatedName == nil else {
+                throw RelayError.invalidRequest("The logout parameters cannot be read.")
+            }
+            return try await browserLogout(form, crossSite: false, context: context)
         }
-        router.get("/logout/callback") { request, context in
-            try await RelayError.rendering(.page, context) { try await providerReturned(request) }
-        }
-        router.post("/logout") { request, context in
-            try await RelayError.rendering(.bearer, context) { try await apiLogout(request) }
-        }
+        page.get("/logout/callback") { request, _ in try await providerReturned(request) }
+        router.surface(.bearer).post("/logout") { request, _ in try await apiLogout(request) }
     }
 
     private func browserLogout(_ parameters: FormParameters, crossSite: Bool, context: RelaisRequestContext) async throws -> Response {

@@ -15,25 +15,23 @@ struct RevokeRoute: RelayRoutes {
     let events: SecurityEventLog
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.post("/revoke") { request, context in
-            try await RelayError.rendering(.json, context) {
-                guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.firstRepeatedName == nil else {
-                    throw RelayError.invalidRequest("the body must be a form without repeated parameters")
-                }
-                let client = try PublicClient(request, form)
-                let clientID = client.id
-                guard apps[clientID] != nil else { throw client.unknown }
-                guard let token = form["token"], !token.isEmpty else { throw RelayError.invalidRequest("token is missing") }
-                if let sid = try await tokens.session(ofToken: token, clientID: clientID, hint: form["token_type_hint"]) {
-                    if let key = try await tokens.sessions.session(sid)?.origin.dpopKey {
-                        try await dpop.possession(request, thumbprint: key, url: issuer + "/revoke", client: clientID)
-                    }
-                    try await tokens.sessions.revoke(sid, reason: .revoked)
-                    context.logger.info("session revoked by the app", metadata: ["client_id": "\(clientID)"])
-                    events.record(.sessionRevoked, client: clientID, sid: sid)
-                }
-                return RelayResponse.done()
+        router.surface(.json).post("/revoke") { request, context in
+            guard let form = try await FormParameters.body(of: request, limit: 64 * 1024), form.firstRepeatedName == nil else {
+                throw RelayError.invalidRequest("the body must be a form without repeated parameters")
             }
+            let client = try PublicClient(request, form)
+            let clientID = client.id
+            guard apps[clientID] != nil else { throw client.unknown }
+            guard let token = form["token"], !token.isEmpty else { throw RelayError.invalidRequest("token is missing") }
+            if let sid = try await tokens.session(ofToken: token, clientID: clientID, hint: form["token_type_hint"]) {
+                if let key = try await tokens.sessions.session(sid)?.origin.dpopKey {
+                    try await dpop.possession(request, thumbprint: key, url: issuer + "/revoke", client: clientID)
+                }
+                try await tokens.sessions.revoke(sid, reason: .revoked)
+                context.logger.info("session revoked by the app", metadata: ["client_id": "\(clientID)"])
+                events.record(.sessionRevoked, client: clientID, sid: sid)
+            }
+            return RelayResponse.done()
         }
     }
 }

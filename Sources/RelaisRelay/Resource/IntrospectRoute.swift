@@ -18,9 +18,7 @@ struct IntrospectRoute: RelayRoutes {
     static let inactive = JSONValue.object(["active": .bool(false)]).serialized()
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.post("/introspect") { request, context in
-            try await RelayError.rendering(.json, context) { RelayResponse.json(.ok, serialized: try await introspect(request)) }
-        }
+        router.surface(.json).post("/introspect") { request, _ in RelayResponse.json(.ok, serialized: try await introspect(request)) }
     }
 
     private func introspect(_ request: Request) async throws -> [UInt8] {

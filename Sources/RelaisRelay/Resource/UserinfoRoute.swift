@@ -19,12 +19,9 @@ struct UserinfoRoute: RelayRoutes {
     let bodies: MemoryCache<String, [UInt8]>
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.get("/userinfo") { request, context in try await respond(request, context: context) }
-        router.post("/userinfo") { request, context in try await respond(request, context: context) }
-    }
-
-    private func respond(_ request: Request, context: RelaisRequestContext) async throws -> Response {
-        try await RelayError.rendering(.bearer, context) { RelayResponse.json(.ok, serialized: try await userinfo(request)) }
+        let api = router.surface(.bearer)
+        api.get("/userinfo") { request, _ in RelayResponse.json(.ok, serialized: try await userinfo(request)) }
+        api.post("/userinfo") { request, _ in RelayResponse.json(.ok, serialized: try await userinfo(request)) }
     }
 
     private func userinfo(_ request: Request) async throws -> [UInt8] {

@@ -17,14 +17,9 @@ struct AuthorizeRoute: RelayRoutes {
     let issuer: String
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.get("/authorize") { request, context in
-            try await limiter.guarding(.page, request, context) { try await authorize(FormParameters.query(of: request), context: context) }
-        }
-        router.post("/authorize") { request, context in
-            try await limiter.guarding(.page, request, context) {
-                try await authorize(try await FormParameters.body(of: request, limit: 64 * 1024), context: context)
-            }
-        }
+        let page = router.surface(.page, limitedBy: limiter)
+        page.get("/authorize") { request, context in try await authorize(FormParameters.query(of: request), context: context) }
+        page.post("/authorize") { request, context in try await authorize(try await FormParameters.body(of: request, limit: 64 * 1024), context: context) }
     }
 
     private func authorize(_ parameters: FormParameters?, context: RelaisRequestContext) async throws -> Response {

@@ -19,9 +19,7 @@ struct CallbackRoute: RelayRoutes {
     let issuer: String
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.get("/callback") { request, context in
-            try await limiter.guarding(.page, request, context) { try await callback(request, context: context) }
-        }
+        router.surface(.page, limitedBy: limiter).get("/callback") { request, context in try await callback(request, context: context) }
     }
 
     private func callback(_ request: Request, context: RelaisRequestContext) async throws -> Response {

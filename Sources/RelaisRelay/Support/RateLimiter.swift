@@ -41,17 +41,6 @@ struct RateLimiter: Sendable {
         return nil
     }
 
-    /// Runs a route's work unless the client's address is over its limit; refusals are rendered on
-    /// `surface` (see ``RelayError/rendering(_:_:_:)``).
-    func guarding(
-        _ surface: RelayError.Surface, _ request: Request, _ context: RelaisRequestContext, _ work: () async throws -> Response
-    ) async throws -> Response {
-        try await RelayError.rendering(surface, context) {
-            if let limited = await check(request, context) { throw limited }
-            return try await work()
-        }
-    }
-
     /// User-code attempts of people at `/device`: per client address (an IPv6 /64 counts as one),
     /// and for everyone together (a user code has 36 bits; these bound how many guesses the whole
     /// service takes). Wrong guesses cost the guesser; the request they aim at lives on.

@@ -15,9 +15,7 @@ struct TokenRoute: RelayRoutes {
     let issuer: String
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.post("/token") { request, context in
-            try await limiter.guarding(.json, request, context) { try await token(request, context: context) }
-        }
+        router.surface(.json, limitedBy: limiter).post("/token") { request, context in try await token(request, context: context) }
     }
 
     private func token(_ request: Request, context: RelaisRequestContext) async throws -> Response {

@@ -19,9 +19,7 @@ struct AdminSessionRoutes: RelayRoutes {
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
         guard let token else { return }  // off: 404 like any unknown path
-        router.post("/admin/sessions/revoke") { request, context in
-            try await limiter.guarding(.json, request, context) { try await revoke(request, token: token, context: context) }
-        }
+        router.surface(.json, limitedBy: limiter).post("/admin/sessions/revoke") { request, context in try await revoke(request, token: token, context: context) }
     }
 
     private func revoke(_ request: Request, token: String, context: RelaisRequestContext) async throws -> Response {

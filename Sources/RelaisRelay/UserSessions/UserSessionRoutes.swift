@@ -14,14 +14,9 @@ struct UserSessionRoutes: RelayRoutes {
     let events: SecurityEventLog
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.get("/sessions") { request, context in
-            try await RelayError.rendering(.bearer, context) { RelayResponse.json(.ok, serialized: try await list(request)) }
-        }
-        router.delete("/sessions/:id") { request, context in
-            try await RelayError.rendering(.bearer, context) {
-                try await end(request, id: context.parameters.get("id") ?? "", context: context)
-            }
-        }
+        let api = router.surface(.bearer)
+        api.get("/sessions") { request, _ in RelayResponse.json(.ok, serialized: try await list(request)) }
+        api.delete("/sessions/:id") { request, context in try await end(request, id: context.parameters.get("id") ?? "", context: context) }
     }
 
     /// The caller: a live session's token, minted for Relais, with its proof when it is DPoP-bound.

@@ -30,23 +30,18 @@ struct SessionCodeRoutes: RelayRoutes {
     let developmentTarget: String?
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.post("/session_code") { request, context in
-            try await limiter.guarding(.bearer, request, context) { try await issue(request) }
+        router.surface(.bearer, limitedBy: limiter).post("/session_code") { request, _ in try await issue(request) }
+        let page = router.surface(.page, limitedBy: limiter)
+        page.get("/session") { request, context in
+            guard let query = FormParameters.query(of: request), query.firstRepeatedName == nil else { throw Self.invalid }
+            return try await open(request, code: query["code"], confirmed: false)
         }
-        router.get("/session") { request, context in
-            try await limiter.guarding(.page, request, context) {
-                guard let query = FormParameters.query(of: request), query.firstRepeatedName == nil else { throw Self.invalid }
-                return try await open(request, code: query["code"], confirmed: false)
+        page.post("/session") { request, context in
+            guard SecFetchSite.isSameOrigin(request, issuer: issuer) else {
+                throw RelayError(.invalidSessionCode, "Confirm from Relais' own page: this form was not sent from it.", page: .notFromOurPage)
             }
-        }
-        router.post("/session") { request, context in
-            try await limiter.guarding(.page, request, context) {
-                guard SecFetchSite.isSameOrigin(request, issuer: issuer) else {
-                    throw RelayError(.invalidSessionCode, "Confirm from Relais' own page: this form was not sent from it.", page: .notFromOurPage)
-                }
-                guard let form = try await FormParameters.body(of: request, limit: 4096), form.firstRepeatedName == nil else { throw Self.invalid }
-                return try await open(request, code: form["code"], confirmed: true)
-            }
+            guard let form = try await FormParameters.body(of: request, limit: 4096), form.firstRepeatedName == nil else { throw Self.invalid }
+            return try await open(request, code: form["code"], confirmed: true)
         }
     }
 
