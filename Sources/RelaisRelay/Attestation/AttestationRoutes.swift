@@ -48,7 +48,9 @@ struct AttestationRoutes: RelayRoutes {
         let client = try await attestingApp(request, context)
         let (form, app) = (client.form, client.app)
         let platform = attester.platform
-        guard let text = form["jwk"], let key = try? JWK(json: Array(text.utf8)) else { throw RelayError.invalidRequest("jwk (the instance's public key, JSON) is missing or unreadable") }
+        guard let text = form["jwk"], let key = try? JWK(json: Array(text.utf8)) else {
+            throw RelayError.invalidRequest("jwk (the instance's public key, JSON) is missing or unreadable")
+        }
         guard !key.isPrivate, key.keyType != .oct, ClientAttestationGuard.algorithms.contains(where: { (try? key.check(for: $0)) != nil }) else {
             throw RelayError.invalidRequest("jwk must be a public EC, RSA or Ed25519 key")
         }

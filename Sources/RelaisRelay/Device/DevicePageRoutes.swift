@@ -56,9 +56,11 @@ struct DevicePageRoutes: RelayRoutes {
             let (_, sid, _) = try await lookUp(request, context: context)
             _ = try await sessions.decideDevice(sid, .denied)
             let strings = PageContext.now.strings
-            return RelayResponse.html(.ok, title: strings[.deviceDeniedHeading], body: """
-                <h1 id="device-denied">\(strings[.deviceDeniedHeading])</h1><p>\(strings[.deviceDeniedText])</p>
-                """)
+            return RelayResponse.html(
+                .ok, title: strings[.deviceDeniedHeading],
+                body: """
+                    <h1 id="device-denied">\(strings[.deviceDeniedHeading])</h1><p>\(strings[.deviceDeniedText])</p>
+                    """)
         }
         router.surface(.page).get("/device/qr.svg") { request, _ in
             guard let typed = FormParameters.query(of: request)?["user_code"], let userCode = UserCode(typed: typed),
