@@ -56,9 +56,9 @@ public struct Relay: Sendable {
         let attestation = ClientAttestationGuard(issuer: issuer, keys: keys, sessions: sessions, events: events)
         let grants = TokenGrants(
             [
-                AuthorizationCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
-                RefreshGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, grace: configuration.relay.refreshGrace, events: events),
-                DeviceCodeGrant(sessions: sessions, vault: vault, issuer: tokenIssuer, events: events),
+                AuthorizationCodeGrant(sessions: sessions, vault: vault, tokens: tokenIssuer, events: events),
+                RefreshGrant(sessions: sessions, vault: vault, tokens: tokenIssuer, grace: configuration.relay.refreshGrace, events: events),
+                DeviceCodeGrant(sessions: sessions, vault: vault, tokens: tokenIssuer, events: events),
             ] + extensions.grants)
         let challenges = AttestationChallenges(sessions: sessions)
         var attesters: [any PlatformAttester] = [

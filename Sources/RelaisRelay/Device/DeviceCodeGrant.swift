@@ -11,7 +11,7 @@ struct DeviceCodeGrant: TokenGrant {
 
     let sessions: SessionStore
     let vault: SessionVault
-    let issuer: TokenIssuer
+    let tokens: TokenIssuer
     let events: SecurityEventLog
 
     /// Listed only where an app may use it (`apps.<id>.device_grant`).
@@ -32,7 +32,7 @@ struct DeviceCodeGrant: TokenGrant {
         case .refuse(let error): throw error
         case .open(let sid, let session, let providerSessionID):
             if let approver = session.origin.approvedBy { try await sessions.linkApproved(sid, to: approver) }
-            let opening = SessionOpening(sessions: sessions, vault: vault, issuer: issuer, events: events)
+            let opening = SessionOpening(sessions: sessions, vault: vault, tokens: tokens, events: events)
             let response = try await opening.open(session, sid: sid, app: app, nonce: nil, what: "the approving sign-in", via: "device", logger: logger) {
                 guard let evicted = try await sessions.redeemDevice(deviceCode, opening: $0, sid: sid, providerSessionID: providerSessionID) else { return nil }
                 // The approver may have ended between the read above and the link: then this one ends too.

@@ -10,7 +10,7 @@ struct AuthorizationCodeGrant: TokenGrant {
 
     let sessions: SessionStore
     let vault: SessionVault
-    let issuer: TokenIssuer
+    let tokens: TokenIssuer
     let events: SecurityEventLog
 
     func answer(_ form: FormParameters, app: AppSettings, proof: DPoPProof?, attested: ClientAttested?, logger: Logger) async throws -> JSONValue {
@@ -39,7 +39,7 @@ struct AuthorizationCodeGrant: TokenGrant {
     private func open(
         _ session: SessionRecord, sid: String, code: String, record: RelayCode, _ presented: Presented, app: AppSettings, logger: Logger
     ) async throws -> JSONValue {
-        let opening = SessionOpening(sessions: sessions, vault: vault, issuer: issuer, events: events)
+        let opening = SessionOpening(sessions: sessions, vault: vault, tokens: tokens, events: events)
         let response = try await opening.open(session, sid: sid, app: app, nonce: record.app.nonce, what: "the sign-in", via: "code", logger: logger) {
             try await sessions.redeem(code: code, opening: $0, sid: sid, providerSessionID: record.providerSessionID)
         }

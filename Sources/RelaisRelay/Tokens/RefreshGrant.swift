@@ -15,7 +15,7 @@ struct RefreshGrant: TokenGrant {
 
     let sessions: SessionStore
     let vault: SessionVault
-    let issuer: TokenIssuer
+    let tokens: TokenIssuer
     let grace: Duration
     let events: SecurityEventLog
 
@@ -75,7 +75,7 @@ struct RefreshGrant: TokenGrant {
 
     func issue(_ request: Request, sid: String, session: SessionRecord, identity: SessionIdentity, secret: [UInt8]) throws -> JSONValue {
         if let refusal = Self.issueRefusal(session, request.attested?.thumbprint, request.scopes) { throw refusal }
-        return try issuer.issue(sid: sid, session: session, identity: identity, secret: secret, app: request.app, nonce: nil, scopes: request.scopes)
+        return try tokens.issue(sid: sid, session: session, identity: identity, secret: secret, app: request.app, nonce: nil, scopes: request.scopes)
     }
 
     /// RFC 9449 §5, for the tokens of an earlier version (``rotateLegacy(_:logger:attempt:)``).

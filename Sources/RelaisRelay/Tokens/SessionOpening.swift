@@ -8,7 +8,7 @@ import RelaisJOSE
 struct SessionOpening: Sendable {
     let sessions: SessionStore
     let vault: SessionVault
-    let issuer: TokenIssuer
+    let tokens: TokenIssuer
     let events: SecurityEventLog
 
     /// The token response; nil when `commit` found what opens the session consumed already (another
@@ -22,7 +22,7 @@ struct SessionOpening: Sendable {
         let (identity, sealed, secret) = try vault.withTokenSecret(opened, sealed: session.sealedIdentity)
         var session = session
         session.sealedIdentity = sealed
-        let response = try issuer.issue(sid: sid, session: session, identity: identity, secret: secret, app: app, nonce: nonce)
+        let response = try tokens.issue(sid: sid, session: session, identity: identity, secret: secret, app: app, nonce: nonce)
         guard let evicted = try await commit(session) else { return nil }
         RelayMetrics.sessionOpened(client: app.clientID)
         events.record(
