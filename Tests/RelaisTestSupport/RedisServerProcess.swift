@@ -57,7 +57,22 @@ public final class RedisServerProcess: @unchecked Sendable {
 
     deinit { stop() }
 
+    /// Starts redis-server on `port`. A restart may find the port still held for a moment (a
+    /// child the killed server forked for replication lives on briefly with its listening socket):
+    /// "Address already in use" is retried for up to 15 s; any other failure is reported at once.
     public func start() async throws {
+        var attempts = 0
+        while true {
+            do {
+                return try await startOnce()
+            } catch RedisServerError.didNotStart(_, let why) where why.contains("Address already in use") && attempts < 75 {
+                attempts += 1
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
+    }
+
+    private func startOnce() async throws {
         // Its own directory: a replica writes the RDB it receives there, never into the package.
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relais-redis-\(port)-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -65,10 +80,10 @@ public final class RedisServerProcess: @unchecked Sendable {
             Self.executable,
             [
                 "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory,
-                "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
+                "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning", "--logfile", directory + "/redis.log",
             ] + extraArguments)
         lock.withLock { self.process = process }
-        try await waitUntilAccepting(process)
+        try await waitUntilAccepting(process, log: directory + "/redis.log")
     }
 
     /// Stops the server (SIGKILL when `abruptly`, as a crash would) and waits for it to exit.
@@ -112,13 +127,18 @@ public final class RedisServerProcess: @unchecked Sendable {
 
     /// Polls without blocking a concurrency thread; fails early if redis-server exited. Up to 10 s:
     /// a restart in AnnouncementTests missed 5 s once with three compilers beside the suite.
-    private func waitUntilAccepting(_ process: ChildProcess) async throws {
+    /// A failure says why: whether redis-server exited or never accepted, and the end of its log.
+    private func waitUntilAccepting(_ process: ChildProcess, log: String) async throws {
+        func failure(_ what: String) -> RedisServerError {
+            let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(5)
+            return .didNotStart(port: port, why: what + (lines.isEmpty ? "" : "; its log ends: " + lines.joined(separator: " | ")))
+        }
         for _ in 0..<400 {
-            if process.hasExited() { throw RedisServerError.didNotStart(port: port) }
+            if process.hasExited() { throw failure("redis-server exited") }
             if FreePort.isAccepting(port: port) { return }
             try await Task.sleep(for: .milliseconds(25))
         }
-        throw RedisServerError.didNotStart(port: port)
+        throw failure("not accepting after 10 s")
     }
 
     public static var executable: String {
@@ -130,7 +150,7 @@ public final class RedisServerProcess: @unchecked Sendable {
     }
 }
 
-public enum RedisServerError: Error { case didNotStart(port: Int), notReady(String) }
+public enum RedisServerError: Error { case didNotStart(port: Int, why: String), notReady(String) }
 
 /// A real Redis Sentinel (`redis-server FILE --sentinel`) on a free loopback port, watching one
 /// master under `masterName` with quick failure detection (1 s), for failover tests.
@@ -187,7 +207,7 @@ public final class RedisSentinelProcess: @unchecked Sendable {
         let process = try ChildProcess.spawn(RedisServerProcess.executable, [file, "--sentinel"], standardOutput: directory + "/log")
         let sentinel = RedisSentinelProcess(port: port, masterName: masterName, tls: master.tls, process: process)
         for _ in 0..<600 {
-            if process.hasExited() { throw RedisServerError.didNotStart(port: port) }
+            if process.hasExited() { throw RedisServerError.didNotStart(port: port, why: "redis-server --sentinel exited (its log: \(directory)/log)") }
             // redis-cli prints each field name and value of each replica on its own line. A replica
             // the sentinel could promote is connected (flags exactly "slave") and has answered the
             // sentinel's INFO with a working link to its master.
