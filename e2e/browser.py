@@ -16,10 +16,14 @@ from stack import ARTIFACTS
 
 
 class Browser:
-    def __init__(self, name):
+    def __init__(self, name, language=None, size="900,1000"):
+        """`language`: what the browser asks pages for (Accept-Language), as a person set it."""
         options = webdriver.ChromeOptions()
-        for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=900,1000"):
+        for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={size}"):
             options.add_argument(argument)
+        if language:
+            options.add_argument(f"--lang={language}")
+            options.add_experimental_option("prefs", {"intl.accept_languages": language})
         options.binary_location = "/usr/bin/chromium"
         options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
         self.driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)

@@ -12,12 +12,10 @@ import unittest
 from urllib.parse import quote, urlencode
 
 import requests
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
+from browser import Browser
 from stack import Stack, sign_in
 
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -45,30 +43,13 @@ def report(violations):
     return "\n".join(lines)
 
 
-class AccessibleBrowser:
+class AccessibleBrowser(Browser):
     """Chromium asking for one language, able to take any width and to run axe-core on its page."""
 
     def __init__(self, language, axe):
-        options = webdriver.ChromeOptions()
-        for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000", f"--lang={language}"):
-            options.add_argument(argument)
-        options.add_experimental_option("prefs", {"intl.accept_languages": language})
-        options.binary_location = "/usr/bin/chromium"
-        self.driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+        super().__init__("accessibility-" + language, language=language, size="1280,1000")
         self.language = language
         self.axe = axe
-
-    def close(self):
-        self.driver.quit()
-
-    def open(self, url):
-        self.driver.get(url)
-
-    def wait_for(self, element_id, timeout=15):
-        return WebDriverWait(self.driver, timeout).until(expected_conditions.presence_of_element_located((By.ID, element_id)))
-
-    def click(self, element_id):
-        self.wait_for(element_id).click()
 
     def width(self, pixels):
         self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": pixels, "height": 900, "deviceScaleFactor": 1, "mobile": False})
