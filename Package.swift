@@ -324,7 +324,11 @@ let package = Package(
         ),
         .testTarget(
             name: "RelaisStoreTests",
-            dependencies: ["RelaisStore", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing")],
+            dependencies: [
+                "RelaisStore", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                // EmbeddedChannel: the Redis channel handler tested without a socket.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -28,6 +28,12 @@ struct ValueReader {
         result.server = readServer(defaults: result.server)
         result.log = readLog()
         result.store = readStore(defaults: result.store, environment: result.server.environment)
+        if text("store.redis.pool_size") != nil {
+            // Still read (and checked) for one release, so that a configuration carrying it starts.
+            result.warnings.append(
+                "store.redis.pool_size: deprecated and ignored: the store now runs on the server's event loops, one Redis connection per loop and server; remove the setting"
+            )
+        }
         result.httpClient = readHTTPClient(environment: result.server.environment)
         result.metrics = readMetrics(defaults: result.metrics)
         readRelaySections(into: &result, ids: ids)
@@ -107,6 +113,7 @@ struct ValueReader {
         }
         if let username = text("store.redis.username") { redis.username = username }
         if let password = secret("store.redis.password") { redis.password = password }
+        // Deprecated, ignored by the store (readRelay warns); checked for one more release.
         redis.poolSize = integer("store.redis.pool_size", in: 1...256) ?? redis.poolSize
         redis.connectTimeout = duration("store.redis.connect_timeout") ?? redis.connectTimeout
         redis.commandTimeout = duration("store.redis.command_timeout") ?? redis.commandTimeout

@@ -1,9 +1,10 @@
 import Logging
+import NIOCore
 import NIOPosix
 import Synchronization
 
-/// Redis Cluster: each command goes to the master of its key's slot, with one ``RedisNode`` (pool,
-/// threads, breaker) per master.
+/// Redis Cluster: each command goes to the master of its key's slot, with one ``RedisNode``
+/// (connections, breaker) per master.
 ///
 /// The slot map comes from `CLUSTER SLOTS`, asked of the known masters, then the seeds, then the
 /// replicas, on first use and again (at most every ``refreshInterval``) whenever a node fails or
@@ -18,8 +19,7 @@ final class RedisCluster: Sendable {
     private let configuration: RedisConfiguration
     private let seeds: [RedisConfiguration.Node]
     private let logger: Logger
-    /// Asks for slot maps, on its own thread: refreshes never wait behind a busy node's queue.
-    private let control: NIOThreadPool
+    private let group: MultiThreadedEventLoopGroup
     private let state = Mutex(State())
 
     static let maxRedirections = 5
@@ -35,12 +35,11 @@ final class RedisCluster: Sendable {
         var isShutdown = false
     }
 
-    init(configuration: RedisConfiguration, seeds: [RedisConfiguration.Node], logger: Logger) {
+    init(configuration: RedisConfiguration, seeds: [RedisConfiguration.Node], group: MultiThreadedEventLoopGroup, logger: Logger) {
         self.configuration = configuration
+        self.group = group
         self.seeds = seeds
         self.logger = logger
-        self.control = NIOThreadPool(numberOfThreads: 1)
-        control.start()
     }
 
     /// Runs `command` on the master of `slot` (any master when nil), following redirections.
@@ -131,7 +130,6 @@ final class RedisCluster: Sendable {
         }
         refresh?.cancel()
         for node in nodes { try await node.shutdown() }
-        try await control.shutdownGracefully()
     }
 
     // MARK: - Slot map
@@ -174,12 +172,8 @@ final class RedisCluster: Sendable {
         let known = state.withLock { $0.map }
         var candidates: [RedisConfiguration.Node] = []
         for node in (known?.masters ?? []) + seeds + (known?.replicas ?? []) where !candidates.contains(node) { candidates.append(node) }
-        let outcome: Result<RedisSlotMap, StoreError>
-        do {
-            outcome = try await control.runIfActive { [configuration, candidates] in Self.askSlotMap(of: candidates, configuration: configuration) }
-        } catch {
-            outcome = .failure(.shutdown)
-        }
+        // On connections of its own: a refresh never waits behind a busy node's commands.
+        let outcome = await Self.askSlotMap(of: candidates, configuration: configuration, on: group.next())
         let (retired, changed) = state.withLock { state -> ([RedisNode], Bool) in
             state.refresh = nil
             state.lastRefresh = ContinuousClock.now
@@ -197,17 +191,20 @@ final class RedisCluster: Sendable {
         if changed, case .success(let map) = outcome {
             logger.notice("redis cluster map", metadata: ["masters": "\(map.masters.map(\.description).joined(separator: " "))", "slots": "\(map.coveredSlots)"])
         }
-        // A former master (dead, or now a replica) keeps no threads nor probe.
+        // A former master (dead, or now a replica) keeps no connections nor probe.
         for node in retired { try? await node.shutdown() }
     }
 
-    /// Blocking: the first node that answers `CLUSTER SLOTS` with a map gives it.
-    private static func askSlotMap(of candidates: [RedisConfiguration.Node], configuration: RedisConfiguration) -> Result<RedisSlotMap, StoreError> {
+    /// The first node that answers `CLUSTER SLOTS` with a map gives it.
+    private static func askSlotMap(
+        of candidates: [RedisConfiguration.Node], configuration: RedisConfiguration, on loop: any EventLoop
+    ) async -> Result<RedisSlotMap, StoreError> {
         var reasons: [String] = []
         for node in candidates {
             do {
-                let connection = try RedisConnection.open(configuration, address: (node.host, node.port))
-                let reply = try connection.command([Array("CLUSTER".utf8), Array("SLOTS".utf8)])
+                let connection = try await RedisChannelConnection.open(configuration, address: (node.host, node.port), on: loop)
+                defer { connection.close() }
+                let reply = try await connection.command([Array("CLUSTER".utf8), Array("SLOTS".utf8)], deadline: ContinuousClock.now + configuration.commandTimeout)
                 if case .error(let message) = reply {
                     reasons.append("\(node): \(message)")
                     continue
@@ -230,7 +227,7 @@ final class RedisCluster: Sendable {
     private func client(for node: RedisConfiguration.Node) -> RedisNode {
         state.withLock { state in
             if let existing = state.nodes[node] { return existing }
-            let created = RedisNode(connector: RedisConnector(configuration: configuration, node: node), logger: logger)
+            let created = RedisNode(connector: RedisConnector(configuration: configuration, node: node), group: group, logger: logger)
             state.nodes[node] = created
             return created
         }

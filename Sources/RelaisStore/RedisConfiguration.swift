@@ -1,6 +1,6 @@
 import NIOCore
 
-/// Where and how to reach Redis. Built from a `redis://` URL plus the pool and timeout settings.
+/// Where and how to reach Redis. Built from a `redis://` URL plus the timeout settings.
 public struct RedisConfiguration: Sendable, Equatable {
     public var host: String
     public var port: Int
@@ -11,12 +11,12 @@ public struct RedisConfiguration: Sendable, Equatable {
     public var connectTimeout: Duration
     /// Time allowed for one command's reply. A Redis that hangs fails calls after this, never later.
     public var commandTimeout: Duration
-    /// Connections, and the worker threads that use them. Size by cores, not by request
-    /// concurrency: waiting calls are pipelined, and more threads than cores only add context
-    /// switches (measured: 4 threads on 2 cores served 35% fewer session checks than 2).
+    /// Ignored, kept for one release so that configurations and callers that set it still work
+    /// (`store.redis.pool_size` warns): the store has no pool since it runs on the event loops,
+    /// one connection per loop and Redis server.
     public var poolSize: Int
 
-    /// The default pool size: the machine's cores (at least 2).
+    /// The former default pool size: the machine's cores (at least 2).
     public static var defaultPoolSize: Int { max(2, System.coreCount) }
     /// Prefix of every key Relais writes, so one Redis can serve several deployments.
     public var keyPrefix: String

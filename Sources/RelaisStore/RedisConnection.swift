@@ -4,26 +4,12 @@ import CHiredis
 import Glibc
 #endif
 
-/// A reply from Redis, copied out of hiredis' buffers.
-enum RedisReply: Equatable {
-    case string([UInt8])
-    case status(String)
-    case integer(Int64)
-    case null
-    case array([RedisReply])
-    case error(String)
-}
-
-/// Why a connection became unusable. The connection is discarded after any of these.
-struct RedisConnectionFailure: Error {
-    var message: String
-    /// The server closed or reset the connection before answering: typical of a pooled connection
-    /// to a Redis that restarted. The command never reached the new server, so one retry on a fresh
-    /// connection is safe.
-    var isStaleConnection: Bool
-}
-
-/// One blocking hiredis connection. Used by one worker thread at a time (the pool enforces it).
+/// One blocking hiredis connection: since the store moved to NIO's event loops
+/// (``RedisChannelConnection``), only the announcement subscription uses it, on a thread of its
+/// own. Every blocking call goes through ``BlockingCallCheck``, which reports one made on an event
+/// loop.
+///
+/// `@unchecked Sendable`: a C context held by one thread at a time (the subscriber's loop owns it).
 final class RedisConnection: @unchecked Sendable {
     private let context: UnsafeMutablePointer<redisContext>
     /// For `rediss://`: how the TLS tunnel ended, which hiredis alone sees as a closed socket.
@@ -56,6 +42,7 @@ final class RedisConnection: @unchecked Sendable {
 
     /// A TCP (or, for `rediss://`, TLS) connection with the configured timeouts, not yet authenticated.
     static func connect(host: String, port: Int, configuration: RedisConfiguration) throws(RedisConnectionFailure) -> RedisConnection {
+        BlockingCallCheck.check("hiredis connect")
         let connected: UnsafeMutablePointer<redisContext>?
         var tunnel: RedisTLSTunnel.Outcome?
         if let tls = configuration.tls {
@@ -109,6 +96,7 @@ final class RedisConnection: @unchecked Sendable {
     /// With a `deadline`, replies are awaited until then at most (never longer than the command
     /// timeout the connection was opened with): a request's store budget bounds the socket wait too.
     func pipeline(_ commands: [[[UInt8]]], deadline: ContinuousClock.Instant? = nil, commandTimeout: Duration? = nil) -> [Result<RedisReply, RedisConnectionFailure>] {
+        BlockingCallCheck.check("hiredis command")
         if let deadline, let commandTimeout {
             let wanted = min(commandTimeout, max(.milliseconds(1), deadline - ContinuousClock.now))
             // setsockopt only when it changes by more than a few milliseconds.
@@ -130,32 +118,16 @@ final class RedisConnection: @unchecked Sendable {
                 while results.count < commands.count { results.append(.failure(failure)) }
                 return results
             }
-            results.append(.success(Self.convert(replyPointer.assumingMemoryBound(to: redisReply.self))))
+            results.append(.success(RedisReply(replyPointer.assumingMemoryBound(to: redisReply.self))))
             freeReplyObject(replyPointer)
         }
         return results
     }
 
-    /// Queues one command in hiredis' output buffer.
+    /// Queues one command in hiredis' output buffer (hiredis copies the arguments).
     private func append(_ arguments: [[UInt8]]) -> Bool {
-        // One flat buffer holds every argument; argv points into it and argvlen gives exact
-        // lengths, so values containing NUL bytes are sent whole. hiredis copies them.
-        let flat = arguments.flatMap { $0 }
-        let lengths = arguments.map(\.count)
-        return flat.withUnsafeBufferPointer { buffer in
-            let base = UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
-            var offsets: [UnsafePointer<CChar>?] = []
-            offsets.reserveCapacity(arguments.count)
-            var offset = 0
-            for length in lengths {
-                offsets.append(base + offset)
-                offset += length
-            }
-            return offsets.withUnsafeMutableBufferPointer { argv in
-                lengths.withUnsafeBufferPointer { argvlen in
-                    redisAppendCommandArgv(context, Int32(arguments.count), argv.baseAddress, argvlen.baseAddress) == REDIS_OK
-                }
-            }
+        RedisCommandEncoding.withArgv(arguments) { argc, argv, argvlen in
+            redisAppendCommandArgv(context, argc, argv, argvlen) == REDIS_OK
         }
     }
 
@@ -163,6 +135,7 @@ final class RedisConnection: @unchecked Sendable {
 
     /// Sends a command without waiting for its reply (a subscription's SUBSCRIBE and PINGs).
     func send(_ arguments: [[UInt8]]) throws(RedisConnectionFailure) {
+        BlockingCallCheck.check("hiredis send")
         guard append(arguments) else { throw RedisConnectionFailure(message: "cannot queue the command (out of memory)", isStaleConnection: false) }
         var done: Int32 = 0
         while done == 0 {
@@ -173,6 +146,7 @@ final class RedisConnection: @unchecked Sendable {
     /// The replies that arrive within `timeout` (none when nothing came): poll first, so the
     /// socket's reply timeout never fires and breaks the connection while a subscription is idle.
     func receive(within timeout: Duration) throws(RedisConnectionFailure) -> [RedisReply] {
+        BlockingCallCheck.check("hiredis receive")
         var replies = try buffered()
         guard replies.isEmpty else { return replies }
         var descriptor = pollfd(fd: context.pointee.fd, events: Int16(POLLIN), revents: 0)
@@ -194,7 +168,7 @@ final class RedisConnection: @unchecked Sendable {
             var replyPointer: UnsafeMutableRawPointer?
             guard redisGetReplyFromReader(context, &replyPointer) == REDIS_OK else { throw currentFailure() }
             guard let replyPointer else { return replies }
-            replies.append(Self.convert(replyPointer.assumingMemoryBound(to: redisReply.self)))
+            replies.append(RedisReply(replyPointer.assumingMemoryBound(to: redisReply.self)))
             freeReplyObject(replyPointer)
         }
     }
@@ -208,29 +182,6 @@ final class RedisConnection: @unchecked Sendable {
         var message = timedOut ? "no reply within the command timeout" : (reason.isEmpty ? "connection lost" : reason)
         if !timedOut, let tlsFailure = tunnel?.failure { message += " (\(tlsFailure))" }
         return RedisConnectionFailure(message: message, isStaleConnection: stale)
-    }
-
-    private static func convert(_ reply: UnsafeMutablePointer<redisReply>) -> RedisReply {
-        let value = reply.pointee
-        switch value.type {
-        case REDIS_REPLY_STRING:
-            return .string(bytes(value.str, value.len))
-        case REDIS_REPLY_STATUS:
-            return .status(String(decoding: bytes(value.str, value.len), as: UTF8.self))
-        case REDIS_REPLY_ERROR:
-            return .error(String(decoding: bytes(value.str, value.len), as: UTF8.self))
-        case REDIS_REPLY_INTEGER:
-            return .integer(Int64(value.integer))
-        case REDIS_REPLY_ARRAY:
-            return .array((0..<Int(value.elements)).map { convert(value.element[$0]!) })
-        default:
-            return .null
-        }
-    }
-
-    private static func bytes(_ pointer: UnsafeMutablePointer<CChar>?, _ length: Int) -> [UInt8] {
-        guard let pointer, length > 0 else { return [] }
-        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
     }
 }
 

@@ -1,16 +1,16 @@
 import Logging
+import NIOCore
 import NIOPosix
 import Synchronization
 
-/// One Redis server as the store reaches it: its pooled connections, the worker threads that use
-/// them, and its circuit breaker. A standalone or Sentinel store has one; a cluster store has one
-/// per master.
+/// One Redis server as the store reaches it: one non-blocking connection per event loop, and its
+/// circuit breaker. A standalone or Sentinel store has one; a cluster store has one per master.
 ///
-/// hiredis calls block, so they run on the node's own worker threads, one pooled connection per
-/// thread at most. Calls wait in one queue; a worker takes every waiting call (up to a batch) and
-/// pipelines them on its connection, so under load a wake-up and a round trip serve many calls.
-/// A connection that fails is dropped; the next call opens a new one, which is how the node
-/// recovers after a Redis restart.
+/// A call runs on the event loop it is on (a request handler preferring its channel's loop), else
+/// on the group's next one, and uses that loop's connection: its commands are written at once,
+/// behind whatever is in flight (Redis pipelining), and the reply resumes the caller on that loop
+/// without a thread hop. Connections open lazily; one that fails is dropped and the next call
+/// opens a new one, which is how the node recovers after a Redis restart.
 ///
 /// After ``RedisStore/breakerThreshold`` failed calls in a row the node's circuit opens: calls
 /// fail at once while one PING every ``RedisStore/probeInterval`` checks the server in the
@@ -18,14 +18,13 @@ import Synchronization
 final class RedisNode: Sendable {
     let connector: RedisConnector
     private let configuration: RedisConfiguration
-    private let threadPool: NIOThreadPool
-    private let idle = Mutex<[RedisConnection]>([])
-    private let queue = Mutex<CommandQueue>(CommandQueue())
-    private let isShutdown = Atomic<Bool>(false)
+    private let group: MultiThreadedEventLoopGroup
+    /// The group's loops: a caller on another group's loop is served on this group.
+    private let loopList: [any EventLoop]
+    private let loops: Set<ObjectIdentifier>
+    private let connections = Mutex(Connections())
     private let breaker = Mutex(Breaker())
     private let logger: Logger
-
-    static let maxBatch = 64
 
     private struct Breaker {
         var failuresInARow = 0
@@ -33,26 +32,24 @@ final class RedisNode: Sendable {
         var probe: Task<Void, Never>?
     }
 
-    /// One caller's commands: sent in order on one connection (`ASKING` before its command).
-    private struct Pending {
-        var commands: [[[UInt8]]]
-        /// A call still waiting at this instant fails without touching Redis: when Redis hangs,
-        /// queued calls fail in about one timeout instead of piling up.
-        var deadline: ContinuousClock.Instant
-        var continuation: CheckedContinuation<[RedisReply], any Error>
+    private struct Connections {
+        /// Per event loop: the connection, or the attempt to open it that callers wait for.
+        var byLoop: [ObjectIdentifier: Entry] = [:]
+        var isShutdown = false
     }
 
-    private struct CommandQueue {
-        var pending: [Pending] = []
-        var workers = 0
+    private enum Entry {
+        case opening(EventLoopFuture<RedisChannelConnection>)
+        case open(RedisChannelConnection)
     }
 
-    init(connector: RedisConnector, logger: Logger) {
+    init(connector: RedisConnector, group: MultiThreadedEventLoopGroup = .singleton, logger: Logger) {
         self.connector = connector
         self.configuration = connector.configuration
+        self.group = group
+        self.loopList = Array(group.makeIterator())
+        self.loops = Set(loopList.map { ObjectIdentifier($0) })
         self.logger = logger
-        self.threadPool = NIOThreadPool(numberOfThreads: max(1, configuration.poolSize))
-        threadPool.start()
     }
 
     /// Whether calls currently fail at once.
@@ -62,39 +59,160 @@ final class RedisNode: Sendable {
     /// them, as replies). Throws ``StoreError/storeUnavailable(reason:)`` when the server cannot be
     /// reached or does not answer by `deadline`. `probe` passes an open circuit.
     func run(_ commands: [[[UInt8]]], deadline: ContinuousClock.Instant, probe: Bool = false) async throws -> [RedisReply] {
-        guard !isShutdown.load(ordering: .acquiring) else { throw StoreError.shutdown }
+        guard !connections.withLock({ $0.isShutdown }) else { throw StoreError.shutdown }
         if !probe, isCircuitOpen {
             throw StoreError.storeUnavailable(reason: "circuit open: \(connector.target) failed \(RedisStore.breakerThreshold) calls in a row; probing it in the background")
         }
         do {
-            let replies = try await withCheckedThrowingContinuation { continuation in
-                let startWorker = queue.withLock { queue -> Bool in
-                    queue.pending.append(Pending(commands: commands, deadline: deadline, continuation: continuation))
-                    guard queue.workers < max(1, configuration.poolSize) else { return false }
-                    queue.workers += 1
-                    return true
-                }
-                if startWorker {
-                    threadPool.submit { [self] state in
-                        guard case .active = state else { return failQueued(with: .shutdown) }
-                        drain()
-                    }
-                }
-            }
+            let replies = try await execute(commands, deadline: deadline)
             if !probe { breaker.withLock { $0.failuresInARow = 0 } }
             return replies
-        } catch let error as StoreError {
+        } catch {
             if case .storeUnavailable = error, !probe { recordFailure() }
             throw error
         }
     }
 
     func shutdown() async throws {
-        guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let entries = connections.withLock { state -> [Entry] in
+            guard !state.isShutdown else { return [] }
+            state.isShutdown = true
+            defer { state.byLoop.removeAll() }
+            return Array(state.byLoop.values)
+        }
         breaker.withLock { $0.probe }?.cancel()
-        try await threadPool.shutdownGracefully()
-        failQueued(with: .shutdown)
-        idle.withLock { $0.removeAll() }
+        for case .open(let connection) in entries { try? await connection.channel.close() }
+    }
+
+    /// The caller's own loop when it runs on one of the group's. A caller on no loop of the group
+    /// resumes on its own executor anyway: any loop will do, and one whose connection is open
+    /// already saves opening another (and, while Redis hangs, a connect that cannot succeed).
+    private func pickLoop() -> any EventLoop {
+        if let current = MultiThreadedEventLoopGroup.currentEventLoop, loops.contains(ObjectIdentifier(current)) { return current }
+        let next = group.next()
+        return connections.withLock { state in
+            func isOpen(_ loop: any EventLoop) -> Bool {
+                if case .open? = state.byLoop[ObjectIdentifier(loop)] { return true }
+                return false
+            }
+            return isOpen(next) ? next : loopList.first(where: isOpen) ?? next
+        }
+    }
+
+    /// Retries once, on a fresh connection, when a connection opened before the call turns out to
+    /// be closed by the server before any reply to it (the commands never reached a live Redis),
+    /// and when the server answers READONLY (it became a replica).
+    private func execute(_ commands: [[[UInt8]]], deadline: ContinuousClock.Instant) async throws(StoreError) -> [RedisReply] {
+        let loop = pickLoop()
+        var attempt = 0
+        while true {
+            attempt += 1
+            let waitedFrom = ContinuousClock.now
+            let (connection, reused) = try await connection(on: loop)
+            // Opening a connection has its own bound (the connect timeout), as it had when each
+            // connection was opened on a pool thread: the command's own time starts once it is open.
+            let commandDeadline = reused ? deadline : deadline + (ContinuousClock.now - waitedFrom)
+            let replies: [RedisReply]
+            do {
+                replies = try await connection.replies(commands, deadline: commandDeadline)
+            } catch {
+                guard reused, error.isStaleConnection, attempt == 1 else {
+                    if connections.withLock({ $0.isShutdown }) { throw StoreError.shutdown }
+                    throw StoreError.storeUnavailable(reason: error.message)
+                }
+                // The other loops' connections date from the same server: drop them too.
+                dropAll()
+                logger.info("redis connection was closed by the server; reconnecting", metadata: ["redis": "\(connector.target)"])
+                continue
+            }
+            if connector.node == nil, replies.contains(where: Self.isReadOnlyRefusal) {
+                // This node became a replica (a Sentinel failover): it executed no write of the
+                // call, and reads are safe to repeat. Drop its connections, retry once on a fresh
+                // one, which asks the sentinels (or DNS) for the master again. (A cluster node
+                // answers MOVED instead, which the cluster follows.)
+                dropAll()
+                if attempt == 1 {
+                    logger.info("redis answered as a read-only replica; reconnecting to the master", metadata: ["redis": "\(connector.target)"])
+                    continue
+                }
+            }
+            return replies
+        }
+    }
+
+    /// The loop's connection, opened now if it has none; `reused` when it was open before.
+    private func connection(on loop: any EventLoop) async throws(StoreError) -> (RedisChannelConnection, reused: Bool) {
+        let key = ObjectIdentifier(loop)
+        enum Step {
+            case use(RedisChannelConnection)
+            case wait(EventLoopFuture<RedisChannelConnection>)
+            case open(EventLoopPromise<RedisChannelConnection>)
+            case shutdown
+        }
+        let step = connections.withLock { state -> Step in
+            guard !state.isShutdown else { return .shutdown }
+            switch state.byLoop[key] {
+            case .open(let connection)? where connection.isActive: return .use(connection)
+            case .opening(let attempt)?: return .wait(attempt)
+            default:
+                let promise = loop.makePromise(of: RedisChannelConnection.self)
+                state.byLoop[key] = .opening(promise.futureResult)
+                return .open(promise)
+            }
+        }
+        switch step {
+        case .shutdown:
+            throw StoreError.shutdown
+        case .use(let connection):
+            return (connection, true)
+        case .wait(let attempt):
+            do {
+                return (try await attempt.get(), false)
+            } catch {
+                throw StoreError.storeUnavailable(reason: (error as? RedisConnectionFailure)?.message ?? "\(error)")
+            }
+        case .open(let promise):
+            let connection: RedisChannelConnection
+            do {
+                connection = try await connector.open(on: loop)
+            } catch {
+                connections.withLock { state in state.byLoop[key] = nil }
+                promise.fail(error)
+                throw StoreError.storeUnavailable(reason: error.message)
+            }
+            let kept = connections.withLock { state -> Bool in
+                guard !state.isShutdown else { return false }
+                state.byLoop[key] = .open(connection)
+                return true
+            }
+            guard kept else {
+                connection.close()
+                promise.fail(StoreError.shutdown)
+                throw StoreError.shutdown
+            }
+            // A connection that closes (Redis went away, a deadline passed) leaves its slot.
+            connection.channel.closeFuture.whenComplete { [self] _ in
+                connections.withLock { state in
+                    if case .open(let current)? = state.byLoop[key], current.channel === connection.channel { state.byLoop[key] = nil }
+                }
+            }
+            promise.succeed(connection)
+            return (connection, false)
+        }
+    }
+
+    /// Closes every open connection: they all reach a server that restarted or was demoted.
+    private func dropAll() {
+        let dropped = connections.withLock { state -> [RedisChannelConnection] in
+            var dropped: [RedisChannelConnection] = []
+            for (key, entry) in state.byLoop {
+                guard case .open(let connection) = entry else { continue }
+                dropped.append(connection)
+                state.byLoop[key] = nil
+            }
+            return dropped
+        }
+        for connection in dropped { connection.close() }
     }
 
     /// Counts a failed call; the one that reaches the threshold opens the circuit and starts the probe.
@@ -111,7 +229,7 @@ final class RedisNode: Sendable {
             metadata: ["redis": "\(connector.target)"]
         )
         let probe = Task { [self] in
-            while !Task.isCancelled, !isShutdown.load(ordering: .acquiring) {
+            while !Task.isCancelled, !connections.withLock({ $0.isShutdown }) {
                 try? await Task.sleep(for: RedisStore.probeInterval)
                 let deadline = ContinuousClock.now + configuration.commandTimeout
                 guard case .status("PONG")? = try? await run([[Array("PING".utf8)]], deadline: deadline, probe: true).first else { continue }
@@ -127,101 +245,8 @@ final class RedisNode: Sendable {
         breaker.withLock { $0.probe = probe }
     }
 
-    /// A worker: takes the waiting calls in order, a batch at a time, until none is left.
-    private func drain() {
-        while true {
-            let batch = queue.withLock { queue -> [Pending] in
-                guard !queue.pending.isEmpty else {
-                    queue.workers -= 1
-                    return []
-                }
-                let count = min(Self.maxBatch, queue.pending.count)
-                defer { queue.pending.removeFirst(count) }
-                return Array(queue.pending.prefix(count))
-            }
-            guard !batch.isEmpty else { return }
-            let now = ContinuousClock.now
-            var live: [Pending] = []
-            for call in batch {
-                if now < call.deadline {
-                    live.append(call)
-                } else {
-                    call.continuation.resume(throwing: StoreError.storeUnavailable(reason: "no connection was free within the command timeout (Redis slow or overloaded)"))
-                }
-            }
-            guard !live.isEmpty else { continue }
-            let results = executeBlocking(live.flatMap(\.commands), deadline: live.map(\.deadline).max())
-            var offset = 0
-            for call in live {
-                let mine = results[offset..<offset + call.commands.count]
-                offset += call.commands.count
-                if case .failure(let error)? = mine.first(where: { if case .failure = $0 { true } else { false } }) {
-                    call.continuation.resume(throwing: error)
-                } else {
-                    call.continuation.resume(returning: mine.map { if case .success(let reply) = $0 { reply } else { .null } })
-                }
-            }
-        }
-    }
-
-    private func failQueued(with error: StoreError) {
-        let calls = queue.withLock { queue -> [Pending] in
-            defer {
-                queue.pending.removeAll()
-                queue.workers = 0
-            }
-            return queue.pending
-        }
-        for call in calls { call.continuation.resume(throwing: error) }
-    }
-
-    /// Runs on a worker thread. Retries once, on a fresh connection, only when a pooled connection
-    /// turns out to be closed by the server before the first reply (the batch never reached a live Redis).
-    private func executeBlocking(_ commands: [[[UInt8]]], deadline: ContinuousClock.Instant?) -> [Result<RedisReply, StoreError>] {
-        var attempt = 0
-        while true {
-            attempt += 1
-            let pooled = idle.withLock { $0.popLast() }
-            let connection: RedisConnection
-            if let pooled {
-                connection = pooled
-            } else {
-                do {
-                    connection = try connector.open()
-                } catch {
-                    return Array(repeating: .failure(.storeUnavailable(reason: error.message)), count: commands.count)
-                }
-            }
-            let results = connection.pipeline(commands, deadline: deadline, commandTimeout: configuration.commandTimeout)
-            guard case .failure(let failure)? = results.first(where: { if case .failure = $0 { true } else { false } }) else {
-                if connector.node == nil, results.contains(where: Self.isReadOnlyRefusal) {
-                    // This node became a replica (a Sentinel failover): it executed no write of the
-                    // batch, and reads are safe to repeat. Drop it and its pool mates, retry once on
-                    // a fresh connection, which asks the sentinels (or DNS) for the master again.
-                    // (A cluster node answers MOVED instead, which the cluster follows.)
-                    idle.withLock { $0.removeAll() }
-                    if attempt == 1 {
-                        logger.info("redis answered as a read-only replica; reconnecting to the master")
-                        continue
-                    }
-                    return results.map { result in result.mapError { StoreError.storeUnavailable(reason: $0.message) } }
-                }
-                idle.withLock { $0.append(connection) }
-                return results.map { result in result.mapError { _ in StoreError.storeUnavailable(reason: "connection lost") } }
-            }
-            let failedFirst = if case .failure = results[0] { true } else { false }
-            if pooled != nil, failure.isStaleConnection, failedFirst, attempt == 1 {
-                // The other idle connections date from the same server: drop them too.
-                idle.withLock { $0.removeAll() }
-                logger.info("redis connection was closed by the server; reconnecting")
-                continue
-            }
-            return results.map { result in result.mapError { StoreError.storeUnavailable(reason: $0.message) } }
-        }
-    }
-
-    private static func isReadOnlyRefusal(_ result: Result<RedisReply, RedisConnectionFailure>) -> Bool {
-        if case .success(.error(let message)) = result { return message.hasPrefix("READONLY") }
+    private static func isReadOnlyRefusal(_ reply: RedisReply) -> Bool {
+        if case .error(let message) = reply { return message.hasPrefix("READONLY") }
         return false
     }
 }

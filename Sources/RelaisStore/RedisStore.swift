@@ -1,13 +1,14 @@
 public import Logging
 import Metrics
+import NIOPosix
 import Synchronization
 
 /// ``KeyValueStore`` on Redis (≥ 6.2, for GETDEL) through hiredis: one server, the master that
 /// Redis Sentinel names, or a Redis Cluster (``RedisCluster``).
 ///
-/// Each server is a ``RedisNode``: blocking hiredis calls on its own worker threads, waiting calls
-/// pipelined in batches, a failed connection dropped and reopened on the next call (how the store
-/// recovers after a Redis restart). While Redis is down every call fails fast with
+/// Each server is a ``RedisNode``: one non-blocking connection per event loop (SwiftNIO owns the
+/// socket, hiredis formats commands and parses replies), concurrent calls pipelined, a failed
+/// connection dropped and reopened on the next call (how the store recovers after a Redis restart). While Redis is down every call fails fast with
 /// ``StoreError/storeUnavailable(reason:)``: refused at once, or after the connect/command timeout.
 ///
 /// Two bounds keep a frozen Redis (connections open, nothing answers) from holding requests: a
@@ -30,16 +31,24 @@ public final class RedisStore: KeyValueStore {
         case cluster(RedisCluster)
     }
 
-    public init(configuration: RedisConfiguration, logger: Logger = Logger(label: "relais.store.redis")) {
+    /// Connections live on `MultiThreadedEventLoopGroup.singleton`, Hummingbird's default group:
+    /// a request handler running on its channel's loop gets its replies on that loop.
+    public convenience init(configuration: RedisConfiguration, logger: Logger = Logger(label: "relais.store.redis")) {
+        self.init(configuration: configuration, logger: logger, eventLoopGroup: .singleton)
+    }
+
+    /// On another group: tests that run their own code on a loop use one of their own, so that
+    /// what they do there never delays other tests' connections.
+    init(configuration: RedisConfiguration, logger: Logger = Logger(label: "relais.store.redis"), eventLoopGroup: MultiThreadedEventLoopGroup) {
         self.configuration = configuration
         self.logger = logger
         let connectors: [RedisConnector]
         if let seeds = configuration.cluster {
-            topology = .cluster(RedisCluster(configuration: configuration, seeds: seeds, logger: logger))
+            topology = .cluster(RedisCluster(configuration: configuration, seeds: seeds, group: eventLoopGroup, logger: logger))
             connectors = seeds.map { RedisConnector(configuration: configuration, node: $0) }
         } else {
             let connector = RedisConnector(configuration: configuration)
-            topology = .single(RedisNode(connector: connector, logger: logger))
+            topology = .single(RedisNode(connector: connector, group: eventLoopGroup, logger: logger))
             connectors = [connector]
         }
         subscriber = RedisSubscriber(channel: configuration.keyPrefix + "announcements", connectors: connectors, logger: logger)

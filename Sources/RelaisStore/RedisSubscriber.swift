@@ -6,7 +6,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// The store's subscription to its announcement channel, on a thread of its own: it delivers
+/// The store's subscription to its announcement channel, on a thread of its own (blocking hiredis
+/// calls, never on an event loop: ``BlockingCallCheck`` reports one there): it delivers
 /// messages to the listeners and proves itself with a PING every
 /// ``AnnouncementListener/proofInterval`` (see ``AnnouncementListener``). A lost connection makes
 /// every listener not current at once; the subscription reconnects every 250 ms until it is back.
@@ -51,7 +52,7 @@ final class RedisSubscriber: Sendable {
             let connector = connectors[attempt % connectors.count]
             attempt += 1
             do {
-                let connection = try connector.open()
+                let connection = try connector.openBlocking()
                 try connection.send([Array("SUBSCRIBE".utf8), channel])
                 if failedBefore { logger.notice("announcement subscription restored", metadata: ["redis": "\(connector.target)"]) }
                 failedBefore = false

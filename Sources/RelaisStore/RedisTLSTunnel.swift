@@ -8,12 +8,13 @@ import Glibc
 /// TLS to Redis for hiredis 0.14 (Debian 12), which only speaks plain TCP.
 ///
 /// `open` connects to Redis and completes the TLS handshake (verifying the chain and the name),
-/// then hands back one end of a local socket pair; hiredis is attached to that end with
-/// `redisConnectFd`. A dedicated thread pumps bytes between the other end and the TLS session.
-/// hiredis keeps its blocking semantics and its timeouts (a frozen Redis sends nothing through
-/// the tunnel either); closing hiredis' end (`redisFree`) ends the pump, which then closes the
-/// TLS session and the TCP socket. One tunnel and one thread per pooled connection: the pool is
-/// sized by cores, so that is a handful of threads.
+/// then hands back one end of a local socket pair, which NIO adopts as a plain channel
+/// (`ClientBootstrap.withConnectedSocket`), or hiredis (`redisConnectFd`) for the announcement
+/// subscription. A dedicated thread pumps bytes between the other end and the TLS session; the
+/// command timeouts still hold (a frozen Redis sends nothing through the tunnel either). Closing
+/// the plain end ends the pump, which then closes the TLS session and the TCP socket. One tunnel
+/// and one thread per connection: one connection per event loop and Redis node, so a handful.
+/// OpenSSL stays the project's one TLS library (swift-nio-ssl would be a second).
 enum RedisTLSTunnel {
     /// A write to a tunnel whose other side closed (hiredis writing after the pump ended, or the
     /// pump or handshake writing to a Redis that went away) must fail with EPIPE, not kill the
@@ -29,8 +30,25 @@ enum RedisTLSTunnel {
     }
 
     /// Returns the local descriptor hiredis should use, and where the tunnel reports how it ended.
-    /// Blocking: call it on a pool thread.
+    /// ``open(host:port:tls:connectTimeout:)`` on a thread started for it (the one that then pumps
+    /// would do, but starts only once the session is up): the blocking connect and handshake never
+    /// run on an event loop, nor hold a shared pool's thread while a TLS Redis is slow to answer.
+    static func openOffLoop(
+        host: String, port: Int, tls: RedisConfiguration.TLS, connectTimeout: Duration
+    ) async throws(RedisConnectionFailure) -> (descriptor: Int32, outcome: Outcome) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<(descriptor: Int32, outcome: Outcome), RedisConnectionFailure>, Never>) in
+            let started = startThread {
+                continuation.resume(returning: Result { () throws(RedisConnectionFailure) in try open(host: host, port: port, tls: tls, connectTimeout: connectTimeout) })
+            }
+            if !started { continuation.resume(returning: .failure(RedisConnectionFailure(message: "cannot start a thread for the TLS handshake", isStaleConnection: false))) }
+        }
+        return try result.get()
+    }
+
+    /// Blocking (connect and handshake): call it off the event loops (``openOffLoop``, or the
+    /// subscriber's own thread).
     static func open(host: String, port: Int, tls: RedisConfiguration.TLS, connectTimeout: Duration) throws(RedisConnectionFailure) -> (descriptor: Int32, outcome: Outcome) {
+        BlockingCallCheck.check("TLS tunnel connect and handshake")
         _ = sigpipeIgnored
         let deadline = ContinuousClock.now + connectTimeout
         let socket = try connectTCP(host: host, port: port, deadline: deadline)

@@ -462,3 +462,30 @@ struct Stopwatch {
         try await fixture.close()
     }
 }
+
+extension StoreConformanceTests {
+    /// Every check of the contract in turn, for a run of the whole suite in one test (BlockingCallCheckTests).
+    func wholeContract(kind: StoreKind) async throws {
+        try await setThenGetReturnsTheValue(kind: kind)
+        try await countersIncrementAtomicallyWithinTheirWindow(kind: kind)
+        try await concurrentCallsEachGetTheirOwnReply(kind: kind)
+        try await binaryValuesRoundTripWhole(kind: kind)
+        try await valuesExpireAfterTheirTTL(kind: kind)
+        try await setWithoutTTLIsPersistentAndExpireAddsOne(kind: kind)
+        try await getAndDeleteHandsTheValueOutOnce(kind: kind)
+        try await concurrentGetAndDeleteHasExactlyOneWinner(kind: kind)
+        try await takeAppliesItsWritesOnlyWhenTheKeyExists(kind: kind)
+        try await applyIfEqualWritesOnlyOverTheExpectedValue(kind: kind)
+        try await concurrentSwapsFromOneValueHaveExactlyOneWinner(kind: kind)
+        try await concurrentTakesHaveExactlyOneWinnerAndOnlyItsWrites(kind: kind)
+        try await applyWritesEverythingAtOnce(kind: kind)
+        try await deleteReportsWhetherTheKeyExisted(kind: kind)
+        try await setIfAbsentIsALockThatExpires(kind: kind)
+        try await concurrentSetIfAbsentHasExactlyOneWinner(kind: kind)
+        try await deleteIfEqualReleasesOnlyTheOwnersLock(kind: kind)
+        try await setMembershipIndexesSessions(kind: kind)
+        try await setTTLIsRenewedByEachAdd(kind: kind)
+        try await readingAValueAsASetOrTheReverseIsAWrongTypeError(kind: kind)
+        try await pingAnswersAndShutdownStoresRefuseCalls(kind: kind)
+    }
+}

@@ -1,0 +1,158 @@
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One caller's commands for one connection: sent in order (`ASKING` before its command), their
+/// replies returned together. Redis answers in order, so the promise is the one at the head of
+/// the handler's queue when the replies come.
+struct RedisRequest: Sendable {
+    var commands: [[[UInt8]]]
+    /// A request still unanswered at this instant fails, and closes its connection.
+    var deadline: ContinuousClock.Instant
+    var promise: EventLoopPromise<[RedisReply]>
+}
+
+/// Speaks RESP on a NIO channel with hiredis as the codec: each request is formatted and written
+/// as it comes (pipelining: no waiting for earlier replies), and replies complete the waiting
+/// requests first in, first out.
+///
+/// A request with no reply by its deadline closes the connection: a reply arriving later would
+/// be taken for the next request's. Every request still waiting then fails, as on any close.
+///
+/// Not `Sendable`: it lives in its channel's pipeline, used on that channel's event loop only.
+final class RedisProtocolHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = RedisRequest
+    typealias OutboundOut = ByteBuffer
+
+    private struct Waiting {
+        var expected: Int
+        var replies: [RedisReply] = []
+        var promise: EventLoopPromise<[RedisReply]>
+        var timeout: NIOScheduledCallback?
+    }
+
+    private var waiting = CircularBuffer<Waiting>()
+    private let reader = RedisReplyReader()
+    /// For `rediss://`: how the TLS tunnel ended, which the channel alone sees as a closed socket.
+    private let tunnel: RedisTLSTunnel.Outcome?
+    /// Set once the connection is unusable: later requests fail at once with it.
+    private var closedBecause: RedisConnectionFailure?
+
+    init(tunnel: RedisTLSTunnel.Outcome? = nil) {
+        self.tunnel = tunnel
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let request = unwrapOutboundIn(data)
+        if closedBecause != nil || !context.channel.isActive {
+            // Never sent, so safe to retry on a fresh connection: the caller may have picked this
+            // one just before it closed.
+            let reason = closedBecause?.message ?? "connection closed" + tlsFailure
+            request.promise.fail(RedisConnectionFailure(message: reason, isStaleConnection: true))
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        guard !request.commands.isEmpty else {
+            request.promise.succeed([])
+            promise?.succeed()
+            return
+        }
+        var buffer = context.channel.allocator.buffer(capacity: 64 * request.commands.count)
+        for command in request.commands where !RedisCommandEncoding.append(command, to: &buffer) {
+            request.promise.fail(RedisConnectionFailure(message: "cannot format the command (out of memory)", isStaleConnection: false))
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        var entry = Waiting(expected: request.commands.count, promise: request.promise)
+        let delay = request.deadline - ContinuousClock.now
+        entry.timeout = try? context.eventLoop.assumeIsolated().scheduleCallback(
+            in: .nanoseconds(max(0, delay.nanoseconds)),
+            handler: DeadlineHandler(handler: self, context: context)
+        )
+        waiting.append(entry)
+        context.write(wrapOutboundOut(buffer), promise: promise)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = unwrapInboundIn(data)
+        do throws(RedisReplyReader.ProtocolError) {
+            let unread = buffer.withUnsafeReadableBytes { bytes -> RedisReplyReader.ProtocolError? in
+                do throws(RedisReplyReader.ProtocolError) {
+                    try reader.feed(bytes)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if let unread { throw unread }
+            while let reply = try reader.next() {
+                guard !waiting.isEmpty else {
+                    return fail(context, RedisConnectionFailure(message: "Redis sent a reply no command asked for", isStaleConnection: false))
+                }
+                waiting[waiting.startIndex].replies.append(reply)
+                if waiting[waiting.startIndex].replies.count == waiting[waiting.startIndex].expected {
+                    let done = waiting.removeFirst()
+                    done.timeout?.cancel()
+                    done.promise.succeed(done.replies)
+                }
+            }
+        } catch {
+            fail(context, RedisConnectionFailure(message: error.message, isStaleConnection: false))
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A reset or a broken pipe is how a restarted Redis shows on a connection opened before.
+        let reset = (error as? IOError).map { [ECONNRESET, EPIPE].contains($0.errnoCode) } ?? false
+        fail(context, RedisConnectionFailure(message: "connection lost: \(error)" + tlsFailure, isStaleConnection: reset))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        failWaiting(closedBecause ?? RedisConnectionFailure(message: "connection closed by Redis" + tlsFailure, isStaleConnection: true))
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        failWaiting(closedBecause ?? RedisConnectionFailure(message: "connection closed" + tlsFailure, isStaleConnection: true))
+    }
+
+    /// How the TLS tunnel ended, for messages, since the channel only sees its socket close.
+    private var tlsFailure: String { tunnel?.failure.map { " (\($0))" } ?? "" }
+
+    /// The first deadline passed: every waiting request fails, the connection closes.
+    fileprivate func deadlinePassed(_ context: ChannelHandlerContext) {
+        fail(context, RedisConnectionFailure(message: "no reply within the command timeout (connection closed)", isStaleConnection: false))
+    }
+
+    /// Closes first, then fails the waiting requests: a caller that resumes at once must find the
+    /// connection closed, not pick it again.
+    private func fail(_ context: ChannelHandlerContext, _ failure: RedisConnectionFailure) {
+        if closedBecause == nil { closedBecause = failure }
+        context.close(promise: nil)
+        failWaiting(failure)
+    }
+
+    /// A request that got some of its replies is not stale: part of it ran.
+    private func failWaiting(_ failure: RedisConnectionFailure) {
+        while let entry = waiting.popFirst() {
+            entry.timeout?.cancel()
+            var own = failure
+            own.isStaleConnection = failure.isStaleConnection && entry.replies.isEmpty
+            entry.promise.fail(own)
+        }
+    }
+}
+
+/// Fires at a request's deadline, on the channel's event loop (scheduled through
+/// `assumeIsolated()`, so it may hold the handler and its context).
+private struct DeadlineHandler: NIOScheduledCallbackHandler {
+    let handler: RedisProtocolHandler
+    let context: ChannelHandlerContext
+
+    func handleScheduledCallback(eventLoop: some EventLoop) {
+        handler.deadlinePassed(context)
+    }
+}

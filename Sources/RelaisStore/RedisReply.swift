@@ -1,0 +1,122 @@
+import CHiredis
+import NIOCore
+
+/// A reply from Redis, copied out of hiredis' buffers.
+enum RedisReply: Equatable, Sendable {
+    case string([UInt8])
+    case status(String)
+    case integer(Int64)
+    case null
+    case array([RedisReply])
+    case error(String)
+
+    /// Copies a reply made by hiredis (a blocking context's or a reader's); the caller frees it.
+    init(_ reply: UnsafeMutablePointer<redisReply>) {
+        let value = reply.pointee
+        switch value.type {
+        case REDIS_REPLY_STRING:
+            self = .string(Self.bytes(value.str, value.len))
+        case REDIS_REPLY_STATUS:
+            self = .status(String(decoding: Self.bytes(value.str, value.len), as: UTF8.self))
+        case REDIS_REPLY_ERROR:
+            self = .error(String(decoding: Self.bytes(value.str, value.len), as: UTF8.self))
+        case REDIS_REPLY_INTEGER:
+            self = .integer(Int64(value.integer))
+        case REDIS_REPLY_ARRAY:
+            self = .array((0..<Int(value.elements)).map { RedisReply(value.element[$0]!) })
+        default:
+            self = .null
+        }
+    }
+
+    private static func bytes(_ pointer: UnsafeMutablePointer<CChar>?, _ length: Int) -> [UInt8] {
+        guard let pointer, length > 0 else { return [] }
+        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+    }
+}
+
+/// Why a connection became unusable. The connection is discarded after any of these.
+struct RedisConnectionFailure: Error {
+    var message: String
+    /// The server closed or reset the connection before answering: typical of a connection to a
+    /// Redis that restarted. The command never reached the new server, so one retry on a fresh
+    /// connection is safe.
+    var isStaleConnection: Bool
+}
+
+/// hiredis as a codec only ("other libraries" API): commands formatted into RESP, replies parsed
+/// from whatever bytes arrived. No socket and no blocking: safe on an event loop.
+enum RedisCommandEncoding {
+    /// Appends `arguments` as one RESP command; false when hiredis cannot allocate. Arguments go
+    /// with explicit lengths (no C strings), so values holding NUL bytes are sent whole.
+    static func append(_ arguments: [[UInt8]], to buffer: inout ByteBuffer) -> Bool {
+        withArgv(arguments) { argc, argv, argvlen in
+            var formatted: UnsafeMutablePointer<CChar>?
+            let length = redisFormatCommandArgv(&formatted, argc, argv, argvlen)
+            guard length >= 0, let formatted else { return false }
+            defer { redisFreeCommand(formatted) }
+            buffer.writeBytes(UnsafeRawBufferPointer(start: formatted, count: Int(length)))
+            return true
+        }
+    }
+
+    /// Calls `body` with argv/argvlen pointing into one flat copy of `arguments`.
+    static func withArgv<Result>(
+        _ arguments: [[UInt8]], _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int>?) -> Result
+    ) -> Result {
+        let flat = arguments.flatMap { $0 }
+        let lengths = arguments.map(\.count)
+        return flat.withUnsafeBufferPointer { buffer in
+            let base = UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
+            var offsets: [UnsafePointer<CChar>?] = []
+            offsets.reserveCapacity(arguments.count)
+            var offset = 0
+            for length in lengths {
+                offsets.append(base + offset)
+                offset += length
+            }
+            return offsets.withUnsafeMutableBufferPointer { argv in
+                lengths.withUnsafeBufferPointer { argvlen in body(Int32(arguments.count), argv.baseAddress, argvlen.baseAddress) }
+            }
+        }
+    }
+}
+
+/// hiredis' reply reader: bytes in, complete replies out, however the bytes were split.
+///
+/// Not `Sendable`: it belongs to one channel handler, used on its channel's event loop only.
+final class RedisReplyReader {
+    private let reader: UnsafeMutablePointer<redisReader>
+
+    init() {
+        // Allocation failure here means the process is out of memory: nothing sensible to recover.
+        reader = redisReaderCreate()!
+    }
+
+    deinit { redisReaderFree(reader) }
+
+    struct ProtocolError: Error {
+        var message: String
+    }
+
+    func feed(_ bytes: UnsafeRawBufferPointer) throws(ProtocolError) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        guard redisReaderFeed(reader, base.assumingMemoryBound(to: CChar.self), bytes.count) == REDIS_OK else { throw error() }
+    }
+
+    /// The next complete reply, or nil until more bytes come.
+    func next() throws(ProtocolError) -> RedisReply? {
+        var pointer: UnsafeMutableRawPointer?
+        guard redisReaderGetReply(reader, &pointer) == REDIS_OK else { throw error() }
+        guard let pointer else { return nil }
+        defer { freeReplyObject(pointer) }
+        return RedisReply(pointer.assumingMemoryBound(to: redisReply.self))
+    }
+
+    private func error() -> ProtocolError {
+        let text = withUnsafeBytes(of: reader.pointee.errstr) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        return ProtocolError(message: "unreadable reply from Redis: \(text.isEmpty ? "protocol error" : text)")
+    }
+}

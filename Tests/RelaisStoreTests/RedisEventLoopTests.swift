@@ -1,0 +1,161 @@
+import Logging
+import NIOCore
+import NIOPosix
+import RelaisTestSupport
+import Testing
+
+@testable import RelaisStore
+
+/// Runs a task's jobs on one event loop, as a request handler preferring its channel's loop does:
+/// `MultiThreadedEventLoopGroup.currentEventLoop` is that loop while the task runs.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let loop: any EventLoop
+
+    init(_ loop: any EventLoop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
+/// The store on NIO's event loops: one connection per loop and server, calls pipelined on it, a
+/// connection closed when a reply is late, and reconnection after Redis went away. Each test
+/// runs its code on a group of its own, whose stalls (process launches) touch no other test.
+@Suite struct RedisEventLoopTests {
+    private func configuration(_ server: RedisServerProcess, commandTimeout: Duration = .seconds(10)) throws -> RedisConfiguration {
+        var configuration = RedisConfiguration(connectTimeout: .seconds(1), commandTimeout: commandTimeout)
+        try configuration.apply(url: server.url)
+        return configuration
+    }
+
+    private func connectedClients(_ server: RedisServerProcess) async -> Int? {
+        await server.cli(["info", "clients"])?.split(whereSeparator: \.isNewline)
+            .first { $0.hasPrefix("connected_clients:") }.flatMap { Int($0.split(separator: ":")[1]) }
+    }
+
+    /// 200 concurrent GETs from tasks on one loop share its one connection, and each gets the
+    /// value of its own key.
+    @Test func concurrentCallsOnOneLoopArePipelinedOnOneConnection() async throws {
+        let server = try await RedisServerProcess.launch()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let store = RedisStore(configuration: try configuration(server), eventLoopGroup: group)
+        let executor = EventLoopTaskExecutor(group.next())
+        let mismatches = try await withTaskExecutorPreference(executor) {
+            for index in 0..<200 { try await store.set("key\(index)", Array("value \(index)".utf8), ttl: .seconds(60)) }
+            return try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<200 {
+                    group.addTask { try await store.get("key\(index)") == Array("value \(index)".utf8) ? 0 : 1 }
+                }
+                return try await group.reduce(0, +)
+            }
+        }
+        #expect(mismatches == 0)
+        #expect(await connectedClients(server) == 2)  // the store's one connection, and redis-cli
+        try await store.shutdown()
+        try await group.shutdownGracefully()
+        server.stop()
+    }
+
+    /// A command with no reply by its deadline fails, closes its connection (with what was
+    /// pipelined behind it), and the next call opens a new one.
+    @Test func aPassedDeadlineClosesTheConnectionAndTheNextCallSucceeds() async throws {
+        let server = try await RedisServerProcess.launch()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let node = RedisNode(connector: RedisConnector(configuration: try configuration(server)), group: group, logger: .init(label: "test"))
+        try await withTaskExecutorPreference(EventLoopTaskExecutor(group.next())) {
+            let clientID: [[UInt8]] = [Array("CLIENT".utf8), Array("ID".utf8)]
+            let first = try await node.run([clientID], deadline: ContinuousClock.now + .seconds(10))
+            // BLPOP waits 5 s for a list that never fills: past a 200 ms deadline.
+            async let blocked = node.run([[Array("BLPOP".utf8), Array("never".utf8), Array("5".utf8)]], deadline: ContinuousClock.now + .milliseconds(200))
+            async let behind = node.run([[Array("GET".utf8), Array("k".utf8)]], deadline: ContinuousClock.now + .seconds(10))
+            var outcomes: [Result<[RedisReply], any Error>] = []
+            do { outcomes.append(.success(try await blocked)) } catch { outcomes.append(.failure(error)) }
+            do { outcomes.append(.success(try await behind)) } catch { outcomes.append(.failure(error)) }
+            for outcome in outcomes {
+                guard case .failure(StoreError.storeUnavailable(let reason)) = outcome else {
+                    Issue.record("expected store_unavailable, got \(outcome)")
+                    continue
+                }
+                #expect(reason.contains("no reply within the command timeout"))
+            }
+            let second = try await node.run([clientID], deadline: ContinuousClock.now + .seconds(10))
+            #expect(first != second)  // a new connection
+        }
+        try await node.shutdown()
+        try await group.shutdownGracefully()
+        server.stop()
+    }
+
+    /// A connection Redis closed (a restart, a client kill) is replaced on the next call.
+    @Test func theNodeReconnectsAfterRedisRestartsOrDropsItsConnection() async throws {
+        let server = try await RedisServerProcess.launch()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let store = RedisStore(configuration: try configuration(server), eventLoopGroup: group)
+        try await withTaskExecutorPreference(EventLoopTaskExecutor(group.next())) {
+            try await store.set("a", [1], ttl: nil)
+            try await server.restart()
+            try await store.set("b", [2], ttl: nil)
+            #expect(try await store.get("b") == [2])
+            _ = await server.cli(["client", "kill", "type", "normal", "skipme", "yes"])
+            #expect(try await store.get("b") == [2])
+        }
+        try await store.shutdown()
+        try await group.shutdownGracefully()
+        server.stop()
+    }
+
+    /// Calls from a task on no event loop, or on another group's loop, are served too.
+    @Test func callsOffTheGroupsLoopsAreServed() async throws {
+        let server = try await RedisServerProcess.launch()
+        let store = RedisStore(configuration: try configuration(server))
+        try await store.set("k", [1], ttl: nil)
+        let other = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let value = try await withTaskExecutorPreference(EventLoopTaskExecutor(other.next())) { try await store.get("k") }
+        #expect(value == [1])
+        try await store.shutdown()
+        try await other.shutdownGracefully()
+        server.stop()
+    }
+
+    @Test func callsAfterShutdownFailWithShutdown() async throws {
+        let server = try await RedisServerProcess.launch()
+        let node = RedisNode(connector: RedisConnector(configuration: try configuration(server)), logger: .init(label: "test"))
+        _ = try await node.run([[Array("PING".utf8)]], deadline: ContinuousClock.now + .seconds(10))
+        try await node.shutdown()
+        await #expect(throws: StoreError.shutdown) { try await node.run([[Array("PING".utf8)]], deadline: ContinuousClock.now + .seconds(10)) }
+        server.stop()
+    }
+}
+
+/// Blocking hiredis calls never run on an event loop: the counter stays still through the store
+/// contract run from a loop, and moves when a blocking call is made on one on purpose.
+/// Serialized: the second test moves the process-wide counter the first watches.
+@Suite(.serialized) struct BlockingCallCheckTests {
+    @Test func theStoreContractRunFromAnEventLoopMakesNoBlockingCall() async throws {
+        let before = RedisStore.blockingCallsOnEventLoop
+        // A loop of its own: the test's process launches must not stall the stores' loops.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        try await withTaskExecutorPreference(EventLoopTaskExecutor(group.next())) {
+            for kind in [StoreKind.redis, .redisTLS, .redisCluster] {
+                try await StoreConformanceTests().wholeContract(kind: kind)
+            }
+        }
+        try await group.shutdownGracefully()
+        #expect(RedisStore.blockingCallsOnEventLoop == before)
+    }
+
+    @Test func aBlockingCallOnAnEventLoopIsCounted() async throws {
+        let port = try FreePort.find()
+        let configuration = RedisConfiguration(connectTimeout: .milliseconds(300))
+        let before = RedisStore.blockingCallsOnEventLoop
+        _ = try? RedisConnection.connect(host: "127.0.0.1", port: port, configuration: configuration)  // off the loops: not counted
+        #expect(RedisStore.blockingCallsOnEventLoop == before)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        try await group.next().submit {
+            _ = try? RedisConnection.connect(host: "127.0.0.1", port: port, configuration: configuration)
+        }.get()
+        try await group.shutdownGracefully()
+        #expect(RedisStore.blockingCallsOnEventLoop == before + 1)
+    }
+}

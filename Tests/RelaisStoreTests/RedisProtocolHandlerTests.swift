@@ -1,0 +1,166 @@
+import NIOCore
+import NIOEmbedded
+import RelaisTestSupport
+import Testing
+
+@testable import RelaisStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The channel handler alone, on an `EmbeddedChannel`: what it writes, how it matches replies to
+/// requests however the bytes arrive, and how each failure ends the connection.
+@Suite(.tags(.fast)) struct RedisProtocolHandlerTests {
+    private struct Setup {
+        let channel = EmbeddedChannel()
+        let loop: EmbeddedEventLoop
+
+        init() throws {
+            loop = channel.embeddedEventLoop
+            try channel.pipeline.syncOperations.addHandler(RedisProtocolHandler())
+            try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 6379)).wait()
+        }
+
+        func send(_ commands: [[String]], timeout: Duration = .seconds(60)) -> EventLoopFuture<[RedisReply]> {
+            RedisChannelConnection(channel: channel).send(commands.map { $0.map { Array($0.utf8) } }, deadline: ContinuousClock.now + timeout)
+        }
+
+        func written() throws -> String {
+            var text = ""
+            while var buffer = try channel.readOutbound(as: ByteBuffer.self) { text += buffer.readString(length: buffer.readableBytes) ?? "" }
+            return text
+        }
+
+        func receive(_ text: String) throws {
+            try channel.writeInbound(channel.allocator.buffer(string: text))
+        }
+
+        /// The request's outcome now, nil while it waits.
+        func outcome(_ future: EventLoopFuture<[RedisReply]>) -> Result<[RedisReply], any Error>? {
+            nonisolated(unsafe) var result: Result<[RedisReply], any Error>?
+            future.whenComplete { result = $0 }
+            loop.run()
+            return result
+        }
+    }
+
+    @Test func commandsAreWrittenAsRESPWithBinaryValuesWhole() throws {
+        let setup = try Setup()
+        let value: [UInt8] = [0x61, 0x00, 0x0d, 0x0a]  // a NUL and a CRLF inside the value
+        let reply = RedisChannelConnection(channel: setup.channel).send([[Array("SET".utf8), Array("k".utf8), value]], deadline: ContinuousClock.now + .seconds(60))
+        var buffer = try #require(try setup.channel.readOutbound(as: ByteBuffer.self))
+        #expect(buffer.readBytes(length: buffer.readableBytes) == Array("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$4\r\n".utf8) + value + Array("\r\n".utf8))
+        try setup.receive("+OK\r\n")
+        #expect(try setup.outcome(reply)?.get() == [.status("OK")])
+        _ = try setup.channel.finish()
+    }
+
+    /// Replies that arrive one byte at a time complete each request once, in order, with its own replies.
+    @Test func repliesFedByteByByteCompleteTheirRequestsInOrder() throws {
+        let setup = try Setup()
+        let first = setup.send([["GET", "a"], ["INCR", "n"]])
+        let second = setup.send([["SMEMBERS", "s"]])
+        let third = setup.send([["GET", "missing"], ["SET", "k", "v"]])
+        #expect(
+            try setup.written()
+                == "*2\r\n$3\r\nGET\r\n$1\r\na\r\n*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n*2\r\n$8\r\nSMEMBERS\r\n$1\r\ns\r\n*2\r\n$3\r\nGET\r\n$7\r\nmissing\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"
+        )
+        let pieces = ["$5\r\nhello\r\n:42\r\n", "*2\r\n$1\r\nx\r\n$-1\r\n", "$-1\r\n-ERR no\r\n"]
+        // Each request completes with the last byte of its own replies, not before.
+        let lastBytes = pieces.indices.map { pieces[...$0].joined().utf8.count - 1 }
+        var seen: [Int] = []
+        var completedAt: [Int] = []
+        for (index, byte) in pieces.joined().utf8.enumerated() {
+            try setup.receive(String(decoding: [byte], as: UTF8.self))
+            for (number, future) in [first, second, third].enumerated() where !seen.contains(number) && setup.outcome(future) != nil {
+                seen.append(number)
+                completedAt.append(index)
+            }
+        }
+        #expect(completedAt == lastBytes)
+        #expect(seen == [0, 1, 2])
+        #expect(try setup.outcome(first)?.get() == [.string(Array("hello".utf8)), .integer(42)])
+        #expect(try setup.outcome(second)?.get() == [.array([.string([UInt8(ascii: "x")]), .null])])
+        #expect(try setup.outcome(third)?.get() == [.null, .error("ERR no")])
+        #expect(setup.channel.isActive)
+        _ = try setup.channel.finish()
+    }
+
+    @Test func aReplyNoRequestAskedForClosesTheConnection() throws {
+        let setup = try Setup()
+        try setup.receive("+OK\r\n")
+        #expect(!setup.channel.isActive)
+        // Whatever comes next fails at once (the handler may already be gone from the pipeline).
+        #expect(Self.failure(setup.outcome(setup.send([["PING"]]))) != nil)
+    }
+
+    @Test func anUnreadableReplyFailsEveryWaitingRequestAndCloses() throws {
+        let setup = try Setup()
+        let first = setup.send([["GET", "a"]])
+        let second = setup.send([["GET", "b"]])
+        try setup.receive("!not resp\r\n")
+        for future in [first, second] {
+            let failure = Self.failure(setup.outcome(future))
+            #expect(failure?.message.hasPrefix("unreadable reply from Redis") == true)
+            #expect(failure?.isStaleConnection == false)
+        }
+        #expect(!setup.channel.isActive)
+    }
+
+    /// Past a request's deadline the connection closes: a reply arriving later would be taken for
+    /// the next request's. Every waiting request fails, none is retried as stale.
+    @Test func aPassedDeadlineFailsTheWaitingRequestsAndCloses() throws {
+        let setup = try Setup()
+        let slow = setup.send([["BLPOP", "q", "0"]], timeout: .milliseconds(100))
+        let behind = setup.send([["GET", "a"]], timeout: .seconds(60))
+        #expect(setup.outcome(slow) == nil)
+        setup.loop.advanceTime(by: .milliseconds(200))
+        for future in [slow, behind] {
+            let failure = Self.failure(setup.outcome(future))
+            #expect(failure?.message.contains("no reply within the command timeout") == true)
+            #expect(failure?.isStaleConnection == false)
+        }
+        #expect(!setup.channel.isActive)
+        // A request written after the close never reached Redis: safe to retry elsewhere.
+        #expect(Self.failure(setup.outcome(setup.send([["GET", "a"]])))?.isStaleConnection == true)
+    }
+
+    /// A reset (how a restarted Redis shows on an older connection) fails the waiting requests as
+    /// stale, and closes.
+    @Test func aResetFailsTheWaitingRequestsAsStaleAndCloses() throws {
+        let setup = try Setup()
+        let waiting = setup.send([["GET", "a"]])
+        setup.channel.pipeline.fireErrorCaught(IOError(errnoCode: ECONNRESET, reason: "read"))
+        let failure = Self.failure(setup.outcome(waiting))
+        #expect(failure?.isStaleConnection == true)
+        #expect(failure?.message.hasPrefix("connection lost") == true)
+        #expect(!setup.channel.isActive)
+    }
+
+    /// A close before any reply to a request marks it stale (safe to retry on a fresh connection);
+    /// a request that got part of its replies is not.
+    @Test func aCloseByRedisIsStaleOnlyForRequestsWithNoReplyYet() throws {
+        let setup = try Setup()
+        let partly = setup.send([["GET", "a"], ["GET", "b"]])
+        let untouched = setup.send([["GET", "c"]])
+        try setup.receive("$1\r\n1\r\n")
+        setup.channel.pipeline.fireChannelInactive()
+        #expect(Self.failure(setup.outcome(partly))?.isStaleConnection == false)
+        let stale = Self.failure(setup.outcome(untouched))
+        #expect(stale?.isStaleConnection == true)
+        #expect(stale?.message == "connection closed by Redis")
+    }
+
+    @Test func aRequestOnAClosedConnectionFailsAtOnce() throws {
+        let setup = try Setup()
+        try setup.channel.close().wait()
+        let failure = Self.failure(setup.outcome(setup.send([["PING"]])))
+        #expect(failure?.isStaleConnection == true)
+    }
+
+    private static func failure(_ outcome: Result<[RedisReply], any Error>?) -> RedisConnectionFailure? {
+        guard case .failure(let error)? = outcome else { return nil }
+        return error as? RedisConnectionFailure
+    }
+}
