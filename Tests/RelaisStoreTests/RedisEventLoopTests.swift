@@ -137,8 +137,11 @@ final class EventLoopTaskExecutor: TaskExecutor {
         // A loop of its own: the test's process launches must not stall the stores' loops.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         try await withTaskExecutorPreference(EventLoopTaskExecutor(group.next())) {
-            for kind in [StoreKind.redis, .redisTLS, .redisCluster] {
-                try await StoreConformanceTests().wholeContract(kind: kind)
+            try await withThrowingTaskGroup(of: Void.self) { kinds in
+                for kind in [StoreKind.redis, .redisTLS, .redisCluster] {
+                    kinds.addTask { try await StoreConformanceTests().wholeContract(kind: kind) }
+                }
+                try await kinds.waitForAll()
             }
         }
         try await group.shutdownGracefully()

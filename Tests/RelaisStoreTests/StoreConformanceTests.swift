@@ -464,28 +464,32 @@ struct Stopwatch {
 }
 
 extension StoreConformanceTests {
-    /// Every check of the contract in turn, for a run of the whole suite in one test (BlockingCallCheckTests).
+    /// Every check of the contract, concurrently as the suite runs them, for one test that runs
+    /// them all from one task (BlockingCallCheckTests); child tasks keep its executor preference.
     func wholeContract(kind: StoreKind) async throws {
-        try await setThenGetReturnsTheValue(kind: kind)
-        try await countersIncrementAtomicallyWithinTheirWindow(kind: kind)
-        try await concurrentCallsEachGetTheirOwnReply(kind: kind)
-        try await binaryValuesRoundTripWhole(kind: kind)
-        try await valuesExpireAfterTheirTTL(kind: kind)
-        try await setWithoutTTLIsPersistentAndExpireAddsOne(kind: kind)
-        try await getAndDeleteHandsTheValueOutOnce(kind: kind)
-        try await concurrentGetAndDeleteHasExactlyOneWinner(kind: kind)
-        try await takeAppliesItsWritesOnlyWhenTheKeyExists(kind: kind)
-        try await applyIfEqualWritesOnlyOverTheExpectedValue(kind: kind)
-        try await concurrentSwapsFromOneValueHaveExactlyOneWinner(kind: kind)
-        try await concurrentTakesHaveExactlyOneWinnerAndOnlyItsWrites(kind: kind)
-        try await applyWritesEverythingAtOnce(kind: kind)
-        try await deleteReportsWhetherTheKeyExisted(kind: kind)
-        try await setIfAbsentIsALockThatExpires(kind: kind)
-        try await concurrentSetIfAbsentHasExactlyOneWinner(kind: kind)
-        try await deleteIfEqualReleasesOnlyTheOwnersLock(kind: kind)
-        try await setMembershipIndexesSessions(kind: kind)
-        try await setTTLIsRenewedByEachAdd(kind: kind)
-        try await readingAValueAsASetOrTheReverseIsAWrongTypeError(kind: kind)
-        try await pingAnswersAndShutdownStoresRefuseCalls(kind: kind)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await self.setThenGetReturnsTheValue(kind: kind) }
+            group.addTask { try await self.countersIncrementAtomicallyWithinTheirWindow(kind: kind) }
+            group.addTask { try await self.concurrentCallsEachGetTheirOwnReply(kind: kind) }
+            group.addTask { try await self.binaryValuesRoundTripWhole(kind: kind) }
+            group.addTask { try await self.valuesExpireAfterTheirTTL(kind: kind) }
+            group.addTask { try await self.setWithoutTTLIsPersistentAndExpireAddsOne(kind: kind) }
+            group.addTask { try await self.getAndDeleteHandsTheValueOutOnce(kind: kind) }
+            group.addTask { try await self.concurrentGetAndDeleteHasExactlyOneWinner(kind: kind) }
+            group.addTask { try await self.takeAppliesItsWritesOnlyWhenTheKeyExists(kind: kind) }
+            group.addTask { try await self.applyIfEqualWritesOnlyOverTheExpectedValue(kind: kind) }
+            group.addTask { try await self.concurrentSwapsFromOneValueHaveExactlyOneWinner(kind: kind) }
+            group.addTask { try await self.concurrentTakesHaveExactlyOneWinnerAndOnlyItsWrites(kind: kind) }
+            group.addTask { try await self.applyWritesEverythingAtOnce(kind: kind) }
+            group.addTask { try await self.deleteReportsWhetherTheKeyExisted(kind: kind) }
+            group.addTask { try await self.setIfAbsentIsALockThatExpires(kind: kind) }
+            group.addTask { try await self.concurrentSetIfAbsentHasExactlyOneWinner(kind: kind) }
+            group.addTask { try await self.deleteIfEqualReleasesOnlyTheOwnersLock(kind: kind) }
+            group.addTask { try await self.setMembershipIndexesSessions(kind: kind) }
+            group.addTask { try await self.setTTLIsRenewedByEachAdd(kind: kind) }
+            group.addTask { try await self.readingAValueAsASetOrTheReverseIsAWrongTypeError(kind: kind) }
+            group.addTask { try await self.pingAnswersAndShutdownStoresRefuseCalls(kind: kind) }
+            try await group.waitForAll()
+        }
     }
 }
