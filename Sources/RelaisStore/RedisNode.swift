@@ -109,8 +109,8 @@ final class RedisNode: Sendable {
             attempt += 1
             let waitedFrom = ContinuousClock.now
             let (connection, reused) = try await connection(on: loop)
-            // Opening a connection has its own bound (the connect timeout), as it had when each
-            // connection was opened on a pool thread: the command's own time starts once it is open.
+            // Opening a connection has its own bound (the connect timeout): the command's time
+            // starts once it is open, so a slow connect on a busy machine does not eat it.
             let commandDeadline = reused ? deadline : deadline + (ContinuousClock.now - waitedFrom)
             let replies: [RedisReply]
             do {
