@@ -55,6 +55,14 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
+        let delay = request.deadline - ContinuousClock.now
+        guard delay > .zero else {
+            // Its time ran out before it could be sent (a busy machine): fail it alone, unsent,
+            // rather than close the connection under the other callers' requests.
+            request.promise.fail(RedisConnectionFailure(message: "no reply within the command timeout (not sent)", isStaleConnection: false))
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
         guard !request.commands.isEmpty else {
             request.promise.succeed([])
             promise?.succeed()
@@ -67,9 +75,8 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
             return
         }
         var entry = Waiting(expected: request.commands.count, promise: request.promise)
-        let delay = request.deadline - ContinuousClock.now
         entry.timeout = try? context.eventLoop.assumeIsolated().scheduleCallback(
-            in: .nanoseconds(max(0, delay.nanoseconds)),
+            in: .nanoseconds(delay.nanoseconds),
             handler: DeadlineHandler(handler: self, context: context)
         )
         waiting.append(entry)

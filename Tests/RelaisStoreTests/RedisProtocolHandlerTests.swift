@@ -138,6 +138,20 @@ import Glibc
         #expect(!setup.channel.isActive)
     }
 
+    /// A request whose deadline passed before it was written fails alone, unsent: the
+    /// connection and the requests already on it carry on.
+    @Test func aRequestAlreadyLateIsNotSentAndTheConnectionStays() throws {
+        let setup = try Setup()
+        let waiting = setup.send([["GET", "a"]])
+        _ = try setup.written()
+        let late = setup.send([["GET", "b"]], timeout: .milliseconds(-1))
+        #expect(try setup.written() == "")
+        #expect(Self.failure(setup.outcome(late))?.message.contains("not sent") == true)
+        try setup.receive("$1\r\n1\r\n")
+        #expect(try setup.outcome(waiting)?.get() == [.string([UInt8(ascii: "1")])])
+        #expect(setup.channel.isActive)
+    }
+
     /// A close before any reply to a request marks it stale (safe to retry on a fresh connection);
     /// a request that got part of its replies is not.
     @Test func aCloseByRedisIsStaleOnlyForRequestsWithNoReplyYet() throws {
