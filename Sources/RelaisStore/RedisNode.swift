@@ -176,9 +176,13 @@ final class RedisNode: Sendable {
             do {
                 connection = try await connector.open(on: loop)
             } catch {
-                connections.withLock { state in state.byLoop[key] = nil }
+                let isShutdown = connections.withLock { state in
+                    state.byLoop[key] = nil
+                    return state.isShutdown
+                }
                 promise.fail(error)
-                throw StoreError.storeUnavailable(reason: error.message)
+                // Shut down meanwhile: say so, as every call after the shutdown does.
+                throw isShutdown ? StoreError.shutdown : StoreError.storeUnavailable(reason: error.message)
             }
             let kept = connections.withLock { state -> Bool in
                 guard !state.isShutdown else { return false }

@@ -118,6 +118,24 @@ final class EventLoopTaskExecutor: TaskExecutor {
         server.stop()
     }
 
+    /// A server that answers READONLY is asked again once on a fresh connection (after a
+    /// failover the new one reaches the master); a replica that stays one is store_unavailable.
+    @Test func aReplicaThatStaysOneIsUnavailableAfterOneRetry() async throws {
+        let master = try await RedisServerProcess.launch()
+        let replica = try await RedisServerProcess.launch(extraArguments: ["--replicaof", "127.0.0.1", String(master.port)])
+        let store = RedisStore(configuration: try configuration(replica))
+        #expect(try await store.get("k") == nil)  // reads are served
+        await #expect {
+            try await store.set("k", [1], ttl: nil)
+        } throws: { error in
+            guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
+            return reason.contains("read-only replica")
+        }
+        try await store.shutdown()
+        replica.stop()
+        master.stop()
+    }
+
     @Test func callsAfterShutdownFailWithShutdown() async throws {
         let server = try await RedisServerProcess.launch()
         let node = RedisNode(connector: RedisConnector(configuration: try configuration(server)), logger: .init(label: "test"))
