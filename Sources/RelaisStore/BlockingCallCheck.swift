@@ -2,10 +2,11 @@ import Logging
 import NIOPosix
 import Synchronization
 
-/// Reports a blocking Redis call (hiredis' own socket I/O, the TLS tunnel's connect and
-/// handshake) made on an event loop, where it would stall every connection and request of that
-/// loop. Such calls belong on threads of their own; this makes a mistake visible (an error log
-/// and ``RedisStore/blockingCallsOnEventLoop``) instead of a silent slowdown.
+/// Reports a blocking Redis call made on an event loop, where it would stall every connection
+/// and request of that loop. The TLS tunnel's connect and handshake are the one blocking step
+/// left (hiredis only formats and parses); they belong on a thread of their own, and this makes
+/// a mistake visible (an error log and ``RedisStore/blockingCallsOnEventLoop``) instead of a
+/// silent slowdown.
 enum BlockingCallCheck {
     static let count = Atomic<Int>(0)
     private static let logger = Logger(label: "relais.store.redis")

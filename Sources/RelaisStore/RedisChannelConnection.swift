@@ -6,6 +6,8 @@ import NIOPosix
 /// on the loop shares the connection, their commands pipelined.
 struct RedisChannelConnection: Sendable {
     let channel: any Channel
+    /// The configured command timeout, for commands outside a store call (the subscription's).
+    var commandTimeout: Duration = .seconds(1)
     /// For `rediss://`: how the TLS tunnel ended, which the channel alone sees as a closed socket.
     var tunnel: RedisTLSTunnel.Outcome?
 
@@ -73,13 +75,13 @@ struct RedisChannelConnection: Sendable {
         do {
             guard let tls = configuration.tls else {
                 let channel = try await bootstrap.channelInitializer(Self.initializer(tunnel: nil)).connect(host: host, port: port).get()
-                return RedisChannelConnection(channel: channel)
+                return RedisChannelConnection(channel: channel, commandTimeout: configuration.commandTimeout)
             }
             // The tunnel (OpenSSL, on a thread of its own) hands back a plain local socket for NIO
             // to adopt. Its connect and handshake block: never on an event loop.
             let opened = try await RedisTLSTunnel.openOffLoop(host: host, port: port, tls: tls, connectTimeout: configuration.connectTimeout)
             let channel = try await bootstrap.channelInitializer(Self.initializer(tunnel: opened.outcome)).withConnectedSocket(opened.descriptor).get()
-            return RedisChannelConnection(channel: channel, tunnel: opened.outcome)
+            return RedisChannelConnection(channel: channel, commandTimeout: configuration.commandTimeout, tunnel: opened.outcome)
         } catch let failure as RedisConnectionFailure {
             throw failure
         } catch {

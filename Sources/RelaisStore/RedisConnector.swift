@@ -68,39 +68,6 @@ final class RedisConnector: Sendable {
         throw Self.noMaster(reasons)
     }
 
-    // MARK: - Blocking, for the subscriber's thread
-
-    /// A blocking hiredis connection (the announcement subscription's): call it on a thread of
-    /// its own, never on an event loop.
-    func openBlocking() throws(RedisConnectionFailure) -> RedisConnection {
-        if let node { return try RedisConnection.open(configuration, address: (node.host, node.port)) }
-        guard let sentinel = configuration.sentinel else { return try RedisConnection.open(configuration) }
-        var reasons: [String] = []
-        var master: (host: String, port: Int)?
-        let first = preferredSentinel.load(ordering: .relaxed)
-        for offset in 0..<sentinel.nodes.count where master == nil {
-            let index = (first + offset) % sentinel.nodes.count
-            let node = sentinel.nodes[index]
-            do {
-                let connection = try RedisConnection.connect(host: node.host, port: node.port, configuration: configuration)
-                try connection.authenticate(username: sentinel.username, password: sentinel.password)
-                switch Self.masterAddress(in: try connection.command(Self.askMaster(sentinel)), from: node, sentinel) {
-                case .success(let address):
-                    preferredSentinel.store(index, ordering: .relaxed)
-                    master = address
-                case .failure(let reason):
-                    reasons.append(reason.message)
-                }
-            } catch {
-                reasons.append(error.message)
-            }
-        }
-        guard let master else { throw Self.noMaster(reasons) }
-        let connection = try RedisConnection.open(configuration, address: master)
-        try Self.expectMaster(try connection.command(Self.role), master, sentinel)
-        return connection
-    }
-
     // MARK: - Replies
 
     private static func masterAddress(

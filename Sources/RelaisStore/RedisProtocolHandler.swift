@@ -14,6 +14,13 @@ struct RedisRequest: Sendable {
     var promise: EventLoopPromise<[RedisReply]>
 }
 
+/// Switches a connection to subscriber mode (after its handshake): every reply from then on
+/// (subscription confirmations, messages, PING answers) goes to `deliver`, and requests are
+/// written without waiting for replies. `deliver` runs on the channel's event loop.
+struct RedisPushMode: Sendable {
+    var deliver: @Sendable (RedisReply) -> Void
+}
+
 /// Speaks RESP on a NIO channel with hiredis as the codec: each request is formatted and written
 /// as it comes (pipelining: no waiting for earlier replies), and replies complete the waiting
 /// requests first in, first out.
@@ -40,6 +47,8 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
     private let tunnel: RedisTLSTunnel.Outcome?
     /// Set once the connection is unusable: later requests fail at once with it.
     private var closedBecause: RedisConnectionFailure?
+    /// Subscriber mode: replies are pushed here, none is matched to a request.
+    private var pushes: (@Sendable (RedisReply) -> Void)?
 
     init(tunnel: RedisTLSTunnel.Outcome? = nil) {
         self.tunnel = tunnel
@@ -74,6 +83,12 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
+        if pushes != nil {
+            // Subscriber mode: what comes back is pushed, so the request is done once written.
+            request.promise.succeed([])
+            context.write(wrapOutboundOut(buffer), promise: promise)
+            return
+        }
         var entry = Waiting(expected: request.commands.count, promise: request.promise)
         entry.timeout = try? context.eventLoop.assumeIsolated().scheduleCallback(
             in: .nanoseconds(delay.nanoseconds),
@@ -96,6 +111,10 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
             }
             if let unread { throw unread }
             while let reply = try reader.next() {
+                if let pushes {
+                    pushes(reply)
+                    continue
+                }
                 guard !waiting.isEmpty else {
                     return fail(context, RedisConnectionFailure(message: "Redis sent a reply no command asked for", isStaleConnection: false))
                 }
@@ -109,6 +128,12 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
         } catch {
             fail(context, RedisConnectionFailure(message: error.message, isStaleConnection: false))
         }
+    }
+
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard let mode = event as? RedisPushMode else { return context.triggerUserOutboundEvent(event, promise: promise) }
+        pushes = mode.deliver
+        promise?.succeed()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

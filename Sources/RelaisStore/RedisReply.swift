@@ -10,7 +10,7 @@ enum RedisReply: Equatable, Sendable {
     case array([RedisReply])
     case error(String)
 
-    /// Copies a reply made by hiredis (a blocking context's or a reader's); the caller frees it.
+    /// Copies a reply made by hiredis' reader; the caller frees it.
     init(_ reply: UnsafeMutablePointer<redisReply>) {
         let value = reply.pointee
         switch value.type {

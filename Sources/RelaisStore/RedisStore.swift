@@ -51,7 +51,7 @@ public final class RedisStore: KeyValueStore {
             topology = .single(RedisNode(connector: connector, group: eventLoopGroup, logger: logger))
             connectors = [connector]
         }
-        subscriber = RedisSubscriber(channel: configuration.keyPrefix + "announcements", connectors: connectors, logger: logger)
+        subscriber = RedisSubscriber(channel: configuration.keyPrefix + "announcements", connectors: connectors, group: eventLoopGroup, logger: logger)
     }
 
     // MARK: - KeyValueStore
@@ -177,7 +177,7 @@ public final class RedisStore: KeyValueStore {
 
     public func shutdown() async throws {
         guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        try await subscriber.shutdown()
+        await subscriber.shutdown()
         switch topology {
         case .single(let node): try await node.shutdown()
         case .cluster(let cluster): try await cluster.shutdown()

@@ -5,23 +5,23 @@ import Synchronization
 import Glibc
 #endif
 
-/// TLS to Redis for hiredis 0.14 (Debian 12), which only speaks plain TCP.
+/// TLS to Redis with OpenSSL, the project's one TLS library, under a plain NIO channel.
 ///
 /// `open` connects to Redis and completes the TLS handshake (verifying the chain and the name),
 /// then hands back one end of a local socket pair, which NIO adopts as a plain channel
-/// (`ClientBootstrap.withConnectedSocket`), or hiredis (`redisConnectFd`) for the announcement
-/// subscription. A dedicated thread pumps bytes between the other end and the TLS session; the
-/// command timeouts still hold (a frozen Redis sends nothing through the tunnel either). Closing
-/// the plain end ends the pump, which then closes the TLS session and the TCP socket. One tunnel
-/// and one thread per connection: one connection per event loop and Redis node, so a handful.
+/// (`ClientBootstrap.withConnectedSocket`). A dedicated thread pumps bytes between the other end
+/// and the TLS session; the command timeouts still hold (a frozen Redis sends nothing through the
+/// tunnel either). Closing the plain end ends the pump, which then closes the TLS session and the
+/// TCP socket. One tunnel and one thread per connection: one connection per event loop and Redis
+/// node, plus the announcement subscription's, so a handful.
 /// OpenSSL stays the project's one TLS library (swift-nio-ssl would be a second).
 enum RedisTLSTunnel {
-    /// A write to a tunnel whose other side closed (hiredis writing after the pump ended, or the
+    /// A write to a tunnel whose other side closed (the channel writing after the pump ended, or the
     /// pump or handshake writing to a Redis that went away) must fail with EPIPE, not kill the
     /// process: the first tunnel makes the process ignore SIGPIPE, as servers do.
     private static let sigpipeIgnored: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
 
-    /// Why a tunnel ended on the TLS side: hiredis only sees its end close, so the connection
+    /// Why a tunnel ended on the TLS side: the channel only sees its end close, so the connection
     /// reads this to say what happened (a refused client certificate, an alert, a reset).
     final class Outcome: Sendable {
         private let reason = Mutex<String?>(nil)
@@ -29,7 +29,7 @@ enum RedisTLSTunnel {
         func fail(_ text: String) { reason.withLock { $0 = $0 ?? text } }
     }
 
-    /// Returns the local descriptor hiredis should use, and where the tunnel reports how it ended.
+    /// Returns the local descriptor the channel should use, and where the tunnel reports how it ended.
     /// ``open(host:port:tls:connectTimeout:)`` on a thread started for it (the one that then pumps
     /// would do, but starts only once the session is up): the blocking connect and handshake never
     /// run on an event loop, nor hold a shared pool's thread while a TLS Redis is slow to answer.
@@ -45,8 +45,7 @@ enum RedisTLSTunnel {
         return try result.get()
     }
 
-    /// Blocking (connect and handshake): call it off the event loops (``openOffLoop``, or the
-    /// subscriber's own thread).
+    /// Blocking (connect and handshake): call it off the event loops, through ``openOffLoop``.
     static func open(host: String, port: Int, tls: RedisConfiguration.TLS, connectTimeout: Duration) throws(RedisConnectionFailure) -> (descriptor: Int32, outcome: Outcome) {
         BlockingCallCheck.check("TLS tunnel connect and handshake")
         _ = sigpipeIgnored
@@ -242,15 +241,15 @@ private final class TLSSession {
 
     /// Moves bytes both ways until either side closes or fails, then releases everything.
     /// `plain` is the tunnel's end of the socket pair (non-blocking). An end on the TLS side is
-    /// reported to `outcome` before hiredis' end closes, so hiredis' error can name it.
+    /// reported to `outcome` before the channel's end closes, so the channel's error can name it.
     func pump(plain: Int32, outcome: RedisTLSTunnel.Outcome) {
         defer {
             close()
             Glibc.close(plain)
         }
         let capacity = 16 * 1024
-        let upward = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 1)  // hiredis → Redis
-        let downward = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 1)  // Redis → hiredis
+        let upward = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 1)  // channel → Redis
+        let downward = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 1)  // Redis → channel
         defer {
             upward.deallocate()
             downward.deallocate()
@@ -266,7 +265,7 @@ private final class TLSSession {
                     up = (0, count)
                     progressed = true
                 } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
-                    return  // hiredis closed its end: the connection is done
+                    return  // the channel closed its end: the connection is done
                 }
             }
             if up.start < up.end {
@@ -306,7 +305,7 @@ private final class TLSSession {
             if down.start < down.end { plainEvents |= Int16(POLLOUT) }
             var entries = [pollfd(fd: plain, events: plainEvents, revents: 0), pollfd(fd: socket, events: tlsWants, revents: 0)]
             if poll(&entries, 2, -1) < 0 && errno != EINTR { return }
-            // hiredis went away while a write towards Redis was stuck: nothing left to deliver.
+            // the channel went away while a write towards Redis was stuck: nothing left to deliver.
             if entries[0].revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 && entries[0].revents & Int16(POLLIN) == 0 { return }
             if entries[1].revents & Int16(POLLERR | POLLNVAL) != 0 {
                 var error: Int32 = 0

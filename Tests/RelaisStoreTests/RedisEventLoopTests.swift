@@ -146,8 +146,8 @@ final class EventLoopTaskExecutor: TaskExecutor {
     }
 }
 
-/// Blocking hiredis calls never run on an event loop: the counter stays still through the store
-/// contract run from a loop, and moves when a blocking call is made on one on purpose.
+/// Blocking calls never run on an event loop: the counter stays still through the store contract
+/// run from a loop, and moves when a blocking call is made on one on purpose.
 /// Serialized: the second test moves the process-wide counter the first watches.
 @Suite(.serialized) struct BlockingCallCheckTests {
     @Test func theStoreContractRunFromAnEventLoopMakesNoBlockingCall() async throws {
@@ -167,13 +167,14 @@ final class EventLoopTaskExecutor: TaskExecutor {
 
     @Test func aBlockingCallOnAnEventLoopIsCounted() async throws {
         let port = try FreePort.find()
-        let configuration = RedisConfiguration(connectTimeout: .milliseconds(300))
+        let tls = RedisConfiguration.TLS()
         let before = RedisStore.blockingCallsOnEventLoop
-        _ = try? RedisConnection.connect(host: "127.0.0.1", port: port, configuration: configuration)  // off the loops: not counted
+        // The TLS tunnel's blocking connect (refused at once here): off the loops, not counted.
+        _ = try? RedisTLSTunnel.open(host: "127.0.0.1", port: port, tls: tls, connectTimeout: .milliseconds(300))
         #expect(RedisStore.blockingCallsOnEventLoop == before)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         try await group.next().submit {
-            _ = try? RedisConnection.connect(host: "127.0.0.1", port: port, configuration: configuration)
+            _ = try? RedisTLSTunnel.open(host: "127.0.0.1", port: port, tls: tls, connectTimeout: .milliseconds(300))
         }.get()
         try await group.shutdownGracefully()
         #expect(RedisStore.blockingCallsOnEventLoop == before + 1)
