@@ -1,6 +1,7 @@
 import NIOCore
 import NIOEmbedded
 import RelaisTestSupport
+import Synchronization
 import Testing
 
 @testable import RelaisStore
@@ -171,6 +172,22 @@ import Glibc
         try setup.channel.close().wait()
         let failure = Self.failure(setup.outcome(setup.send([["PING"]])))
         #expect(failure?.isStaleConnection == true)
+    }
+
+    /// Subscriber mode: every reply is pushed, in order, and a write is done once written.
+    @Test func inPushModeRepliesArePushedAndWritesDoNotWait() throws {
+        let setup = try Setup()
+        let pushed = Mutex<[RedisReply]>([])
+        try setup.channel.triggerUserOutboundEvent(RedisPushMode { reply in pushed.withLock { $0.append(reply) } }).wait()
+        #expect(try setup.outcome(setup.send([["SUBSCRIBE", "c"]]))?.get() == [])
+        #expect(try setup.written() == "*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n")
+        try setup.receive("*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$2\r\nhi\r\n")
+        let bytes = { (text: String) in RedisReply.string(Array(text.utf8)) }
+        #expect(
+            pushed.withLock { $0 } == [
+                .array([bytes("subscribe"), bytes("c"), .integer(1)]), .array([bytes("message"), bytes("c"), bytes("hi")]),
+            ])
+        #expect(setup.channel.isActive)
     }
 
     private static func failure(_ outcome: Result<[RedisReply], any Error>?) -> RedisConnectionFailure? {
