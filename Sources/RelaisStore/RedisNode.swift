@@ -120,8 +120,9 @@ final class RedisNode: Sendable {
                     if connections.withLock({ $0.isShutdown }) { throw StoreError.shutdown }
                     throw StoreError.storeUnavailable(reason: error.message)
                 }
-                // The other loops' connections date from the same server: drop them too.
-                dropAll()
+                // Only this connection: the other loops' ones see a server's close themselves
+                // (NIO watches an idle socket, as a blocking pool could not), and closing them
+                // would fail what is in flight on them.
                 logger.info("redis connection was closed by the server; reconnecting", metadata: ["redis": "\(connector.target)"])
                 continue
             }
@@ -205,7 +206,7 @@ final class RedisNode: Sendable {
         }
     }
 
-    /// Closes every open connection: they all reach a server that restarted or was demoted.
+    /// Closes every open connection: they all reach a server that was demoted, and stays up.
     private func dropAll() {
         let dropped = connections.withLock { state -> [RedisChannelConnection] in
             var dropped: [RedisChannelConnection] = []
