@@ -125,10 +125,12 @@ redis_memory() { redis-cli -p "$redis_port" info memory | awk -F: '$1=="used_mem
 redis_stat() { redis-cli -p "$redis_port" info stats | awk -F: -v f="$1" '$1==f {print $2+0}'; }
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_port" --seconds 2 >/dev/null  # warm up
 relais_ticks0=$(cpu_ticks "$relais_pid"); redis_ticks0=$(cpu_ticks "$redis_pid"); provider_ticks0=$(cpu_ticks "$provider_pid")
+relais_switches0=$(scripts/thread-switches.sh "$relais_pid")
 redis_memory0=$(redis_memory)
 redis_commands0=$(redis_stat total_commands_processed); redis_in0=$(redis_stat total_net_input_bytes); redis_out0=$(redis_stat total_net_output_bytes)
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_port" --seconds "${BENCH_SIGNIN_SECONDS:-10}" >"$work/signin.txt"
 relais_ticks1=$(cpu_ticks "$relais_pid"); redis_ticks1=$(cpu_ticks "$redis_pid"); provider_ticks1=$(cpu_ticks "$provider_pid")
+relais_switches1=$(scripts/thread-switches.sh "$relais_pid")
 redis_memory1=$(redis_memory)
 redis_commands1=$(redis_stat total_commands_processed); redis_in1=$(redis_stat total_net_input_bytes); redis_out1=$(redis_stat total_net_output_bytes)
 signin_field() { awk -v f="$1" '{for (i=1;i<=NF;i++) if (index($i, f"=")==1) print substr($i, length(f)+2)}' "$work/signin.txt"; }
@@ -139,6 +141,8 @@ relais_cpu=$(cpu_per_signin "$relais_ticks0" "$relais_ticks1")
 redis_cpu=$(cpu_per_signin "$redis_ticks0" "$redis_ticks1")
 provider_cpu=$(cpu_per_signin "$provider_ticks0" "$provider_ticks1")
 both_cpu=$(python3 -c "print(f'{$relais_cpu + $redis_cpu:.2f}')")
+# Thread switches of all Relais' threads per sign-in (docs/capacity.md; issue 35's target: at most 8).
+relais_switches=$(python3 -c "print(f'{($relais_switches1 - $relais_switches0) / $signins:.1f}')")
 # Redis memory per sign-in: used_memory's growth over the run, and what one signed-in session's keys
 # take (MEMORY USAGE, averaged over 100 of each kind). The person's session index is one set for all
 # these sign-ins: its share per session is the growth minus the keys.
@@ -422,9 +426,9 @@ mkdir -p bench
     echo "threads, divided by the sign-ins. Issue 15's goal is Relais and its Redis together ≤ 0.7 ms (Apache +"
     echo "mod_auth_openidc: the side-by-side section below)."
     echo
-    echo "| Relais | Redis | Relais + Redis (goal ≤ 0.7 ms) | development provider (not counted) |"
-    echo "|---:|---:|---:|---:|"
-    echo "| $relais_cpu ms | $redis_cpu ms | $both_cpu ms | $provider_cpu ms |"
+    echo "| Relais | Redis | Relais + Redis (goal ≤ 0.7 ms) | development provider (not counted) | Relais' thread switches per sign-in (goal ≤ 8) |"
+    echo "|---:|---:|---:|---:|---:|"
+    echo "| $relais_cpu ms | $redis_cpu ms | $both_cpu ms | $provider_cpu ms | $relais_switches |"
     echo
     echo "Redis traffic per sign-in (INFO stats over the run; a script counts as its EVALSHA plus the commands it runs):"
     echo "$commands_per_signin commands, $network_per_signin bytes in and out."
