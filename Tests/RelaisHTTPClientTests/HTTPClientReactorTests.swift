@@ -9,6 +9,10 @@ import Testing
 
 @testable import RelaisHTTPClient
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The reactor: the bound on transfers in flight, connection reuse, cancellation and shutdown at
 /// any point of a call, every error path, and the check that libcurl runs on the reactor only.
 @Suite struct HTTPClientReactorTests {
@@ -169,6 +173,33 @@ import Testing
         }
     }
 
+    @Test func aConnectionNeverAcceptedHitsTheConnectTimeout() async throws {
+        // A listener whose accept queue is full drops further SYNs: connecting never completes.
+        let listener = try SilentListener()
+        let filling = (0..<16).map { _ in Self.connectWithoutWaiting(port: listener.port) }
+        defer { filling.forEach { close($0) } }
+        let client = client {
+            $0.connectTimeout = .milliseconds(300); $0.totalTimeout = .seconds(30)
+        }
+        defer { Task { try? await client.shutdown() } }
+        let start = ContinuousClock.now
+        await #expect(throws: HTTPClientError.timeout) { try await client.send(.init(url: listener.baseURL + "/")) }
+        // Far from both the connect timeout and the total one.
+        #expect(ContinuousClock.now - start < .seconds(15))
+    }
+
+    private static func connectWithoutWaiting(port: Int) -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return descriptor
+    }
+
     @Test func aChunkedBodyOverTheLimitIsTooLarge() async throws {
         let (router, _, _, _) = heldRouter()
         try await LoopbackHTTPServer.with(router: router) { server async throws in
@@ -198,6 +229,7 @@ import Testing
             #expect(try await inFlight.value.bodyText == "released")
             #expect(try await queued.value.bodyText == "counted")
             try await shutdown.value
+            try await client.shutdown()  // a second shutdown has nothing left to do
             #expect(counted.count == 1)
             await #expect(throws: HTTPClientError.shutdown) { try await client.send(.init(url: server.baseURL + "/hello")) }
         }
