@@ -127,34 +127,3 @@ struct CurlConfinement: Sendable {
         )
     }
 }
-
-extension CurlReactor {
-    private final class Start: Sendable {
-        let mailbox: CurlMailbox
-        let configuration: HTTPClientConfiguration
-        let logger: Logger
-
-        init(mailbox: CurlMailbox, configuration: HTTPClientConfiguration, logger: Logger) {
-            self.mailbox = mailbox
-            self.configuration = configuration
-            self.logger = logger
-        }
-    }
-
-    /// Starts the reactor thread; it runs until the mailbox is stopped and its calls are done.
-    static func spawn(mailbox: CurlMailbox, configuration: HTTPClientConfiguration, logger: Logger) -> pthread_t {
-        let start = Unmanaged.passRetained(Start(mailbox: mailbox, configuration: configuration, logger: logger)).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
-            { raw in
-                let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
-                let reactor = CurlReactor(mailbox: start.mailbox, configuration: start.configuration, logger: start.logger)
-                reactor.run()
-                start.mailbox.markExited()
-                return nil
-            }, start)
-        precondition(result == 0, "cannot start the HTTP client's reactor thread: \(result)")
-        return thread
-    }
-}
