@@ -323,6 +323,8 @@ let package = Package(
             dependencies: [
                 "RelaisHTTPClient", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
