@@ -36,6 +36,17 @@ import Testing
         #expect(Base64URL.encode([0xfb, 0xff]) == "-_8")
     }
 
+    /// Contiguous input is encoded in place, anything else through a copy: the same text.
+    @Test func base64URLEncodesSlicesAndNonContiguousInputAlike() {
+        let bytes = SecureRandom.bytes(40)
+        for range in [0..<40, 1..<40, 3..<38, 5..<5] {
+            let expected = Base64URL.encode(Array(bytes[range]))
+            #expect(Base64URL.encode(bytes[range]) == expected)
+            #expect(Base64URL.encode(bytes[range].lazy.map { $0 }) == expected)
+        }
+        #expect(Base64URL.encode("fooba".utf8) == "Zm9vYmE")
+    }
+
     @Test func base64URLRejectsMalformedInput() {
         #expect(Base64URL.decode("Zm9v=") == nil)  // padding
         #expect(Base64URL.decode("Zm+v") == nil)  // standard alphabet
