@@ -280,6 +280,10 @@ import Glibc
     }
 
     @Test func libcurlRunsOnlyOnTheReactorAndAViolationIsCounted() async throws {
+        try await BlockingCallChecks.shared.exclusively { try await libcurlRunsOnlyOnTheReactor() }
+    }
+
+    private func libcurlRunsOnlyOnTheReactor() async throws {
         try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server async throws in
             let client = client()
             defer { Task { try? await client.shutdown() } }
