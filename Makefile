@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev libqrencode-dev redis-server pkg-config openssl python3 python3-pip curl
-BENCH_PACKAGES := wrk curl apache2 libapache2-mod-auth-openidc
+BENCH_PACKAGES := wrk nghttp2-client curl apache2 libapache2-mod-auth-openidc
 E2E_PACKAGES := chromium chromium-driver fonts-liberation nginx-light
 
 ## `relais --version` names the commit: it travels in the ELF build id, "RL" (0x524c), the
@@ -44,6 +44,7 @@ e2e-deps: deps
 
 bench-deps: deps
 	@scripts/ensure-debian-packages.sh $(BENCH_PACKAGES)
+	@scripts/ensure-python-packages.sh bench
 
 build: deps
 	$(SWIFT) build

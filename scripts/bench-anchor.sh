@@ -2,12 +2,20 @@
 # the same development provider, its sessions in a Redis of its own, so that `make bench` measures
 # the anchor issue 15 compares Relais with in the same run, on the same machine.
 #
-# anchor_start APACHE_PORT REDIS_PORT ISSUER CLIENT_ID CLIENT_SECRET: writes the configuration to a
-# folder of its own (anchor_dir), starts both; sets anchor_apache_pid (the parent process) and
-# anchor_redis_pid. anchor_stop ends both and removes the folder.
+# anchor_start APACHE_PORT REDIS_PORT ISSUER CLIENT_ID CLIENT_SECRET [generic]: writes the
+# configuration to a folder of its own (anchor_dir), starts both; sets anchor_apache_pid (the parent
+# process) and anchor_redis_pid. anchor_stop ends both and removes the folder. Without `generic`,
+# the module is set up as for FranceConnect (ES256 id_token and signed userinfo, acr_values,
+# client_secret_post); with it, as for a plain OpenID provider (its defaults: RS256, JSON
+# userinfo, client_secret_basic).
 
 anchor_start() {
-    local port=$1 redis_port=$2 issuer=$3 client_id=$4 client_secret=$5
+    local port=$1 redis_port=$2 issuer=$3 client_id=$4 client_secret=$5 profile=${6:-franceconnect}
+    local provider_lines='OIDCProviderTokenEndpointAuth client_secret_post
+OIDCAuthRequestParams acr_values=eidas1
+OIDCIDTokenSignedResponseAlg ES256
+OIDCUserInfoSignedResponseAlg ES256'
+    [ "$profile" = generic ] && provider_lines='OIDCProviderTokenEndpointAuth client_secret_basic'
     # Apache's children run as www-data when it starts as root: they must read the pages, so the
     # folder is not the caller's private one.
     anchor_dir=$(mktemp -d)
@@ -42,13 +50,10 @@ DirectoryIndex index.html
 OIDCProviderMetadataURL $issuer/.well-known/openid-configuration
 OIDCClientID $client_id
 OIDCClientSecret $client_secret
-OIDCProviderTokenEndpointAuth client_secret_post
+$provider_lines
 OIDCRedirectURI http://127.0.0.1:$port/protected/redirect_uri
 OIDCCryptoPassphrase bench-anchor-passphrase-0123456789
 OIDCScope "openid profile email"
-OIDCAuthRequestParams acr_values=eidas1
-OIDCIDTokenSignedResponseAlg ES256
-OIDCUserInfoSignedResponseAlg ES256
 OIDCSSLValidateServer Off
 # Sessions in Redis, as Relais keeps them.
 OIDCSessionType server-cache

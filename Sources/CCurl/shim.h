@@ -31,12 +31,6 @@ static inline CURLcode relais_curl_setopt_callback(CURL *handle, CURLoption opti
     return curl_easy_setopt(handle, option, value);
 }
 
-typedef int (*relais_curl_progress_callback)(void *, curl_off_t, curl_off_t, curl_off_t, curl_off_t);
-
-static inline CURLcode relais_curl_setopt_progress(CURL *handle, CURLoption option, relais_curl_progress_callback value) {
-    return curl_easy_setopt(handle, option, value);
-}
-
 static inline CURLcode relais_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }
@@ -44,5 +38,32 @@ static inline CURLcode relais_curl_getinfo_long(CURL *handle, CURLINFO info, lon
 static inline CURLcode relais_curl_getinfo_offset(CURL *handle, CURLINFO info, curl_off_t *value) {
     return curl_easy_getinfo(handle, info, value);
 }
+
+// The multi and share interfaces, for the reactor: curl_multi_setopt and curl_share_setopt are
+// variadic as well.
+static inline CURLMcode relais_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
+    return curl_multi_setopt(multi, option, value);
+}
+
+static inline CURLMcode relais_curl_multi_setopt_pointer(CURLM *multi, CURLMoption option, void *value) {
+    return curl_multi_setopt(multi, option, value);
+}
+
+static inline CURLMcode relais_curl_multi_setopt_socket_callback(CURLM *multi, CURLMoption option, curl_socket_callback value) {
+    return curl_multi_setopt(multi, option, value);
+}
+
+static inline CURLMcode relais_curl_multi_setopt_timer_callback(CURLM *multi, CURLMoption option, curl_multi_timer_callback value) {
+    return curl_multi_setopt(multi, option, value);
+}
+
+static inline CURLSHcode relais_curl_share_setopt_lock_data(CURLSH *share, CURLSHoption option, curl_lock_data value) {
+    return curl_share_setopt(share, option, value);
+}
+
+// The reactor waits on libcurl's sockets with epoll and is woken through an eventfd; Glibc's
+// Swift module includes neither header.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 
 #endif

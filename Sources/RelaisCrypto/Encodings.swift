@@ -3,27 +3,38 @@ public enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     public static func encode<Bytes: Collection<UInt8>>(_ data: Bytes) -> String {
-        let bytes = Array(data)
-        var output = [UInt8]()
-        output.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var index = 0
-        while index + 3 <= bytes.count {
-            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            output.append(alphabet[Int(chunk >> 18 & 63)])
-            output.append(alphabet[Int(chunk >> 12 & 63)])
-            output.append(alphabet[Int(chunk >> 6 & 63)])
-            output.append(alphabet[Int(chunk & 63)])
-            index += 3
+        // Arrays and UTF-8 views are contiguous: encoded in place, into a string made once.
+        if let encoded = data.withContiguousStorageIfAvailable({ encode(buffer: $0) }) { return encoded }
+        return Array(data).withUnsafeBufferPointer { encode(buffer: $0) }
+    }
+
+    private static func encode(buffer bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: (bytes.count * 4 + 2) / 3) { output in
+            var index = 0
+            var count = 0
+            while index + 3 <= bytes.count {
+                let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                output[count] = alphabet[Int(chunk >> 18 & 63)]
+                output[count + 1] = alphabet[Int(chunk >> 12 & 63)]
+                output[count + 2] = alphabet[Int(chunk >> 6 & 63)]
+                output[count + 3] = alphabet[Int(chunk & 63)]
+                index += 3
+                count += 4
+            }
+            let remaining = bytes.count - index
+            if remaining > 0 {
+                var chunk = UInt32(bytes[index]) << 16
+                if remaining == 2 { chunk |= UInt32(bytes[index + 1]) << 8 }
+                output[count] = alphabet[Int(chunk >> 18 & 63)]
+                output[count + 1] = alphabet[Int(chunk >> 12 & 63)]
+                count += 2
+                if remaining == 2 {
+                    output[count] = alphabet[Int(chunk >> 6 & 63)]
+                    count += 1
+                }
+            }
+            return count
         }
-        let remaining = bytes.count - index
-        if remaining > 0 {
-            var chunk = UInt32(bytes[index]) << 16
-            if remaining == 2 { chunk |= UInt32(bytes[index + 1]) << 8 }
-            output.append(alphabet[Int(chunk >> 18 & 63)])
-            output.append(alphabet[Int(chunk >> 12 & 63)])
-            if remaining == 2 { output.append(alphabet[Int(chunk >> 6 & 63)]) }
-        }
-        return String(decoding: output, as: UTF8.self)
     }
 
     /// Decodes base64url without padding; nil for any character outside the alphabet, for padding,

@@ -17,7 +17,7 @@ public enum SHA256 {
     private static func digest(of input: UnsafeRawBufferPointer) -> [UInt8] {
         var length: UInt32 = 0
         let digest = [UInt8](unsafeUninitializedCapacity: byteCount) { output, count in
-            let status = EVP_Digest(input.baseAddress, input.count, output.baseAddress!, &length, EVP_sha256(), nil)
+            let status = EVP_Digest(input.baseAddress, input.count, output.baseAddress!, &length, FetchedSHA256.shared.digest, nil)
             precondition(status == 1 && length == UInt32(byteCount), "OpenSSL EVP_Digest(SHA-256) failed")
             count = byteCount
         }
@@ -28,4 +28,14 @@ public enum SHA256 {
     public static func hexHash(_ string: String) -> String {
         Hex.encode(hash(string))
     }
+}
+
+/// SHA-256 fetched from the default provider once: with OpenSSL 3, passing `EVP_sha256()` makes
+/// every EVP_Digest fetch the implementation again by name. A fetched EVP_MD is immutable and may
+/// be shared between threads.
+private final class FetchedSHA256: @unchecked Sendable {
+    static let shared = FetchedSHA256()
+    let digest: OpaquePointer?
+
+    private init() { digest = EVP_MD_fetch(nil, "SHA256", nil) }
 }

@@ -1,13 +1,27 @@
 import CCurl
 import Synchronization
 
-/// One libcurl easy handle. A handle keeps its own connection cache, so reusing the handle is
-/// what gives keep-alive. Exclusive use is enforced by ``CurlHandlePool``: one transfer at a time.
-final class CurlEasyHandle: @unchecked Sendable {
+/// A call handed to the reactor: what to send and by when. `cancelled` is set by the calling task,
+/// so that a submission reaching the reactor after its cancellation is refused there.
+final class CurlJob: Sendable {
+    let request: HTTPClientRequest
+    let deadline: ContinuousClock.Instant
+    let cancelled = Atomic<Bool>(false)
+
+    init(request: HTTPClientRequest, deadline: ContinuousClock.Instant) {
+        self.request = request
+        self.deadline = deadline
+    }
+}
+
+typealias CurlContinuation = CheckedContinuation<HTTPClientResponse, any Error>
+
+/// One libcurl easy handle, kept between transfers for its options' allocations; connections live
+/// in the reactor's multi (and share) handle, not here. Used on the reactor thread only.
+final class CurlEasyHandle {
     let raw: UnsafeMutableRawPointer
 
     init() {
-        CurlGlobal.ensureInitialized()
         guard let handle = curl_easy_init() else {
             preconditionFailure("curl_easy_init failed: out of memory")
         }
@@ -17,24 +31,33 @@ final class CurlEasyHandle: @unchecked Sendable {
     deinit { curl_easy_cleanup(raw) }
 }
 
-/// Idle easy handles, most recently used first (its connection is the likeliest to still be open).
-final class CurlHandlePool: Sendable {
-    private let idle = Mutex<[CurlEasyHandle]>([])
+/// Idle easy handles, reused as a free list. Used on its reactor thread only, which it checks.
+final class CurlEasyHandles {
+    private var idle: [CurlEasyHandle] = []
     private let capacity: Int
+    private let confinement: CurlConfinement
 
-    init(capacity: Int) { self.capacity = capacity }
+    init(capacity: Int, confinement: CurlConfinement) {
+        self.capacity = capacity
+        self.confinement = confinement
+    }
 
     func checkOut() -> CurlEasyHandle {
-        idle.withLock { $0.popLast() } ?? CurlEasyHandle()
+        confinement.check("curl_easy_init")
+        return idle.popLast() ?? CurlEasyHandle()
     }
 
+    /// Reset clears every option (and the pointers into the finished transfer's state).
     func checkIn(_ handle: CurlEasyHandle) {
-        idle.withLock { handles in
-            if handles.count < capacity { handles.append(handle) }
-        }
+        confinement.check("curl_easy_reset")
+        curl_easy_reset(handle.raw)
+        if idle.count < capacity { idle.append(handle) }
     }
 
-    func drain() { idle.withLock { $0.removeAll() } }
+    func drain() {
+        confinement.check("curl_easy_cleanup")
+        idle.removeAll()
+    }
 }
 
 enum CurlGlobal {
@@ -64,9 +87,108 @@ final class CurlTransferState {
     var errorMessage: String { String(cString: errorBuffer) }
 }
 
-/// A cancellation flag shared between the awaiting task and the worker thread.
-final class CurlCancellation: Sendable {
-    let flag = Atomic<Bool>(false)
+/// A transfer the reactor has started: its easy handle is in the multi handle until it completes
+/// or is cancelled. Used on the reactor thread only.
+final class CurlTransfer {
+    let job: CurlJob
+    let continuation: CurlContinuation
+    let easy: CurlEasyHandle
+    let state: CurlTransferState
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+
+    init(job: CurlJob, continuation: CurlContinuation, easy: CurlEasyHandle, maxBytes: Int) {
+        self.job = job
+        self.continuation = continuation
+        self.easy = easy
+        self.state = CurlTransferState(maxBytes: maxBytes)
+    }
+
+    deinit { curl_slist_free_all(headerList) }
+
+    /// The response of a transfer libcurl reports done with `code`.
+    func outcome(_ code: CURLcode, limit: Int) -> Result<HTTPClientResponse, HTTPClientError> {
+        guard code == CURLE_OK else {
+            let host = HTTPClient.hostForMetrics(job.request.url)
+            return .failure(HTTPClient.classify(code, host: host, reason: state.errorMessage, exceededLimit: state.exceededLimit, limit: limit))
+        }
+        var status = 0
+        _ = relais_curl_getinfo_long(easy.raw, CURLINFO_RESPONSE_CODE, &status)
+        var connects = 0
+        _ = relais_curl_getinfo_long(easy.raw, CURLINFO_NUM_CONNECTS, &connects)
+        // With redirects off, a 3xx is returned as data; with them on, libcurl reports loops itself.
+        return .success(HTTPClientResponse(status: status, headers: state.headers, body: state.body, newConnections: connects))
+    }
+
+    func configure(_ configuration: HTTPClientConfiguration, timeout: Duration, share: UnsafeMutableRawPointer) throws(HTTPClientError) {
+        let curl = easy.raw
+        let request = job.request
+        func check(_ code: CURLcode) throws(HTTPClientError) {
+            if code != CURLE_OK {
+                let host = HTTPClient.hostForMetrics(request.url)
+                throw HTTPClient.classify(code, host: host, reason: state.errorMessage, exceededLimit: false, limit: configuration.maxResponseBytes)
+            }
+        }
+        func set(_ option: CURLoption, _ value: Int) throws(HTTPClientError) { try check(relais_curl_setopt_long(curl, option, value)) }
+        func set(_ option: CURLoption, _ value: String) throws(HTTPClientError) { try check(relais_curl_setopt_string(curl, option, value)) }
+
+        try check(relais_curl_setopt_pointer(curl, CURLOPT_SHARE, share))
+        try set(CURLOPT_URL, request.url)
+        try set(CURLOPT_PROTOCOLS_STR, "http,https")
+        try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        try set(CURLOPT_NOSIGNAL, 1)  // timeouts must not use SIGALRM in a multi-threaded process
+        try check(relais_curl_setopt_pointer(curl, CURLOPT_ERRORBUFFER, state.errorBuffer))
+
+        try set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeout.roundedUpMilliseconds)
+        try set(CURLOPT_TIMEOUT_MS, timeout.roundedUpMilliseconds)
+        try check(relais_curl_setopt_offset(curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxResponseBytes)))
+
+        try set(CURLOPT_FOLLOWLOCATION, configuration.followRedirects ? 1 : 0)
+        try set(CURLOPT_MAXREDIRS, configuration.maxRedirects)
+        if !configuration.reuseConnections {
+            try set(CURLOPT_FRESH_CONNECT, 1)
+            try set(CURLOPT_FORBID_REUSE, 1)
+        }
+
+        try set(CURLOPT_SSL_VERIFYPEER, configuration.tls.verifyPeer ? 1 : 0)
+        try set(CURLOPT_SSL_VERIFYHOST, configuration.tls.verifyPeer ? 2 : 0)
+        if let path = configuration.tls.caBundlePath { try set(CURLOPT_CAINFO, path) }
+        if let path = configuration.tls.clientCertificatePath { try set(CURLOPT_SSLCERT, path) }
+        if let path = configuration.tls.clientKeyPath { try set(CURLOPT_SSLKEY, path) }
+        if let password = configuration.tls.clientKeyPassword { try set(CURLOPT_KEYPASSWD, password) }
+        // An explicit empty proxy disables libcurl's reading of http_proxy/https_proxy: only config decides.
+        try set(CURLOPT_PROXY, configuration.proxy ?? "")
+        if let noProxy = configuration.noProxy { try set(CURLOPT_NOPROXY, noProxy) }
+        try set(CURLOPT_USERAGENT, configuration.userAgent)
+
+        switch request.method {
+        case .get: try set(CURLOPT_HTTPGET, 1)
+        case .head: try set(CURLOPT_NOBODY, 1)
+        case .post: try set(CURLOPT_POST, 1)
+        case .put, .delete, .patch: try set(CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+        }
+        if let body = request.body {
+            try check(relais_curl_setopt_offset(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+            // COPYPOSTFIELDS copies: the Swift array need not outlive this call.
+            let code = body.withUnsafeBufferPointer { buffer in
+                relais_curl_setopt_pointer(curl, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!))
+            }
+            try check(code)
+        }
+
+        // "Expect:" stops libcurl's 100-continue round trip on POST bodies.
+        for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["Expect:"] {
+            guard let appended = curl_slist_append(headerList, line) else { throw HTTPClientError.transport(curlCode: -1, reason: "out of memory") }
+            headerList = appended
+        }
+        try check(relais_curl_setopt_slist(curl, CURLOPT_HTTPHEADER, headerList))
+
+        // Unretained: the reactor holds the transfer (and so its state) until libcurl is done with it.
+        let userData = Unmanaged.passUnretained(state).toOpaque()
+        try check(relais_curl_setopt_callback(curl, CURLOPT_WRITEFUNCTION, curlWriteCallback))
+        try check(relais_curl_setopt_pointer(curl, CURLOPT_WRITEDATA, userData))
+        try check(relais_curl_setopt_callback(curl, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
+        try check(relais_curl_setopt_pointer(curl, CURLOPT_HEADERDATA, userData))
+    }
 }
 
 // C callbacks: no captures; the transfer state arrives through the user-data pointer.
@@ -100,11 +222,6 @@ let curlHeaderCallback: relais_curl_data_callback = { data, size, count, userDat
         state.headers.append((name: name, value: value))
     }
     return length
-}
-
-let curlProgressCallback: relais_curl_progress_callback = { userData, _, _, _, _ in
-    let cancellation = Unmanaged<CurlCancellation>.fromOpaque(userData!).takeUnretainedValue()
-    return cancellation.flag.load(ordering: .relaxed) ? 1 : 0  // non-zero aborts the transfer
 }
 
 extension String {

@@ -13,7 +13,9 @@ public struct HTTPClientConfiguration: Sendable, Equatable {
     public var maxRedirects: Int
     /// Keep connections open between requests to the same host (HTTP keep-alive).
     public var reuseConnections: Bool
-    /// Requests that may run at once; each runs on its own worker thread with its own curl handle.
+    /// Transfers in flight at once, and connections open at once (idle ones kept for reuse
+    /// included); further requests wait their turn, each still within its own timeout. All run on
+    /// the client's one reactor thread, so this bounds load on providers, not threads.
     public var maxConcurrentRequests: Int
     public var tls: TLS
     /// Outbound proxy URL (`http://proxy.example:3128`), as government networks often require.

@@ -36,7 +36,7 @@ public struct Relay: Sendable {
         extensions: RelayExtensions
     ) async throws {
         let issuer = configuration.server.publicBaseURL
-        let sessions = SessionStore(
+        let sessions = RelayStore(
             store: store, settings: configuration.relay, clock: clock, liveness: SessionLiveness(store: store, maxBytes: configuration.memory.sessionLiveness))
         let keys = try await RelayKeys.load(configuration.keys, store: sessions)
         let vault = SessionVault(keys: keys, cacheBytes: configuration.memory.identities)
@@ -127,7 +127,7 @@ public struct Relay: Sendable {
     /// The security event log: off, or to its output with a hash key that every instance shares
     /// (configured, or written once to the store by the first instance).
     private static func securityEvents(
-        _ settings: RelaisConfiguration.SecurityEvents, sink: (any SecurityEventSink)?, sessions: SessionStore, clock: any RelaisClock
+        _ settings: RelaisConfiguration.SecurityEvents, sink: (any SecurityEventSink)?, sessions: RelayStore, clock: any RelaisClock
     ) async throws -> SecurityEventLog {
         guard settings.enabled else { return SecurityEventLog(sink: nil, hashKey: [], clock: clock) }
         let output = try sink ?? DescriptorEventSink(settings.output)

@@ -109,7 +109,7 @@ public enum RelaisApplication {
         let (headerTimeout, idleTimeout) = (TimeAmount(configuration.server.headerTimeout), TimeAmount(configuration.server.idleTimeout))
         return Application(
             responder: responder,
-            server: .http1(
+            server: .http1OnEventLoops(
                 configuration: .init(additionalChannelHandlers: [
                     ConnectionLimitHandler(limit: limit), ConnectionDeadlineHandler(headerTimeout: headerTimeout, idleTimeout: idleTimeout),
                 ])

@@ -15,6 +15,7 @@ struct AnchorSignInBench: AsyncParsableCommand {
     @Option(help: "The protected URL (a location with AuthType openid-connect).") var protected: String
     @Option(help: "Seconds to run.") var seconds = 10
     @Option(help: "Sign-ins in flight at once.") var concurrency = 8
+    @Option(help: "The provider the module signs in at (development, mock).") var provider = BenchProvider.development
     @Flag(help: "Only sign in once and print the session cookie (for wrk).") var printCookie = false
 
     func run() async throws {
@@ -51,7 +52,7 @@ struct AnchorSignInBench: AsyncParsableCommand {
         var jar = CookieJar()
         let first = try await http.send(.init(url: protected))
         jar.take(first)
-        let callbackURL = try await providerLogin(http, authorizeURL: try location(first, "protected page"))
+        let callbackURL = try await provider.login(http, authorizeURL: try location(first, "protected page"))
         let callback = try await http.send(.init(url: callbackURL, headers: jar.header))
         jar.take(callback)
         let back = try location(callback, "redirect URI")

@@ -15,11 +15,15 @@ struct SignInBench: AsyncParsableCommand {
     @Option(help: "The app's registered redirect URI.") var redirectURI = "http://127.0.0.1/cb"
     @Option(help: "Seconds to run.") var seconds = 10
     @Option(help: "Sign-ins in flight at once.") var concurrency = 8
+    @Option(help: "Start sign-ins at this many a second (open loop) instead of keeping --concurrency in flight.") var rate: Int?
+    @Option(help: "The provider the relay signs in at (development, mock).") var provider = BenchProvider.development
     @Flag(help: "Only sign in once and print the access, refresh and id tokens (for wrk).") var printTokens = false
 
     struct Sample {
         var callback: Duration
         var provider: Duration
+        /// The whole sign-in's time in Relais: /authorize, /callback less the provider's share, /token.
+        var relais: Duration = .zero
     }
 
     func run() async throws {
@@ -33,7 +37,19 @@ struct SignInBench: AsyncParsableCommand {
         for _ in 0..<concurrency { _ = try await signIn(http) }  // warm up: keys fetched, connections open
         let start = ContinuousClock.now
         let deadline = start + .seconds(seconds)
-        let samples = try await withThrowingTaskGroup(of: [Sample].self) { group in
+        let samples = try await withThrowingTaskGroup(of: [Sample].self) { group -> [Sample] in
+            if let rate {
+                // Open loop: sign-in i starts at start + i/rate whatever the earlier ones do, so a
+                // slow answer cannot lower the load it is measured under (no coordinated omission).
+                let interval = Duration.seconds(1) / rate
+                var next = start
+                while next < deadline {
+                    try await Task.sleep(until: next, clock: .continuous)
+                    group.addTask { [self] in [try await signIn(http).sample] }
+                    next += interval
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
             for _ in 0..<concurrency {
                 group.addTask {
                     var samples: [Sample] = []
@@ -49,20 +65,28 @@ struct SignInBench: AsyncParsableCommand {
         func percentile(_ values: [Double], _ p: Double) -> Double { values.sorted()[min(values.count - 1, Int(Double(values.count) * p))] }
         let total = samples.map { milliseconds($0.callback) }
         let own = samples.map { milliseconds($0.callback) - milliseconds($0.provider) }
-        let rate = Double(samples.count) / (milliseconds(elapsed) / 1000)
+        let relaisShare = samples.map { milliseconds($0.relais) }
+        let achieved = Double(samples.count) / (milliseconds(elapsed) / 1000)
         print(
-            "signins=\(samples.count) per_second=\(format(rate)) callback_p50_ms=\(format(percentile(total, 0.5))) callback_p99_ms=\(format(percentile(total, 0.99))) "
-                + "own_p50_ms=\(format(percentile(own, 0.5))) own_p99_ms=\(format(percentile(own, 0.99)))"
+            "signins=\(samples.count) per_second=\(format(achieved)) callback_p50_ms=\(format(percentile(total, 0.5))) callback_p99_ms=\(format(percentile(total, 0.99))) "
+                + "own_p50_ms=\(format(percentile(own, 0.5))) own_p99_ms=\(format(percentile(own, 0.99))) "
+                + "relais_p50_ms=\(format(percentile(relaisShare, 0.5))) relais_p99_ms=\(format(percentile(relaisShare, 0.99)))"
         )
     }
 
     private func format(_ value: Double) -> String { String((value * 100).rounded() / 100) }
 
     func signIn(_ http: HTTPClient, tokenHeaders: [(name: String, value: String)] = []) async throws -> (tokens: [String: String], sample: Sample) {
+        let authorizeStart = ContinuousClock.now
         let started = try await authorize(http)
-        let callbackURL = try await providerLogin(http, authorizeURL: started.providerURL)
-        let (code, sample) = try await callback(http, callbackURL)
-        return (try await token(http, code: code, verifier: started.verifier, headers: tokenHeaders), sample)
+        let authorizeTime = ContinuousClock.now - authorizeStart
+        let callbackURL = try await provider.login(http, authorizeURL: started.providerURL)
+        let (code, callbackSample) = try await callback(http, callbackURL)
+        var sample = callbackSample
+        let tokenStart = ContinuousClock.now
+        let tokens = try await token(http, code: code, verifier: started.verifier, headers: tokenHeaders)
+        sample.relais = authorizeTime + sample.callback - sample.provider + (ContinuousClock.now - tokenStart)
+        return (tokens, sample)
     }
 
     /// The app's /authorize: returns where Relais sends the browser (the provider) and the PKCE verifier.
@@ -104,14 +128,28 @@ struct SignInBench: AsyncParsableCommand {
     }
 }
 
-/// The person's part at the development provider, from its /authorize URL: the login page, then
-/// angela's identity posted; returns where the provider sends the browser back (the callback).
-func providerLogin(_ http: HTTPClient, authorizeURL: String) async throws -> String {
-    let interaction = try location(try await http.send(.init(url: authorizeURL)), "provider authorize")
-    let page = try await http.send(.init(url: interaction)).bodyText
-    guard let action = page.firstMatch(of: /action="([^"]+)"/)?.1 else { throw BenchError("no login form at the provider") }
-    let login = try await http.send(.form(url: origin(of: interaction) + action, fields: [("identity", "angela")]))
-    return try location(login, "provider login")
+/// The provider a sign-in benchmark logs in at: the person's part differs.
+enum BenchProvider: String, ExpressibleByArgument, Sendable {
+    /// Relais' development provider: its login page, then angela's identity posted.
+    case development
+    /// oidc-provider-mock (PyPI): a form on the authorize URL itself, a subject posted back to it.
+    case mock
+
+    /// From the provider's /authorize URL to where it sends the browser back (the callback).
+    func login(_ http: HTTPClient, authorizeURL: String) async throws -> String {
+        switch self {
+        case .development:
+            let interaction = try location(try await http.send(.init(url: authorizeURL)), "provider authorize")
+            let page = try await http.send(.init(url: interaction)).bodyText
+            guard let action = page.firstMatch(of: /action="([^"]+)"/)?.1 else { throw BenchError("no login form at the provider") }
+            let login = try await http.send(.form(url: origin(of: interaction) + action, fields: [("identity", "angela")]))
+            return try location(login, "provider login")
+        case .mock:
+            let form = try await http.send(.init(url: authorizeURL))
+            guard form.status == 200, form.bodyText.contains("name=\"sub\"") else { throw BenchError("no subject form at the provider: HTTP \(form.status)") }
+            return try location(try await http.send(.form(url: authorizeURL, fields: [("sub", "alice")])), "provider login")
+        }
+    }
 }
 
 /// `scheme://host:port` of an absolute URL, where a path-only `Location` or form action is resolved.

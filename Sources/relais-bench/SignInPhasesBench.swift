@@ -45,7 +45,7 @@ struct SignInPhasesBench: AsyncParsableCommand {
         }
         for _ in 0..<rounds {
             let started = try await timed(.authorize) { _ in try await signIn.authorize(http) }
-            let callbacks = try await timed(.providerLogin) { try await providerLogin(http, authorizeURL: started[$0].providerURL) }
+            let callbacks = try await timed(.providerLogin) { try await BenchProvider.development.login(http, authorizeURL: started[$0].providerURL) }
             let codes = try await timed(.callback) { try await signIn.callback(http, callbacks[$0]).code }
             _ = try await timed(.token) { try await signIn.token(http, code: codes[$0], verifier: started[$0].verifier) }
             for (step, path) in [(Step.healthz, "/healthz"), (.readyz, "/readyz")] {

@@ -36,6 +36,17 @@ import Testing
         #expect(Base64URL.encode([0xfb, 0xff]) == "-_8")
     }
 
+    /// Contiguous input is encoded in place, anything else through a copy: the same text.
+    @Test func base64URLEncodesSlicesAndNonContiguousInputAlike() {
+        let bytes = SecureRandom.bytes(40)
+        for range in [0..<40, 1..<40, 3..<38, 5..<5] {
+            let expected = Base64URL.encode(Array(bytes[range]))
+            #expect(Base64URL.encode(bytes[range]) == expected)
+            #expect(Base64URL.encode(bytes[range].lazy.map { $0 }) == expected)
+        }
+        #expect(Base64URL.encode("fooba".utf8) == "Zm9vYmE")
+    }
+
     @Test func base64URLRejectsMalformedInput() {
         #expect(Base64URL.decode("Zm9v=") == nil)  // padding
         #expect(Base64URL.decode("Zm+v") == nil)  // standard alphabet
@@ -73,5 +84,24 @@ import Testing
         #expect(
             Hex.encode(HMAC.sha256(key: Array("Jefe".utf8), Array("what do ya want for nothing?".utf8)))
                 == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+    }
+
+    /// RFC 4231 test case 6 (a key longer than the block, hashed first), an empty key and empty
+    /// data, and calls in parallel: each call copies one shared context, which must stay unkeyed.
+    @Test func longAndEmptyKeysAndConcurrentCalls() async {
+        let long = HMAC.sha256(key: [UInt8](repeating: 0xAA, count: 131), Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8))
+        #expect(Hex.encode(long) == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+        #expect(Hex.encode(HMAC.sha256(key: [], [])) == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    let key = Array("key \(index)".utf8)
+                    return (0..<50).allSatisfy { _ in HMAC.sha256(key: key, Array("data".utf8)) == HMAC.sha256(key: key, Array("data".utf8)) }
+                        && HMAC.sha256(key: key, Array("data".utf8)) != HMAC.sha256(key: Array("other".utf8), Array("data".utf8))
+                }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(results.allSatisfy { $0 })
     }
 }

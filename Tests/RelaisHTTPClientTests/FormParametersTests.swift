@@ -3,6 +3,16 @@ import RelaisTestSupport
 import Testing
 
 @Suite(.tags(.fast)) struct FormParametersTests {
+    /// application/x-www-form-urlencoded as the URL standard writes it: unreserved bytes as they
+    /// are, space as `+`, every other byte (UTF-8 of non-ASCII included) as `%XX` in capitals.
+    @Test func escapingKeepsUnreservedBytesOnly() {
+        #expect(FormEncoding.escape("") == "")
+        #expect(FormEncoding.escape("aZ09-._~") == "aZ09-._~")
+        #expect(FormEncoding.escape("a b+c&d=e/f?") == "a+b%2Bc%26d%3De%2Ff%3F")
+        #expect(FormEncoding.escape("Élodie ☃") == "%C3%89lodie+%E2%98%83")
+        #expect(FormEncoding.escape(String(repeating: "%", count: 300)) == String(repeating: "%25", count: 300))
+    }
+
     @Test func repeatedNamesAreReportedOnceInOrderOfFirstRepeat() throws {
         let form = try #require(FormParameters(encoded: "a=1&b=2&a=3&c=4&b=5&a=6&c=7&d=8"))
         #expect(form.repeatedNames == ["a", "b", "c"])

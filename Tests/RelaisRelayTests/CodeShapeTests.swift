@@ -5,7 +5,7 @@ import Testing
 /// The shape rules issue 12 set for the sources, checked on every `make test` so that a change
 /// which breaks one fails here instead of in a review: files of at most 400 lines, time only from
 /// an injected clock, relay types of at most 8 stored properties, and
-/// store keys spelled only by `SessionStore.Key`.
+/// store keys spelled only by `RelayStore.Key`.
 @Suite(.tags(.fast)) struct CodeShapeTests {
     private static let sources = RelaisProcess.packageRoot.appendingPathComponent("Sources")
 
@@ -142,18 +142,18 @@ import Testing
         #expect(Self.typesOverStoredPropertyLimit(text) == ["Wide (9)", "Inner (9)"])
     }
 
-    /// Each store key prefix (`"session:{…}"`, `"tx:…"`) is spelled in `SessionStore.Key` and
+    /// Each store key prefix (`"session:{…}"`, `"tx:…"`) is spelled in `RelayStore.Key` and
     /// nowhere else in the relay.
-    @Test func storeKeysAreSpelledOnlyBySessionStore() throws {
+    @Test func storeKeysAreSpelledOnlyByRelayStore() throws {
         let relay = try Self.files(in: "RelaisRelay")
-        let owner = try #require(relay.first { $0.path == "RelaisRelay/Sessions/SessionStore.swift" })
+        let owner = try #require(relay.first { $0.path == "RelaisRelay/Store/RelayStore.swift" })
         let keyFunction = /static func \w+\([^)]*\) -> String \{ "([a-z-]+):/
         let prefixes = Set(owner.text.matches(of: keyFunction).map { String($0.output.1) })
-        #expect(prefixes.isSuperset(of: ["tx", "code", "session", "rt", "sc", "web"]), "SessionStore.Key was not read: \(prefixes.sorted())")
+        #expect(prefixes.isSuperset(of: ["tx", "code", "session", "rt", "sc", "web"]), "RelayStore.Key was not read: \(prefixes.sorted())")
         for file in relay where file.path != owner.path {
             for (number, line) in file.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 for prefix in prefixes where line.contains("\"\(prefix):") {
-                    Issue.record("\(file.path):\(number + 1) spells the store key prefix \"\(prefix):\": use SessionStore.Key")
+                    Issue.record("\(file.path):\(number + 1) spells the store key prefix \"\(prefix):\": use RelayStore.Key")
                 }
             }
         }

@@ -65,7 +65,7 @@ import Testing
             try await http.shutdown()
         }
 
-        var sessions: SessionStore { SessionStore(store: store, settings: configuration.relay, clock: clock) }
+        var sessions: RelayStore { RelayStore(store: store, settings: configuration.relay, clock: clock) }
     }
 
     static func form(_ fields: [(String, String)]) -> ByteBuffer { ByteBuffer(string: FormParameters.encode(fields)) }
@@ -248,7 +248,7 @@ import Testing
         identity: SessionIdentity = SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x")
     ) async throws -> String {
         let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions)).seal(identity)
-        let code = SessionTokens.code(sid: SessionStore.newSessionID(), secret: try #require(identity.tokenSecret))
+        let code = SessionTokens.code(sid: RelayStore.newSessionID(), secret: try #require(identity.tokenSecret))
         try await fixture.sessions.saveCode(RelayCode(app: app, subject: subject, acr: acr, sealedIdentity: sealed, providerSessionID: nil), code: code)
         return code
     }

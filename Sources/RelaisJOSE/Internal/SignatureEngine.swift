@@ -124,40 +124,4 @@ enum SignatureEngine {
         }
         return try body(context)
     }
-
-    static func ecdsaRawToDER(_ raw: [UInt8], coordinateSize: Int) throws(JOSEError) -> [UInt8] {
-        guard let signature = ECDSA_SIG_new() else { throw .cryptoFailure(reason: "ECDSA_SIG_new failed") }
-        defer { ECDSA_SIG_free(signature) }
-        let r = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, Int32(coordinateSize), nil) }
-        let s = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + coordinateSize, Int32(coordinateSize), nil) }
-        guard let r, let s, ECDSA_SIG_set0(signature, r, s) == 1 else {
-            BN_free(r)
-            BN_free(s)
-            throw .cryptoFailure(reason: "ECDSA_SIG_set0 failed")
-        }
-        let length = i2d_ECDSA_SIG(signature, nil)
-        guard length > 0 else { throw .cryptoFailure(reason: "i2d_ECDSA_SIG failed") }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        der.withUnsafeMutableBufferPointer { buffer in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            _ = i2d_ECDSA_SIG(signature, &cursor)
-        }
-        return der
-    }
-
-    static func ecdsaDERToRaw(_ der: [UInt8], coordinateSize: Int) throws(JOSEError) -> [UInt8] {
-        let signature: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_ECDSA_SIG(nil, &cursor, buffer.count)
-        }
-        guard let signature else { throw .cryptoFailure(reason: "d2i_ECDSA_SIG failed") }
-        defer { ECDSA_SIG_free(signature) }
-        var raw = [UInt8](repeating: 0, count: 2 * coordinateSize)
-        let ok = raw.withUnsafeMutableBufferPointer { buffer in
-            BN_bn2binpad(ECDSA_SIG_get0_r(signature), buffer.baseAddress, Int32(coordinateSize)) == Int32(coordinateSize)
-                && BN_bn2binpad(ECDSA_SIG_get0_s(signature), buffer.baseAddress! + coordinateSize, Int32(coordinateSize)) == Int32(coordinateSize)
-        }
-        guard ok else { throw .cryptoFailure(reason: "BN_bn2binpad failed") }
-        return raw
-    }
 }

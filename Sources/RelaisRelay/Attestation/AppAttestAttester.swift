@@ -18,7 +18,7 @@ struct AppAttestAttester: PlatformAttester {
 
     var path: String { step == .attestation ? "apple" : "apple/assertion" }
     var platform: String { "ios" }
-    private var sessions: SessionStore { challenges.sessions }
+    private var sessions: RelayStore { challenges.sessions }
 
     func verify(_ form: FormParameters, app: AppSettings, key: JWK) async throws {
         guard let verifier = app.apple?.verifier else { throw RelayError.invalidRequest("this app has no App Attest settings (apps.\(app.clientID).apple)") }

@@ -15,7 +15,7 @@ struct AttestationRoutes: RelayRoutes {
     let apps: [String: AppSettings]
     let attesters: [any PlatformAttester]
     let limiter: RateLimiter
-    let sessions: SessionStore
+    let sessions: RelayStore
     let attestations: ClientAttestationIssuer
     let events: SecurityEventLog
 
@@ -26,7 +26,7 @@ struct AttestationRoutes: RelayRoutes {
             let challenge = SecureRandom.token(bits: 256)
             try await sessions.saveChallenge(challenge, clientID: app.clientID)
             return RelayResponse.json(
-                .ok, .object(["attestation_challenge": .string(challenge), "expires_in": .number(Double(SessionStore.challengeLifetime.components.seconds))])
+                .ok, .object(["attestation_challenge": .string(challenge), "expires_in": .number(Double(RelayStore.challengeLifetime.components.seconds))])
             )
         }
         for attester in attesters {

@@ -54,7 +54,7 @@ struct ClientAttestationGuard: Sendable {
 
     let issuer: String
     let keys: RelayKeys
-    let sessions: SessionStore
+    let sessions: RelayStore
     let events: SecurityEventLog
 
     /// nil when the policy is `off`, or `allowed` and no attestation was sent.

@@ -22,7 +22,7 @@ protocol PlatformAttester: Sendable {
 
 /// The one-time challenges of `POST /attest/challenge`, as the attesters consume them.
 struct AttestationChallenges: Sendable {
-    let sessions: SessionStore
+    let sessions: RelayStore
 
     func consume(_ challenge: String?, app: AppSettings) async throws {
         guard let challenge, !challenge.isEmpty, challenge.utf8.count <= 256 else { throw RelayError.invalidRequest("challenge is missing") }

@@ -9,7 +9,7 @@ import RelaisJOSE
 /// all instances: its `jti` is remembered in the store for as long as the proof is acceptable.
 struct DPoPGuard: Sendable {
     let verifier: DPoPProofVerifier
-    let sessions: SessionStore
+    let sessions: RelayStore
     let nonces: DPoPNonces
     let events: SecurityEventLog
 
@@ -18,7 +18,7 @@ struct DPoPGuard: Sendable {
     /// What `WWW-Authenticate: DPoP algs=…` and the metadata advertise.
     static let algorithms = [JWSAlgorithm.es256, .es384, .edDSA, .rs256, .ps256].map(\.rawValue).joined(separator: " ")
 
-    init(sessions: SessionStore, nonces: DPoPNonces, events: SecurityEventLog) {
+    init(sessions: RelayStore, nonces: DPoPNonces, events: SecurityEventLog) {
         verifier = DPoPProofVerifier(now: { [clock = sessions.clock] in clock.now })
         self.sessions = sessions
         self.nonces = nonces

@@ -9,7 +9,7 @@ import RelaisJOSE
 struct DeviceCodeGrant: TokenGrant {
     static let grantType = "urn:ietf:params:oauth:grant-type:device_code"
 
-    let sessions: SessionStore
+    let sessions: RelayStore
     let vault: SessionVault
     let tokens: TokenIssuer
     let events: SecurityEventLog
@@ -21,7 +21,7 @@ struct DeviceCodeGrant: TokenGrant {
         guard app.deviceGrant != nil else { throw RelayError(.unauthorizedClient, "this app is not registered for the device grant (apps.\(app.clientID).device_grant)") }
         guard let deviceCode = form["device_code"], !deviceCode.isEmpty, deviceCode.utf8.count <= 256 else { throw RelayError.invalidRequest("device_code is missing") }
         let poll = try await sessions.pollDevice(deviceCode, clientID: app.clientID, interval: sessions.settings.devicePollInterval)
-        var decided: SessionStore.DeviceDecision?
+        var decided: RelayStore.DeviceDecision?
         if case .decided(_, _, let decision) = poll { decided = decision }
         // The approving session is read only for an approval that names one.
         var approver: SessionRecord?

@@ -22,7 +22,7 @@ import RelaisServer
 struct DevicePageRoutes: RelayRoutes {
     let issuer: String
     let apps: [String: AppSettings]
-    let sessions: SessionStore
+    let sessions: RelayStore
     let limiter: RateLimiter
     let starter: SignInStarter
 
@@ -74,7 +74,7 @@ struct DevicePageRoutes: RelayRoutes {
         }
     }
 
-    private func lookUp(_ request: Request, context: RelaisRequestContext) async throws -> (UserCode, String, SessionStore.DeviceRequest) {
+    private func lookUp(_ request: Request, context: RelaisRequestContext) async throws -> (UserCode, String, RelayStore.DeviceRequest) {
         guard let form = try await FormParameters.body(of: request, limit: 4096), form.firstRepeatedName == nil else {
             throw RelayError.invalidRequest("The form cannot be read.")
         }
@@ -88,7 +88,7 @@ struct DevicePageRoutes: RelayRoutes {
         return (userCode, sid, found)
     }
 
-    private func confirmationPage(_ userCode: UserCode, _ found: SessionStore.DeviceRequest) -> Response {
+    private func confirmationPage(_ userCode: UserCode, _ found: RelayStore.DeviceRequest) -> Response {
         let strings = PageContext.now.strings
         let field = #"<input type="hidden" name="user_code" value="\#(userCode.display)">"#
         let minutes = max(1, Int((found.expiresAt - sessions.clock.now) / 60))

@@ -12,7 +12,7 @@ extension DeviceCodeGrant {
     /// `approver`: the app session that approved, as read (nil when it has ended, or when no app
     /// approved). `interval` is the poll interval `slow_down` asks the device to keep.
     static func decide(
-        _ poll: SessionStore.DevicePoll, approver: SessionRecord?, _ requester: TokenRequester, now: Double, lifetime: Duration, interval: Duration
+        _ poll: RelayStore.DevicePoll, approver: SessionRecord?, _ requester: TokenRequester, now: Double, lifetime: Duration, interval: Duration
     ) -> DevicePollDecision {
         switch poll {
         // RFC 8628 §3.5: expired_token is for a code that was issued and has expired.
@@ -48,10 +48,10 @@ extension DeviceCodeGrant {
     static let approverGone = RelayError(.accessDenied, "the app session that approved the request has ended since")
 }
 
-extension SessionStore.DevicePoll {
+extension RelayStore.DevicePoll {
     /// How a stored request stands for a poll by `clientID` at `now`, before its interval and its
     /// decision are read: `.foreign`, `.expired`, or nil when the poll goes on.
-    static func standing(of request: SessionStore.DeviceRequest, clientID: String, now: Double) -> Self? {
+    static func standing(of request: RelayStore.DeviceRequest, clientID: String, now: Double) -> Self? {
         guard request.clientID == clientID else { return .foreign }
         guard request.expiresAt > now else { return .expired }
         return nil

@@ -17,7 +17,7 @@ struct DeviceRoutes: RelayRoutes {
     let issuer: String
     let apps: [String: AppSettings]
     let bearer: BearerAuthenticator
-    let sessions: SessionStore
+    let sessions: RelayStore
     let limiter: RateLimiter
     let events: SecurityEventLog
 
@@ -41,11 +41,11 @@ struct DeviceRoutes: RelayRoutes {
         let device = try Self.deviceName(form["device_name"])
         let lifetime = sessions.settings.deviceCodeLifetime
         let now = sessions.clock.now
-        var record = SessionStore.DeviceRequest(clientID: clientID, scopes: scopes, device: device, expiresAt: now + Double(lifetime.components.seconds))
+        var record = RelayStore.DeviceRequest(clientID: clientID, scopes: scopes, device: device, expiresAt: now + Double(lifetime.components.seconds))
         record.requestedAt = now
         let address = ClientAddress.resolve(request, context: context, trustedProxies: limiter.trustedProxies)
         record.requesterAddress = address == "unknown" ? nil : address
-        let deviceCode = SessionStore.newToken(for: SessionStore.newSessionID())
+        let deviceCode = RelayStore.newToken(for: RelayStore.newSessionID())
         // A new user code when its first half is taken by a live request (1 in 160,000 per request).
         for _ in 0..<8 {
             let userCode = UserCode.random()
@@ -67,9 +67,9 @@ struct DeviceRoutes: RelayRoutes {
         let (access, session, found) = (approval.access, approval.session, approval.found)
         let decision = approval.form["decision"] ?? "approve"
         guard decision == "approve" || decision == "deny" else { throw RelayError.invalidRequest("decision must be approve or deny") }
-        var outcome = SessionStore.DeviceDecision.denied
+        var outcome = RelayStore.DeviceDecision.denied
         if decision == "approve" {
-            outcome = SessionStore.DeviceDecision(
+            outcome = RelayStore.DeviceDecision(
                 approved: true, subject: session.subject, providerID: session.providerID, acr: session.acr, sealedIdentity: session.sealedIdentity,
                 providerSessionID: nil, via: "app"
             )
@@ -92,7 +92,7 @@ struct DeviceRoutes: RelayRoutes {
     struct Approval {
         var access: BearerAuthenticator.AccessToken
         var session: SessionRecord
-        var found: (sid: String, request: SessionStore.DeviceRequest)
+        var found: (sid: String, request: RelayStore.DeviceRequest)
         var form: FormParameters
     }
 
@@ -139,7 +139,7 @@ struct DeviceRoutes: RelayRoutes {
     /// What the person is asked to approve: first what Relais knows (the app's configured name,
     /// when and from where it asked), then what the device wrote about itself (`device`), which an
     /// app must show as the device's own words.
-    static func describe(_ request: SessionStore.DeviceRequest, apps: [String: AppSettings], now: Double) -> JSONValue {
+    static func describe(_ request: RelayStore.DeviceRequest, apps: [String: AppSettings], now: Double) -> JSONValue {
         .object([
             "client_id": .string(request.clientID), "app_name": .string(apps[request.clientID]?.name ?? request.clientID),
             "requested_at": request.requestedAt.map { .number($0.rounded(.down)) } ?? .null,

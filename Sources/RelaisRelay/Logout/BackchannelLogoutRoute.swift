@@ -14,7 +14,7 @@ import RelaisServer
 /// so the provider retries.
 struct BackchannelLogoutRoute: RelayRoutes {
     let providers: [String: UpstreamProvider]
-    let sessions: SessionStore
+    let sessions: RelayStore
     let events: SecurityEventLog
 
     /// A used `jti` is remembered past the token's acceptable age, so a replay is always caught.

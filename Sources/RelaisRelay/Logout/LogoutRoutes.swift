@@ -21,7 +21,7 @@ struct LogoutRoutes: RelayRoutes {
     let bearer: BearerAuthenticator
     let events: SecurityEventLog
 
-    var sessions: SessionStore { tokens.sessions }
+    var sessions: RelayStore { tokens.sessions }
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
         let page = router.surface(.page)

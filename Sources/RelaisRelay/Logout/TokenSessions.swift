@@ -6,7 +6,7 @@ import RelaisJOSE
 /// record, one of Relais' own access tokens or id_tokens through its signed `sid` (expired ones
 /// too: revocation and logout come late).
 struct TokenSessions: Sendable {
-    let sessions: SessionStore
+    let sessions: RelayStore
     let vault: SessionVault
     let keys: RelayKeys
     let issuer: String

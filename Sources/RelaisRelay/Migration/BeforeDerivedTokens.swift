@@ -10,7 +10,7 @@ import RelaisStore
 // sealed as JSON without a token secret, and the sealed answers of rotated tokens. Production code
 // reaches it only through the functions below.
 //
-// DELETE ON OR AFTER 2027-03-01, with `SessionStore.Key.lastUsed` and `.refreshToken`; the callers
+// DELETE ON OR AFTER 2027-03-01, with `RelayStore.Key.lastUsed` and `.refreshToken`; the callers
 // then keep only their current-format branch, and `withTokenSecret` becomes `identity.tokenSecret`.
 // Why that date: the last version that wrote these records was replaced on 2026-11-24, and no
 // record outlives its session, `sessions.lifetime` after sign-in (90 days by default): every one
@@ -29,7 +29,7 @@ struct RefreshRecord: Codable, Sendable {
     var jkt: String?
 }
 
-extension SessionStore {
+extension RelayStore {
     /// When the session was last refreshed: in its record since derived tokens, under `used:{sid}`
     /// for a session no rotation has touched since an earlier version; nil when never.
     func lastRefreshedIncludingEarlierVersions(_ sid: String, _ session: SessionRecord) async throws -> Double? {

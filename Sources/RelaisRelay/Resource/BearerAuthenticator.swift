@@ -17,7 +17,7 @@ import Synchronization
 final class BearerAuthenticator: Sendable {
     let issuer: String
     let keys: RelayKeys
-    let sessions: SessionStore
+    let sessions: RelayStore
     let dpop: DPoPGuard
     /// Verified access tokens by their SHA-256, until `exp` (plus the leeway): a gateway presents the
     /// same token many times, and an ES256 verification costs more than the rest of the request.
@@ -27,7 +27,7 @@ final class BearerAuthenticator: Sendable {
     /// Clock skew tolerated between Relais instances (they sign and check each other's tokens).
     static let leeway: Duration = .seconds(2)
 
-    init(issuer: String, keys: RelayKeys, sessions: SessionStore, dpop: DPoPGuard, cacheBytes: Int = MemorySettings().verifiedTokens) {
+    init(issuer: String, keys: RelayKeys, sessions: RelayStore, dpop: DPoPGuard, cacheBytes: Int = MemorySettings().verifiedTokens) {
         (self.issuer, self.keys, self.sessions, self.dpop) = (issuer, keys, sessions, dpop)
         verified = MemoryCache(maxBytes: cacheBytes)
     }

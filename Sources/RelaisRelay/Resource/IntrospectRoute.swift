@@ -12,7 +12,7 @@ import RelaisStore
 /// token is never active here: it is the app's, and no resource server has a use for it.
 struct IntrospectRoute: RelayRoutes {
     let bearer: BearerAuthenticator
-    let sessions: SessionStore
+    let sessions: RelayStore
     let resourceServers: [ResourceServerSettings]
 
     static let inactive = JSONValue.object(["active": .bool(false)]).serialized()

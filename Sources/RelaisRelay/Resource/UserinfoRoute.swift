@@ -8,7 +8,7 @@ import RelaisServer
 /// scopes. The token must verify and its session must still be live. Errors follow RFC 6750.
 struct UserinfoRoute: RelayRoutes {
     let bearer: BearerAuthenticator
-    let sessions: SessionStore
+    let sessions: RelayStore
     let vault: SessionVault
     /// Each provider's acr levels, lowest first, for `?acr=`.
     let acrOrders: [String: [String]]

@@ -39,16 +39,30 @@ struct SecurityEventLog: Sendable {
     ) {
         guard let sink else { return }
         let origin = EventOrigin.current
-        var line = "{\"version\":\(Self.schemaVersion),\"event\":\(LogText.quoted(kind.rawValue)),\"time\":\(LogText.quoted(LogText.timestamp(clock.now)))"
-        line += ",\"outcome\":\(LogText.quoted(kind.outcome.rawValue))"
+        // One string, written in place: an event is on the path of every sign-in.
+        var line = "{\"version\":\(Self.schemaVersion),\"event\":"
+        line.reserveCapacity(512)
+        LogText.appendQuoted(kind.rawValue, to: &line)
+        line += ",\"time\":"
+        LogText.appendQuoted(LogText.timestamp(clock.now), to: &line)
+        line += ",\"outcome\":"
+        LogText.appendQuoted(kind.outcome.rawValue, to: &line)
         let common: KeyValuePairs<String, String?> = [
             "reason": reason, "client_id": client, "provider": provider,
             "sid": sid.map { hash("sid", $0) }, "sub": subject.map { hash("sub", $0) },
             "ip": origin?.ip, "user_agent": origin?.userAgent, "request_id": origin?.requestID,
         ]
-        for (name, value) in common { line += ",\(LogText.quoted(name)):" + (value.map(LogText.quoted) ?? "null") }
-        for (name, value) in details { line += ",\(LogText.quoted(name)):\(LogText.quoted(value))" }
-        sink.write(line + "}\n")
+        for (name, value) in common { field(name, value, into: &line) }
+        for (name, value) in details { field(name, value, into: &line) }
+        line += "}\n"
+        sink.write(line)
+    }
+
+    private func field(_ name: String, _ value: String?, into line: inout String) {
+        line += ","
+        LogText.appendQuoted(name, to: &line)
+        line += ":"
+        if let value { LogText.appendQuoted(value, to: &line) } else { line += "null" }
     }
 
     /// The hash a SIEM sees for a session id or a subject: distinct labels keep a sid's hash from

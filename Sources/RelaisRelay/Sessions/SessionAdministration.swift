@@ -17,8 +17,8 @@ public enum SessionAdministration {
         public var idleRemaining: Duration
     }
 
-    private static func sessions(_ store: any KeyValueStore) -> SessionStore {
-        SessionStore(store: store, settings: RelaySettings(), clock: SystemClock())
+    private static func sessions(_ store: any KeyValueStore) -> RelayStore {
+        RelayStore(store: store, settings: RelaySettings(), clock: SystemClock())
     }
 
     /// The live sessions of `subject` at `provider` (all apps), oldest first.

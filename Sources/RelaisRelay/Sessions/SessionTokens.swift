@@ -31,7 +31,7 @@ enum SessionTokens {
     /// including the random tokens minted before (`<sid>.<random>`).
     static func parseRefresh(_ token: String) -> (sid: String, generation: Int)? {
         let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3, let sid = SessionStore.sessionID(in: token), parts[1].count <= 9, parts[1].first != UInt8(ascii: "0") || parts[1].count == 1,
+        guard parts.count == 3, let sid = RelayStore.sessionID(in: token), parts[1].count <= 9, parts[1].first != UInt8(ascii: "0") || parts[1].count == 1,
             parts[1].allSatisfy({ (0x30...0x39).contains($0) }), let generation = Int(String(decoding: parts[1], as: UTF8.self))
         else { return nil }
         return (sid, generation)

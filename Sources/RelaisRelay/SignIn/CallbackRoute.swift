@@ -12,7 +12,7 @@ import RelaisServer
 /// gets a one-time Relais code, or an OAuth error it can act on.
 struct CallbackRoute: RelayRoutes {
     let providers: [String: UpstreamProvider]
-    let sessions: SessionStore
+    let sessions: RelayStore
     let vault: SessionVault
     let limiter: RateLimiter
     let events: SecurityEventLog
@@ -120,7 +120,7 @@ struct CallbackRoute: RelayRoutes {
         let sealedIdentity = SessionIdentity(
             claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken, tokenSecret: secret
         )
-        let relayCode = SessionTokens.code(sid: SessionStore.newSessionID(), secret: secret)
+        let relayCode = SessionTokens.code(sid: RelayStore.newSessionID(), secret: secret)
         do {
             let sealed = try vault.seal(sealedIdentity)
             let record = RelayCode(
@@ -146,7 +146,7 @@ struct CallbackRoute: RelayRoutes {
     ) async -> Response {
         do {
             let sealed = try vault.seal(SessionIdentity(claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken))
-            let decision = SessionStore.DeviceDecision(
+            let decision = RelayStore.DeviceDecision(
                 approved: true, subject: identity.subject, providerID: app.upstream.providerID, acr: identity.acr, sealedIdentity: sealed,
                 providerSessionID: identity.sessionID, via: "browser"
             )

@@ -8,7 +8,7 @@ import RelaisOIDC
 /// transaction stored for /callback. The app's `/authorize` and the device page's sign-in share it.
 struct SignInStarter: Sendable {
     let providers: [String: UpstreamProvider]
-    let sessions: SessionStore
+    let sessions: RelayStore
     let issuer: String
 
     /// The redirect to the provider; a refusal the caller renders on its own surface.

@@ -8,7 +8,7 @@ import RelaisServer
 /// shares them. When the store fails, requests pass: the endpoints need the store anyway and will
 /// answer `temporarily_unavailable` themselves.
 struct RateLimiter: Sendable {
-    let sessions: SessionStore
+    let sessions: RelayStore
     let settings: RateLimitSettings
     let trustedProxies: [IPNetwork]
     let events: SecurityEventLog

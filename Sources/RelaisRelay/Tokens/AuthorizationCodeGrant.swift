@@ -8,7 +8,7 @@ import RelaisJOSE
 struct AuthorizationCodeGrant: TokenGrant {
     static let grantType = "authorization_code"
 
-    let sessions: SessionStore
+    let sessions: RelayStore
     let vault: SessionVault
     let tokens: TokenIssuer
     let events: SecurityEventLog
@@ -65,7 +65,7 @@ struct AuthorizationCodeGrant: TokenGrant {
 
     /// The live session `code` opened, when it is that session's code (derived from its secret).
     private func sessionOpened(by code: String) async throws -> String? {
-        guard let sid = SessionStore.sessionID(in: code), let session = try await sessions.session(sid),
+        guard let sid = RelayStore.sessionID(in: code), let session = try await sessions.session(sid),
             let secret = await vault.openIdentityAfterSync(session.sealedIdentity)?.tokenSecret, SessionTokens.isCode(code, sid: sid, secret: secret)
         else { return nil }
         return sid

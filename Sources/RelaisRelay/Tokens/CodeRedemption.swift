@@ -35,7 +35,7 @@ extension AuthorizationCodeGrant {
             return .burn(.invalidGrant("the code is bound to a DPoP key (dpop_jkt): send a proof by that key"))
         }
         // Found under its session's tag, so the code names its session.
-        guard let sid = SessionStore.sessionID(in: presented.code) else { return .refuse(unknown) }
+        guard let sid = RelayStore.sessionID(in: presented.code) else { return .refuse(unknown) }
         var session = SessionRecord(opening: record, at: now, lifetime: lifetime)
         session.origin.attested = requester.attested
         session.origin.dpopKey = requester.proofKey

@@ -13,7 +13,7 @@ import RelaisJOSE
 struct RefreshGrant: TokenGrant {
     static let grantType = "refresh_token"
 
-    let sessions: SessionStore
+    let sessions: RelayStore
     let vault: SessionVault
     let tokens: TokenIssuer
     let grace: Duration

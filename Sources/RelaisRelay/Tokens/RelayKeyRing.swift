@@ -46,7 +46,7 @@ final class RelayKeys: Sendable {
 
     private let state: Mutex<State>
     /// The store of the generated keys; nil when both kinds are configured.
-    private let shared: SessionStore?
+    private let shared: RelayStore?
 
     /// How often the store is read again by ``RelayKeySync``, and at most on failures.
     static let checkInterval: Duration = .seconds(5)
@@ -67,14 +67,14 @@ final class RelayKeys: Sendable {
         sessionKeysGenerated = false
     }
 
-    private init(state: State, shared: SessionStore) {
+    private init(state: State, shared: RelayStore) {
         self.state = Mutex(state)
         self.shared = shared
         signingKeysGenerated = state.sharedSigning != nil || state.sharedRSA != nil
         sessionKeysGenerated = state.sharedSession != nil
     }
 
-    static func load(_ settings: RelayKeySettings, store: SessionStore) async throws -> RelayKeys {
+    static func load(_ settings: RelayKeySettings, store: RelayStore) async throws -> RelayKeys {
         var signing = settings.signingKeys
         var active = settings.activeSigningKey.flatMap { id in signing.first { $0.keyID == id } }
         var sharedSigning: [UInt8]?

@@ -13,7 +13,7 @@ import RelaisServer
 struct AdminSessionRoutes: RelayRoutes {
     let token: String?
     let providers: [String]
-    let sessions: SessionStore
+    let sessions: RelayStore
     let limiter: RateLimiter
     let events: SecurityEventLog
 

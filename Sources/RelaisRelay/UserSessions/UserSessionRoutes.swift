@@ -10,7 +10,7 @@ import RelaisServer
 /// the web session cookie, so no other site can make a browser end a session.
 struct UserSessionRoutes: RelayRoutes {
     let bearer: BearerAuthenticator
-    let sessions: SessionStore
+    let sessions: RelayStore
     let events: SecurityEventLog
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {

@@ -23,7 +23,7 @@ struct SessionCodeRoutes: RelayRoutes {
     let issuer: String
     let apps: [String: AppSettings]
     let bearer: BearerAuthenticator
-    let sessions: SessionStore
+    let sessions: RelayStore
     let vault: SessionVault
     let limiter: RateLimiter
     /// Development only: the target of an app with no `web_targets` (the demo's web page).
@@ -58,12 +58,12 @@ struct SessionCodeRoutes: RelayRoutes {
             requested = form["target"]
         }
         let target = try target(requested, app: app)
-        let code = SessionStore.newToken(for: access.sid)
+        let code = RelayStore.newToken(for: access.sid)
         try await sessions.saveSessionCode(code, .init(sid: access.sid, clientID: app.clientID, target: target))
         return RelayResponse.json(
             .ok,
             .object([
-                "session_code": .string(code), "expires_in": .number(Double(SessionStore.sessionCodeLifetime.components.seconds)),
+                "session_code": .string(code), "expires_in": .number(Double(RelayStore.sessionCodeLifetime.components.seconds)),
                 "session_uri": .string(FormParameters.url(issuer + "/session", adding: [("code", code)])), "target": .string(target),
             ]))
     }
@@ -83,7 +83,7 @@ struct SessionCodeRoutes: RelayRoutes {
         guard !SecFetchSite.isCrossSite(request) else {
             throw RelayError(.invalidSessionCode, "This link was opened from another site. Open the page from the app instead.", page: .sessionCodeCrossSite)
         }
-        guard let code, code.utf8.count <= 128, let sid = SessionStore.sessionID(in: code) else { throw Self.invalid }
+        guard let code, code.utf8.count <= 128, let sid = RelayStore.sessionID(in: code) else { throw Self.invalid }
         // The session first: an ended one opens nothing, and it bounds the cookie's lifetime.
         guard let session = try await sessions.session(sid) else { throw Self.invalid }
         let remaining = Int(session.span.expiresAt - sessions.clock.now)
@@ -91,7 +91,7 @@ struct SessionCodeRoutes: RelayRoutes {
         if !confirmed, let signedIn = try await otherPerson(in: request, than: session) {
             return confirmationPage(code: code, signedIn: signedIn, incoming: session)
         }
-        let cookie = SessionStore.newToken(for: sid)
+        let cookie = RelayStore.newToken(for: sid)
         guard let record = try await sessions.openWebSession(code: code, cookie: cookie, ttl: .seconds(remaining)), record.sid == sid else { throw Self.invalid }
         var response = Response(status: .seeOther, headers: [.location: record.target, .cacheControl: "no-store", .referrerPolicy: "no-referrer"])
         response.setCookie(WebSessionAuthenticator.cookie(cookie, maxAge: remaining))
@@ -101,7 +101,7 @@ struct SessionCodeRoutes: RelayRoutes {
     /// The live web session this browser already has, when it is another person's.
     private func otherPerson(in request: Request, than incoming: SessionRecord) async throws -> SessionRecord? {
         guard let cookie = request.cookies[WebSessionAuthenticator.cookieName]?.value, cookie.utf8.count <= 128,
-            let current = SessionStore.sessionID(in: cookie), try await sessions.webSessionIsOpen(cookie),
+            let current = RelayStore.sessionID(in: cookie), try await sessions.webSessionIsOpen(cookie),
             let session = try await sessions.session(current)
         else { return nil }
         return session.subject == incoming.subject && session.providerID == incoming.providerID ? nil : session

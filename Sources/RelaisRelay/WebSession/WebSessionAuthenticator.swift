@@ -12,14 +12,14 @@ import RelaisServer
 struct WebSessionAuthenticator: Sendable {
     static let cookieName = "__Host-relais-session"
 
-    let sessions: SessionStore
+    let sessions: RelayStore
 
     /// The session behind the request's cookie; `.missingToken` without one.
     func authenticate(_ request: Request) async throws(RelayError) -> (sid: String, session: SessionRecord) {
         guard let cookie = request.cookies[Self.cookieName]?.value, !cookie.isEmpty else {
             throw RelayError(.missingToken, "no access token and no Relais web session cookie")
         }
-        guard cookie.utf8.count <= 128, let sid = SessionStore.sessionID(in: cookie) else { throw .invalidToken("the web session cookie is not one Relais set") }
+        guard cookie.utf8.count <= 128, let sid = RelayStore.sessionID(in: cookie) else { throw .invalidToken("the web session cookie is not one Relais set") }
         do {
             guard try await sessions.webSessionIsOpen(cookie), let session = try await sessions.session(sid) else {
                 throw RelayError.invalidToken("the web session has ended")

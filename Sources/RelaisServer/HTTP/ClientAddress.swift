@@ -24,36 +24,44 @@ public struct IPNetwork: Sendable, Equatable {
     }
 
     public func contains(_ address: String) -> Bool {
-        guard let candidate = IPNetwork.parse(address), candidate.count == bytes.count else { return false }
-        var remaining = prefixLength
-        for index in 0..<bytes.count where remaining > 0 {
-            let bits = min(8, remaining)
-            let mask: UInt8 = bits == 8 ? 0xFF : ~(0xFF >> UInt8(bits))
-            if bytes[index] & mask != candidate[index] & mask { return false }
-            remaining -= bits
-        }
-        return true
+        IPNetwork.withAddress(address) { candidate in
+            guard candidate.count == bytes.count else { return false }
+            var remaining = prefixLength
+            for index in 0..<bytes.count where remaining > 0 {
+                let bits = min(8, remaining)
+                let mask: UInt8 = bits == 8 ? 0xFF : ~(0xFF >> UInt8(bits))
+                if bytes[index] & mask != candidate[index] & mask { return false }
+                remaining -= bits
+            }
+            return true
+        } ?? false
     }
 
-    static func parse(_ text: String) -> [UInt8]? {
+    static func parse(_ text: String) -> [UInt8]? { withAddress(text) { Array($0) } }
+
+    /// The address's bytes (4, or 16 for IPv6; an IPv4-mapped IPv6 address is its IPv4 address),
+    /// read on the stack: checked on every request, so no array is made for it.
+    static func withAddress<Result>(_ text: String, _ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
         var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4, body) }
         var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 {
-            let raw = withUnsafeBytes(of: &v6) { Array($0) }
-            // An IPv4-mapped IPv6 address is the IPv4 address.
-            if raw[0..<10].allSatisfy({ $0 == 0 }) && raw[10] == 0xFF && raw[11] == 0xFF { return Array(raw[12...]) }
-            return raw
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
+        return withUnsafeBytes(of: &v6) { raw in
+            if raw[0..<10].allSatisfy({ $0 == 0 }) && raw[10] == 0xFF && raw[11] == 0xFF { return body(UnsafeRawBufferPointer(rebasing: raw[12...])) }
+            return body(raw)
         }
-        return nil
     }
 
     /// Who an address stands for when counting attempts: an IPv4 address is one client, but an
     /// IPv6 /64 is one subscriber (a host picks any address in it at will, RFC 8981), so it counts
     /// as one. Text that is not an address counts as itself.
     public static func limitKey(_ address: String) -> String {
+        if let v4 = withAddress(address, { $0.count == 4 ? "\($0[0]).\($0[1]).\($0[2]).\($0[3])" : nil }) { return v4 ?? limitKey(v6: address) }
+        return address
+    }
+
+    private static func limitKey(v6 address: String) -> String {
         guard let bytes = parse(address) else { return address }
-        guard bytes.count == 16 else { return bytes.map(String.init).joined(separator: ".") }
         let hex = Array("0123456789abcdef")
         var key = ""
         for (index, byte) in bytes.prefix(8).enumerated() {
@@ -70,12 +78,11 @@ public struct IPNetwork: Sendable, Equatable {
 /// Entries further left were written by the client itself and cannot be believed.
 public enum ClientAddress {
     public static func resolve(peer: String?, forwardedFor: String?, trustedProxies: [IPNetwork]) -> String {
-        guard let peer else { return "unknown" }
-        let normalisedPeer = IPNetwork.parse(peer).map { _ in peer } ?? peer
-        guard trustedProxies.contains(where: { $0.contains(normalisedPeer) }), let forwardedFor else { return normalisedPeer }
+        guard let normalisedPeer = peer else { return "unknown" }
+        guard !trustedProxies.isEmpty, trustedProxies.contains(where: { $0.contains(normalisedPeer) }), let forwardedFor else { return normalisedPeer }
         let hops = forwardedFor.split(separator: ",").map { String($0.trimmingCharacters(in: " ")) }
         for hop in hops.reversed() where !trustedProxies.contains(where: { $0.contains(hop) }) {
-            return IPNetwork.parse(hop) != nil ? hop : normalisedPeer
+            return IPNetwork.withAddress(hop, { _ in true }) != nil ? hop : normalisedPeer
         }
         return hops.first ?? normalisedPeer
     }

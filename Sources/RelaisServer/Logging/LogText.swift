@@ -15,6 +15,12 @@ public enum LogText {
     public static func escaped(_ string: String, quotes: Bool = false) -> String {
         var output = ""
         output.reserveCapacity(string.utf8.count)
+        appendEscaped(string, quotes: quotes, to: &output)
+        return output
+    }
+
+    /// ``escaped(_:quotes:)`` written at the end of `output`: a line is built in one string.
+    public static func appendEscaped(_ string: String, quotes: Bool = false, to output: inout String) {
         for scalar in string.unicodeScalars {
             switch scalar.value {
             case 0x5C: output += "\\\\"
@@ -28,7 +34,13 @@ public enum LogText {
             default: output.unicodeScalars.append(scalar)
             }
         }
-        return output
+    }
+
+    /// ``quoted(_:)`` written at the end of `output`.
+    public static func appendQuoted(_ string: String, to output: inout String) {
+        output += "\""
+        appendEscaped(string, quotes: true, to: &output)
+        output += "\""
     }
 
     /// One write(2) per line, so lines from concurrent requests do not interleave.
@@ -38,8 +50,8 @@ public enum LogText {
     /// when the descriptor refuses it (closed, disk full).
     @discardableResult
     public static func write(_ line: String, to descriptor: Int32) -> Bool {
-        var bytes = Array(line.utf8)
-        return bytes.withUnsafeMutableBytes { buffer in
+        var line = line
+        return line.withUTF8 { buffer in
             var offset = 0
             while offset < buffer.count {
                 let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
@@ -66,7 +78,10 @@ public enum LogText {
 
     /// A JSON string literal: quotes, backslashes and control characters escaped.
     public static func quoted(_ string: String) -> String {
-        "\"" + escaped(string, quotes: true) + "\""
+        var output = ""
+        output.reserveCapacity(string.utf8.count + 2)
+        appendQuoted(string, to: &output)
+        return output
     }
 
     /// A metadata value as JSON: strings quoted, arrays and dictionaries (keys sorted) as such.

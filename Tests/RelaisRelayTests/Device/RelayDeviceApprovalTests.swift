@@ -160,7 +160,7 @@ import Testing
             let phone = try await Device.phone(fixture, client)
             let device = try await Self.approvedDevice(fixture, client, by: phone)
             let deviceSID = try Self.sid(device)
-            _ = try await fixture.store.delete(SessionStore.Key.session(phone.sid))
+            _ = try await fixture.store.delete(RelayStore.Key.session(phone.sid))
             #expect(try await fixture.sessions.session(deviceSID) != nil)
             let refreshed = try await Self.refreshDevice(client, try #require(device["refresh_token"]?.stringValue))
             #expect(Device.error(refreshed) == "invalid_grant")

@@ -102,7 +102,7 @@ import Testing
             #expect(started.body["interval"] == .number(5))
             #expect(started.body["expires_in"] == .number(600))
             #expect(started.userCode.wholeMatch(of: /[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}/) != nil)
-            #expect(SessionStore.sessionID(in: started.deviceCode) != nil)
+            #expect(RelayStore.sessionID(in: started.deviceCode) != nil)
 
             let metadata = Route.json(try await client.execute(uri: "/.well-known/openid-configuration", method: .get))
             #expect(metadata["device_authorization_endpoint"] == .string(Route.issuer + "/device_authorization"))
@@ -208,9 +208,9 @@ import Testing
         }
         // And at the store, past the poll marker: of two redemptions, one opens the session.
         let sessions = fixture.sessions
-        let sid = SessionStore.newSessionID()
-        let deviceCode = SessionStore.newToken(for: sid)
-        let request = SessionStore.DeviceRequest(clientID: "tv", scopes: ["openid"], device: nil, expiresAt: fixture.clock.now + 600)
+        let sid = RelayStore.newSessionID()
+        let deviceCode = RelayStore.newToken(for: sid)
+        let request = RelayStore.DeviceRequest(clientID: "tv", scopes: ["openid"], device: nil, expiresAt: fixture.clock.now + 600)
         #expect(try await sessions.saveDeviceRequest(request, deviceCode: deviceCode, userCode: UserCode.random()))
         let session = SessionRecord(
             clientID: "tv", subject: "s", providerID: "fc", scopes: ["openid"], acr: nil, createdAt: 0, expiresAt: fixture.clock.now + 60, sealedIdentity: "x")

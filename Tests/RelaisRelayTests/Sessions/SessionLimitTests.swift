@@ -35,7 +35,7 @@ import Testing
             #expect(evicted.count == 2 && evicted.allSatisfy { $0["limit"] == .string("3") && $0["outcome"] == .string("success") })
 
             // An index entry whose session already ended is dropped first: no live session pays for it.
-            _ = try await fixture.store.delete(SessionStore.Key.session(opened[2]))
+            _ = try await fixture.store.delete(RelayStore.Key.session(opened[2]))
             _ = try await RelayRouteTests.accessToken(fixture, client)
             let now = try await Self.sessionIDs(fixture)
             #expect(now.count == 3 && !now.contains(opened[2]) && now.isSuperset(of: opened.suffix(2)))

@@ -21,7 +21,7 @@ import Testing
             #expect(try await client.execute(uri: "/auth?session=1", method: .get, headers: bearer).status == .ok)
 
             // Deleted behind Relais' back (no announcement): still known live, for at most maxAge.
-            #expect(try await fixture.store.delete(SessionStore.Key.session(sid)))
+            #expect(try await fixture.store.delete(RelayStore.Key.session(sid)))
             #expect(try await client.execute(uri: "/auth?session=1", method: .get, headers: bearer).status == .ok)
             var introspection = RelayRouteTests.formHeaders
             introspection[.authorization] = "Basic " + Base64.encode(Array("api:api-secret-0123456789-0123456789".utf8))
@@ -30,7 +30,7 @@ import Testing
             fixture.clock.advance(by: .seconds(Int64(SessionLiveness.maxAge) + 1))
             #expect(try await client.execute(uri: "/auth?session=1", method: .get, headers: bearer).status == .unauthorized)
 
-            // Revoked through Relais (here by another SessionStore on the same store, as another
+            // Revoked through Relais (here by another RelayStore on the same store, as another
             // instance would): refused at the next check, whatever was cached.
             let before = try await fixture.sessions.sessions(ofSubject: "sub-1", provider: "fc")
             let second = try await RelayRouteTests.accessToken(fixture, client)

@@ -6,7 +6,7 @@ import Testing
 /// `AuthorizationCodeGrant.decide`, row by row: the code as read (or the session it opened), what
 /// the app presented and the time, to the action. No store, no clock.
 @Suite(.tags(.fast)) struct CodeRedemptionDecisionTests {
-    static let sid = SessionStore.newSessionID()
+    static let sid = RelayStore.newSessionID()
     static let code = SessionTokens.code(sid: sid, secret: SessionTokens.newSecret())
     static let verifier = PKCE.makeVerifier()
     static let redirect = "https://app.example/callback"

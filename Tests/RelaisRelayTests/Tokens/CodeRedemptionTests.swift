@@ -247,7 +247,7 @@ final class InterposedStore: KeyValueStore {
                 )
                 let identity = SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x")
                 let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions)).seal(identity)
-                let code = SessionTokens.code(sid: SessionStore.newSessionID(), secret: try #require(identity.tokenSecret))
+                let code = SessionTokens.code(sid: RelayStore.newSessionID(), secret: try #require(identity.tokenSecret))
                 try await fixture.sessions.saveCode(
                     RelayCode(app: app, subject: "sub-1", acr: "eidas2", sealedIdentity: sealed, providerSessionID: nil, replaces: oldSID), code: code
                 )

@@ -10,11 +10,11 @@ import Testing
 /// read, the time, to the action), the request's standing at the expiry edge, and the poll
 /// interval's edge in the store itself.
 @Suite(.tags(.fast)) struct DevicePollDecisionTests {
-    static let sid = SessionStore.newSessionID()
+    static let sid = RelayStore.newSessionID()
     static let now = 5000.0
     static let lifetime = Duration.seconds(3600)
-    static let request = SessionStore.DeviceRequest(clientID: "desk", scopes: ["openid"], device: "Kiosk", expiresAt: 5300)
-    static let approved = SessionStore.DeviceDecision(
+    static let request = RelayStore.DeviceRequest(clientID: "desk", scopes: ["openid"], device: "Kiosk", expiresAt: 5300)
+    static let approved = RelayStore.DeviceDecision(
         approved: true, subject: "sub-1", providerID: "fc", acr: "eidas1", sealedIdentity: "sealed", providerSessionID: "provider-sid", via: "browser"
     )
 
@@ -27,10 +27,10 @@ import Testing
     struct Row: Sendable, CustomTestStringConvertible {
         var testDescription: String
         var expected: Action
-        var poll: SessionStore.DevicePoll
+        var poll: RelayStore.DevicePoll
         var approver: SessionRecord?
 
-        init(_ description: String, _ poll: SessionStore.DevicePoll, approver: SessionRecord? = nil, _ expected: Action) {
+        init(_ description: String, _ poll: RelayStore.DevicePoll, approver: SessionRecord? = nil, _ expected: Action) {
             testDescription = description
             self.poll = poll
             self.approver = approver
@@ -42,7 +42,7 @@ import Testing
         SessionRecord(clientID: "app", subject: "sub-1", providerID: "fc", scopes: ["openid"], acr: nil, createdAt: 0, expiresAt: expiresAt, sealedIdentity: "s")
     }
 
-    static func decided(_ edit: (inout SessionStore.DeviceDecision) -> Void = { _ in }) -> SessionStore.DevicePoll {
+    static func decided(_ edit: (inout RelayStore.DeviceDecision) -> Void = { _ in }) -> RelayStore.DevicePoll {
         var decision = approved
         edit(&decision)
         return .decided(sid: sid, request, decision)
@@ -90,27 +90,27 @@ import Testing
     @Test(
         arguments: [
             ("desk", 5299.999, nil),
-            ("desk", 5300, SessionStore.DevicePoll.expired),
+            ("desk", 5300, RelayStore.DevicePoll.expired),
             ("desk", 9999, .expired),
             ("other", 5000, .foreign),
             ("other", 9999, .foreign),
-        ] as [(String, Double, SessionStore.DevicePoll?)])
-    func standing(clientID: String, now: Double, expected: SessionStore.DevicePoll?) {
-        #expect(SessionStore.DevicePoll.standing(of: Self.request, clientID: clientID, now: now) == expected)
+        ] as [(String, Double, RelayStore.DevicePoll?)])
+    func standing(clientID: String, now: Double, expected: RelayStore.DevicePoll?) {
+        #expect(RelayStore.DevicePoll.standing(of: Self.request, clientID: clientID, now: now) == expected)
     }
 
     /// The poll interval in the store: a second poll `elapsed` after the first is too soon until the
     /// interval has passed, to its edge.
     @Test(arguments: [
-        (Duration.zero, SessionStore.DevicePoll.tooSoon),
+        (Duration.zero, RelayStore.DevicePoll.tooSoon),
         (.milliseconds(4999), .tooSoon),
         (.seconds(5), .pending),
         (.seconds(6), .pending),
     ])
-    func slowDown(elapsed: Duration, expected: SessionStore.DevicePoll) async throws {
+    func slowDown(elapsed: Duration, expected: RelayStore.DevicePoll) async throws {
         let clock = ManualClock()
-        let sessions = SessionStore(store: EmbeddedStore(clock: clock), settings: RelaisConfiguration().relay, clock: clock)
-        let deviceCode = SessionStore.newToken(for: Self.sid)
+        let sessions = RelayStore(store: EmbeddedStore(clock: clock), settings: RelaisConfiguration().relay, clock: clock)
+        let deviceCode = RelayStore.newToken(for: Self.sid)
         var request = Self.request
         request.expiresAt = clock.now + 600
         #expect(try await sessions.saveDeviceRequest(request, deviceCode: deviceCode, userCode: .random()))

@@ -6,7 +6,7 @@ import Testing
 /// `RefreshGrant.decide`, row by row: the session as read, what the app presented and the time, to
 /// the action. No store, no clock: every branch and edge of the refresh rotation is one row.
 @Suite(.tags(.fast)) struct RefreshDecisionTests {
-    static let sid = SessionStore.newSessionID()
+    static let sid = RelayStore.newSessionID()
     static let secret = SessionTokens.newSecret()
     static let grace = Duration.seconds(30)
     /// The live generation is 3, rotated at 2000.

@@ -146,17 +146,17 @@ import Testing
         let keys = try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions)
         let plaintext = Array(#"{"claims":{"given_name":"Angela"},"provider_id_token":"x","amr":["fc"]}"#.utf8)
         let sealed = try JWE.encrypt(plaintext, to: keys.ring.activeSessionKey, keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
-        let sid = SessionStore.newSessionID()
+        let sid = RelayStore.newSessionID()
         let now = fixture.clock.now
         let session = SessionRecord(
             clientID: "app", subject: "sub-1", providerID: "fc", scopes: ["openid", "profile"], acr: "eidas1", createdAt: now, expiresAt: now + 86400,
             sealedIdentity: sealed
         )
-        let token = SessionStore.newToken(for: sid)
-        try await fixture.store.set(SessionStore.Key.session(sid), session.stored, ttl: .seconds(3600))
+        let token = RelayStore.newToken(for: sid)
+        try await fixture.store.set(RelayStore.Key.session(sid), session.stored, ttl: .seconds(3600))
         let record = rotated ?? RefreshRecord(sid: sid, clientID: "app", jkt: nil)
         try await fixture.store.set(
-            SessionStore.Key.refreshToken(token),
+            RelayStore.Key.refreshToken(token),
             StoredJSON.encode(
                 RefreshRecord(
                     sid: sid, clientID: record.clientID, rotatedAt: record.rotatedAt, sealedSuccessor: record.sealedSuccessor, jkt: record.jkt
@@ -193,7 +193,7 @@ import Testing
         let fixture = Route.Fixture()
         try await fixture.test { client in
             let (sid, legacy) = try await Self.legacySession(fixture)
-            _ = try await fixture.store.delete(SessionStore.Key.session(sid))
+            _ = try await fixture.store.delete(RelayStore.Key.session(sid))
             let refused = try await Self.refresh(client, legacy)
             #expect(refused.status == .badRequest && refused.body["error_description"]?.stringValue == "the session has ended")
         }
@@ -239,7 +239,7 @@ import Testing
             clientID: "app", redirectURI: Route.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
             providerID: "fc", acr: "eidas1", forceLogin: false
         )
-        let code = SessionStore.newToken(for: SessionStore.newSessionID())
+        let code = RelayStore.newToken(for: RelayStore.newSessionID())
         try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: code)
         try await fixture.test { client in
             let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", Route.redirect), ("code_verifier", verifier)]

@@ -53,7 +53,7 @@ import Testing
         let http = HTTPClient(configuration: .init())
         let (first, firstRelay) = try await Self.application(fixture, http)
         // Redis loses everything; a second instance starts and generates keys of its own.
-        for key in [SessionStore.Key.signingKey, SessionStore.Key.sessionKey] { _ = try await fixture.store.delete(key) }
+        for key in [RelayStore.Key.signingKey, RelayStore.Key.sessionKey] { _ = try await fixture.store.delete(key) }
         let (second, _) = try await Self.application(fixture, http)
         try await first.test(.router) { one in
             try await second.test(.router) { two in
@@ -78,7 +78,7 @@ import Testing
 
                 // The store loses the keys again: the next periodic check puts the active keys back,
                 // and an instance starting then adopts them.
-                for key in [SessionStore.Key.signingKey, SessionStore.Key.rsaSigningKey, SessionStore.Key.sessionKey] { _ = try await fixture.store.delete(key) }
+                for key in [RelayStore.Key.signingKey, RelayStore.Key.rsaSigningKey, RelayStore.Key.sessionKey] { _ = try await fixture.store.delete(key) }
                 fixture.clock.advance(by: .seconds(6))
                 try await Self.syncRound(firstRelay)
                 #expect(try await Self.keyIDs(one).first == secondKeys.first)
@@ -106,7 +106,7 @@ import Testing
         try await fixture.test { client in
             let other = JWK(symmetric: Array(repeating: 9, count: 32), keyID: "k-removed", algorithm: "dir")
             let sealed = try JWE.encrypt(Array(#"{"claims":{},"providerIDToken":"x"}"#.utf8), to: other, keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
-            let code = SessionStore.newToken(for: SessionStore.newSessionID())
+            let code = RelayStore.newToken(for: RelayStore.newSessionID())
             let verifier = String(repeating: "v", count: 43)
             let app = AppRequest(
                 clientID: "app", redirectURI: Route.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,

@@ -74,7 +74,7 @@ import Testing
             #expect(body["target"] == .string(Self.targets[0]))
             #expect(body["session_uri"] == .string(Route.issuer + "/session?" + FormParameters.encode([("code", code)])))
             // Stored by hash only.
-            #expect(try await fixture.store.get(SessionStore.Key.sessionCode(code)) != nil)
+            #expect(try await fixture.store.get(RelayStore.Key.sessionCode(code)) != nil)
             #expect(try await fixture.store.get(code) == nil)
 
             let opened = try await Self.open(client, code)
@@ -82,7 +82,7 @@ import Testing
             #expect(opened.headers[.location] == Self.targets[0])
             #expect(opened.headers[.referrerPolicy] == "no-referrer")
             let setCookie = try #require(opened.headers[.setCookie])
-            let sid = try #require(SessionStore.sessionID(in: code))
+            let sid = try #require(RelayStore.sessionID(in: code))
             let session = try #require(try await fixture.sessions.session(sid))
             let remaining = Int(session.span.expiresAt - fixture.clock.now)
             for attribute in ["Max-Age=\(remaining)", "Path=/", "Secure", "HttpOnly", "SameSite=Lax"] {
@@ -165,9 +165,9 @@ import Testing
             #expect(late.status == .badRequest && late.headers[.setCookie] == nil && late.headers[.location] == nil)
 
             let fresh = try #require(Route.json(try await Self.sessionCode(client, access))["session_code"]?.stringValue)
-            let sid = try #require(SessionStore.sessionID(in: fresh))
+            let sid = try #require(RelayStore.sessionID(in: fresh))
             // Another random part with the same session, another session's id, no code, junk.
-            for forged in [SessionStore.newToken(for: sid), SessionStore.newToken(for: SessionStore.newSessionID()), "", "junk", String(repeating: "a", count: 5000)] {
+            for forged in [RelayStore.newToken(for: sid), RelayStore.newToken(for: RelayStore.newSessionID()), "", "junk", String(repeating: "a", count: 5000)] {
                 let refused = try await Self.open(client, forged)
                 #expect(refused.status == .badRequest, "\(forged.prefix(40))")
                 #expect(refused.headers[.location] == nil)

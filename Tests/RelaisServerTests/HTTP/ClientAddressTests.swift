@@ -11,6 +11,7 @@ import Testing
         #expect(try #require(IPNetwork("::1")).contains("::1"))
         #expect(try #require(IPNetwork("0.0.0.0/0")).contains("8.8.8.8"))
         #expect(try #require(IPNetwork("127.0.0.1")).contains("::ffff:127.0.0.1"))  // IPv4-mapped
+        #expect(try #require(IPNetwork("10.0.0.0/8")).contains("::ffff:10.200.0.1") && !IPNetwork("fd00::/8")!.contains("10.0.0.1"))
         #expect(IPNetwork("10.0.0.0/33") == nil && IPNetwork("not-an-ip") == nil && IPNetwork("::1/129") == nil)
     }
 

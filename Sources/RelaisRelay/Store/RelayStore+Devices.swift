@@ -6,7 +6,7 @@ import RelaisStore
 /// Device authorization requests (RFC 8628): a device (a desktop, a kiosk) asks, a person or their
 /// signed-in app decides, the device polls `/token`. The request is created under the id of the
 /// session it will open, so its decision and the session are written under one hash tag.
-extension SessionStore {
+extension RelayStore {
     /// What a device asked for.
     struct DeviceRequest: Codable, Sendable, Equatable {
         var clientID: String
@@ -149,7 +149,7 @@ struct UserCode: Sendable, Equatable {
 /// A device session opened by an app's approval lives and dies with the approving session: it is
 /// listed under it before it opens (an entry without its session is harmless), capped at its end,
 /// ended with it, and refused at refresh once it is gone (so a clean-up that failed still holds).
-extension SessionStore {
+extension RelayStore {
     /// Links device session `sid` to the session that approved it, before the device session opens.
     func linkApproved(_ sid: String, to approver: String) async throws {
         _ = try await store.setAdd(Key.approvedSessions(approver), member: sid, ttl: settings.sessionLifetime)

@@ -3,7 +3,7 @@ import RelaisStore
 /// Session codes (an app's tokens exchanged for a web session in its webview) and the web sessions
 /// they open. Both are keyed by hash and carry their session's tag, so a code is consumed and its
 /// web session written in one atomic step.
-extension SessionStore {
+extension RelayStore {
     /// How long a session code may wait for the webview.
     static let sessionCodeLifetime: Duration = .seconds(60)
 

@@ -3,7 +3,7 @@ import RelaisStore
 
 /// What attestation keeps in the store: one-time challenges, App Attest keys with their counters,
 /// and the `jti` of each attestation PoP (a proof is good once, on every instance).
-extension SessionStore {
+extension RelayStore {
     /// A challenge lives five minutes and serves once, for the app it was issued to.
     static let challengeLifetime: Duration = .seconds(300)
     /// An App Attest key is attested once per install; it is kept while the app keeps using it.

@@ -3,7 +3,7 @@ import RelaisStore
 
 /// Logout: the transaction between `GET /logout` and the provider's return, and the back-channel
 /// logout tokens already acted on.
-extension SessionStore {
+extension RelayStore {
     func saveLogout(_ transaction: LogoutTransaction, state: String) async throws {
         try await store.set(Key.logout(state), StoredJSON.encode(transaction), ttl: settings.transactionLifetime)
     }

@@ -5,7 +5,7 @@ import RelaisStore
 
 /// The relay's only door to the store: every key, TTL and index is named here and nowhere else.
 /// Codes, tokens and states are stored under their SHA-256, never as themselves.
-struct SessionStore: Sendable {
+struct RelayStore: Sendable {
     let store: any KeyValueStore
     let settings: RelaySettings
     let clock: any RelaisClock

@@ -1,7 +1,7 @@
 import RelaisStore
 
 /// Values every instance on one store shares, written once by whichever comes first.
-extension SessionStore {
+extension RelayStore {
     /// A value shared by every instance on this store, written once by whichever comes first
     /// (development keys, the security events' hash key). Nil when the store kept nothing.
     func sharedValue(_ name: SharedValue, proposing value: [UInt8]) async throws -> [UInt8]? {

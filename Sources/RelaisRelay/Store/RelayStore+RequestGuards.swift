@@ -2,7 +2,7 @@ import RelaisStore
 
 /// What the guards in front of the flows remember across instances: DPoP proofs already used and
 /// rate-limit counts.
-extension SessionStore {
+extension RelayStore {
     /// True the first time a DPoP proof is seen within `window`, false for a replay.
     func rememberProof(thumbprint: String, tokenID: String, for window: Duration) async throws -> Bool {
         try await store.setIfAbsent(Key.dpopProof(thumbprint: thumbprint, tokenID: tokenID), [1], ttl: window)

@@ -1,0 +1,325 @@
+import CCurl
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import RelaisTestSupport
+import Synchronization
+import Testing
+
+@testable import RelaisHTTPClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The reactor: the bound on transfers in flight, connection reuse, cancellation and shutdown at
+/// any point of a call, every error path, and the check that libcurl runs on the reactor only.
+@Suite struct HTTPClientReactorTests {
+    private func client(_ configure: (inout HTTPClientConfiguration) -> Void = { _ in }) -> HTTPClient {
+        var configuration = HTTPClientConfiguration(maxConcurrentRequests: 4)
+        configure(&configuration)
+        return HTTPClient(configuration: configuration)
+    }
+
+    /// A router whose `/held` answers only when `release` yields, telling `arrival` it has the request.
+    private func heldRouter() -> (Router<BasicRequestContext>, arrived: AsyncStream<Void>, release: AsyncStream<Void>.Continuation, hellos: Counter) {
+        let (arrived, arrival) = AsyncStream.makeStream(of: Void.self)
+        let (released, release) = AsyncStream.makeStream(of: Void.self)
+        let hellos = Counter()
+        let router = LoopbackHTTPServer.testRouter()
+        router.get("/held") { _, _ in
+            arrival.yield()
+            var iterator = released.makeAsyncIterator()
+            _ = await iterator.next()
+            return "released"
+        }
+        router.get("/counted") { _, _ in
+            hellos.add()
+            return "counted"
+        }
+        // No Content-Length: only the write callback can see the body is over the limit.
+        router.get("/chunked") { request, _ in
+            let count = request.uri.queryParameters.get("count", as: Int.self) ?? 0
+            return Response(
+                status: .ok,
+                body: ResponseBody { writer in
+                    for _ in 0..<(count / 1000) { try await writer.write(ByteBuffer(repeating: UInt8(ascii: "x"), count: 1000)) }
+                    try await writer.finish(nil)
+                })
+        }
+        return (router, arrived, release, hellos)
+    }
+
+    final class Counter: Sendable {
+        private let value = Atomic<Int>(0)
+        func add() { value.add(1, ordering: .relaxed) }
+        var count: Int { value.load(ordering: .relaxed) }
+    }
+
+    @Test func aHundredCallsRunAtMostFourAtATimeOnFourConnections() async throws {
+        let server = try CountingHTTPServer(delay: .milliseconds(20))
+        defer { server.stop() }
+        let client = client()
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<100 { group.addTask { try await client.send(.init(url: server.baseURL + "/")).status } }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        try await client.shutdown()
+        #expect(statuses == Array(repeating: 200, count: 100))
+        let counts = server.snapshot
+        #expect(counts.requests == 100)
+        #expect(counts.maxHandling <= 4)
+        #expect(counts.maxOpen <= 4)
+        #expect(counts.accepted <= 4)
+    }
+
+    @Test func theSecondCallReusesTheFirstOnesConnection() async throws {
+        try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server async throws in
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            let first = try await client.send(.init(url: server.baseURL + "/hello"))
+            let second = try await client.send(.init(url: server.baseURL + "/hello"))
+            #expect(first.newConnections == 1)
+            #expect(second.newConnections == 0)
+            #expect(second.bodyText == "hello")
+        }
+    }
+
+    @Test(arguments: [true, false])
+    func aServerThatClosesAfterEachAnswerStillServesEveryCall(announcesIt: Bool) async throws {
+        // Announced (Connection: close), libcurl closes its side; unannounced, it finds the
+        // connection dead when it next wants it, and connects again.
+        let server = try CountingHTTPServer(answer: CountingHTTPServer.ok(close: announcesIt), closeAfterEachAnswer: true)
+        defer { server.stop() }
+        let client = client()
+        for _ in 0..<5 {
+            let response = try await client.send(.init(url: server.baseURL + "/"))
+            #expect(response.bodyText == "ok")
+            #expect(response.newConnections == 1)
+        }
+        let bodies = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<20 { group.addTask { try await client.send(.init(url: server.baseURL + "/")).bodyText } }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        try await client.shutdown()
+        #expect(bodies == Array(repeating: "ok", count: 20))
+        #expect(server.snapshot.accepted == 25)
+    }
+
+    @Test func cancellingAnInFlightCallReturnsAtOnceAndFreesItsSlot() async throws {
+        let (router, arrived, release, _) = heldRouter()
+        defer { release.finish() }
+        try await LoopbackHTTPServer.with(router: router) { server async throws in
+            let client = client { $0.maxConcurrentRequests = 1 }
+            defer { Task { try? await client.shutdown() } }
+            let task = Task { try await client.send(.init(url: server.baseURL + "/held")) }
+            var arrivals = arrived.makeAsyncIterator()
+            _ = await arrivals.next()
+            let cancelled = ContinuousClock.now
+            task.cancel()
+            await #expect(throws: CancellationError.self) { try await task.value }
+            // No progress check to wait for; the bound is only for a starved test process.
+            #expect(ContinuousClock.now - cancelled < .seconds(5))
+            // The one slot is free again: the next call goes through.
+            #expect(try await client.send(.init(url: server.baseURL + "/hello")).bodyText == "hello")
+        }
+    }
+
+    @Test func cancellingACallWaitingForASlotNeverSendsIt() async throws {
+        let (router, arrived, release, counted) = heldRouter()
+        try await LoopbackHTTPServer.with(router: router) { server async throws in
+            let client = client { $0.maxConcurrentRequests = 1 }
+            defer { Task { try? await client.shutdown() } }
+            let holder = Task { try await client.send(.init(url: server.baseURL + "/held")) }
+            var arrivals = arrived.makeAsyncIterator()
+            _ = await arrivals.next()
+            let waiter = Task { try await client.send(.init(url: server.baseURL + "/counted")) }
+            #expect(try await eventually { client.mailbox.waitingForSlot.load(ordering: .relaxed) == 1 })
+            waiter.cancel()
+            await #expect(throws: CancellationError.self) { try await waiter.value }
+            release.yield()
+            #expect(try await holder.value.bodyText == "released")
+            #expect(try await client.send(.init(url: server.baseURL + "/hello")).bodyText == "hello")
+            #expect(counted.count == 0)
+        }
+    }
+
+    @Test func aCallFromACancelledTaskIsNeverSent() async throws {
+        let (router, _, _, counted) = heldRouter()
+        try await LoopbackHTTPServer.with(router: router) { server async throws in
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            let (gate, _) = AsyncStream.makeStream(of: Void.self)
+            let task = Task {
+                // Returns once the task is cancelled: the call is made from a cancelled task.
+                var iterator = gate.makeAsyncIterator()
+                _ = await iterator.next()
+                return try await client.send(.init(url: server.baseURL + "/counted"))
+            }
+            task.cancel()
+            await #expect(throws: CancellationError.self) { try await task.value }
+            #expect(counted.count == 0)
+        }
+    }
+
+    @Test func aServerThatNeverAnswersTimesOutAndTheClientGoesOn() async throws {
+        let listener = try SilentListener()
+        try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server async throws in
+            let client = client { $0.totalTimeout = .milliseconds(300) }
+            defer { Task { try? await client.shutdown() } }
+            await #expect(throws: HTTPClientError.timeout) { try await client.send(.init(url: listener.baseURL + "/")) }
+            #expect(try await client.send(.init(url: server.baseURL + "/hello", timeout: .seconds(20))).bodyText == "hello")
+        }
+    }
+
+    @Test func aConnectionNeverAcceptedHitsTheConnectTimeout() async throws {
+        // A listener whose accept queue is full drops further SYNs: connecting never completes.
+        let listener = try SilentListener()
+        let filling = (0..<16).map { _ in Self.connectWithoutWaiting(port: listener.port) }
+        defer { filling.forEach { close($0) } }
+        let client = client {
+            $0.connectTimeout = .milliseconds(300); $0.totalTimeout = .seconds(30)
+        }
+        defer { Task { try? await client.shutdown() } }
+        let start = ContinuousClock.now
+        await #expect(throws: HTTPClientError.timeout) { try await client.send(.init(url: listener.baseURL + "/")) }
+        // Far from both the connect timeout and the total one.
+        #expect(ContinuousClock.now - start < .seconds(15))
+    }
+
+    private static func connectWithoutWaiting(port: Int) -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return descriptor
+    }
+
+    @Test func aChunkedBodyOverTheLimitIsTooLarge() async throws {
+        let (router, _, _, _) = heldRouter()
+        try await LoopbackHTTPServer.with(router: router) { server async throws in
+            let client = client { $0.maxResponseBytes = 5000 }
+            defer { Task { try? await client.shutdown() } }
+            #expect(try await client.send(.init(url: server.baseURL + "/chunked?count=5000")).body.count == 5000)
+            await #expect(throws: HTTPClientError.responseTooLarge(limit: 5000)) {
+                try await client.send(.init(url: server.baseURL + "/chunked?count=200000"))
+            }
+            #expect(try await client.send(.init(url: server.baseURL + "/hello")).bodyText == "hello")
+        }
+    }
+
+    @Test func shutdownLetsTheCallsMadeFinishThenFreesEverything() async throws {
+        let (router, arrived, release, counted) = heldRouter()
+        try await LoopbackHTTPServer.with(router: router) { server async throws in
+            let client = client { $0.maxConcurrentRequests = 1 }
+            let inFlight = Task { try await client.send(.init(url: server.baseURL + "/held")) }
+            var arrivals = arrived.makeAsyncIterator()
+            _ = await arrivals.next()
+            let queued = Task { try await client.send(.init(url: server.baseURL + "/counted")) }
+            #expect(try await eventually { client.mailbox.waitingForSlot.load(ordering: .relaxed) == 1 })
+            let shutdown = Task { try await client.shutdown() }
+            #expect(try await eventually { client.mailbox.isStopping })
+            await #expect(throws: HTTPClientError.shutdown) { try await client.send(.init(url: server.baseURL + "/hello")) }
+            release.yield()
+            #expect(try await inFlight.value.bodyText == "released")
+            #expect(try await queued.value.bodyText == "counted")
+            try await shutdown.value
+            try await client.shutdown()  // a second shutdown has nothing left to do
+            #expect(counted.count == 1)
+            await #expect(throws: HTTPClientError.shutdown) { try await client.send(.init(url: server.baseURL + "/hello")) }
+        }
+    }
+
+    @Test func aStoppedMailboxRefusesCalls() async throws {
+        let mailbox = CurlMailbox()
+        mailbox.requestStop()
+        let job = CurlJob(request: .init(url: "http://127.0.0.1:1/"), deadline: .now + .seconds(10))
+        await #expect(throws: HTTPClientError.shutdown) {
+            try await withCheckedThrowingContinuation { mailbox.submit(job, $0) }
+        }
+    }
+
+    @Test func aClientReleasedWithoutShutdownStopsItsThread() async throws {
+        weak var mailbox: CurlMailbox?
+        do {
+            let client = client()
+            mailbox = client.mailbox
+        }
+        // The reactor thread holds the mailbox until it exits.
+        #expect(try await eventually { mailbox == nil })
+    }
+
+    @Test func transportFailuresAreTyped() async throws {
+        let server = try CountingHTTPServer(answer: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+        defer { server.stop() }
+        let client = client()
+        defer { Task { try? await client.shutdown() } }
+        // An option libcurl refuses (a URL over its 8 MB input limit) fails the call, not the client.
+        let huge = "http://127.0.0.1/" + String(repeating: "a", count: 8_000_001)
+        await #expect { try await client.send(.init(url: huge)) } throws: {
+            guard case .transport(let code, _)? = $0 as? HTTPClientError else { return false }
+            return code == Int(CURLE_BAD_FUNCTION_ARGUMENT.rawValue)
+        }
+        // A malformed chunked body, on the same client and handle.
+        await #expect { try await client.send(.init(url: server.baseURL + "/")) } throws: {
+            ($0 as? HTTPClientError)?.code == "http_transport_failure"
+        }
+    }
+
+    @Test func anUnknownHostIsADNSFailure() async throws {
+        let client = client()
+        defer { Task { try? await client.shutdown() } }
+        await #expect(throws: HTTPClientError.dnsFailure(host: "relais-test.invalid")) {
+            try await client.send(.init(url: "http://relais-test.invalid/"))
+        }
+    }
+
+    @Test func libcurlRunsOnlyOnTheReactorAndAViolationIsCounted() async throws {
+        try await BlockingCallChecks.shared.exclusively { try await libcurlRunsOnlyOnTheReactor() }
+    }
+
+    private func libcurlRunsOnlyOnTheReactor() async throws {
+        try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server async throws in
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            let before = HTTPClient.blockingCallsOnEventLoop
+            let executor = LoopTaskExecutor(MultiThreadedEventLoopGroup.singleton.next())
+            let onLoop = try await Task(executorPreference: executor) {
+                var onLoop: [Bool] = []
+                for _ in 0..<5 {
+                    onLoop.append(MultiThreadedEventLoopGroup.currentEventLoop != nil)
+                    let response = try await client.send(.init(url: server.baseURL + "/hello"))
+                    // Resumed from the reactor thread onto the caller's preferred executor.
+                    onLoop.append(MultiThreadedEventLoopGroup.currentEventLoop != nil && response.status == 200)
+                }
+                return onLoop
+            }.value
+            #expect(onLoop == Array(repeating: true, count: 10))
+            #expect(HTTPClient.blockingCallsOnEventLoop == before)
+
+            // A deliberate violation: easy handles of this client's reactor, used from this thread.
+            var quiet = Logger(label: "violation")
+            quiet.logLevel = .critical
+            let handles = CurlEasyHandles(capacity: 1, confinement: CurlConfinement(owner: client.reactorThread, logger: quiet))
+            handles.checkIn(handles.checkOut())
+            #expect(HTTPClient.blockingCallsOnEventLoop == before + 2)
+        }
+    }
+}
+
+/// An event loop as a task executor, as the server runs its request handlers.
+final class LoopTaskExecutor: TaskExecutor, Sendable {
+    let eventLoop: any EventLoop
+
+    init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
