@@ -37,7 +37,7 @@ final class CountingHTTPServer: Sendable {
         self.answer = answer ?? Self.ok(close: closeAfterEachAnswer)
         self.delay = delay
         self.closeAfterEachAnswer = closeAfterEachAnswer
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         self.listener = listener
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

@@ -151,6 +151,10 @@ final class EventLoopTaskExecutor: TaskExecutor {
 /// Serialized: the second test moves the process-wide counter the first watches.
 @Suite(.serialized) struct BlockingCallCheckTests {
     @Test func theStoreContractRunFromAnEventLoopMakesNoBlockingCall() async throws {
+        try await BlockingCallChecks.shared.exclusively { try await storeContractFromAnEventLoop() }
+    }
+
+    private func storeContractFromAnEventLoop() async throws {
         let before = RedisStore.blockingCallsOnEventLoop
         // A loop of its own: the test's process launches must not stall the stores' loops.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -166,6 +170,10 @@ final class EventLoopTaskExecutor: TaskExecutor {
     }
 
     @Test func aBlockingCallOnAnEventLoopIsCounted() async throws {
+        try await BlockingCallChecks.shared.exclusively { try await blockingCallOnAnEventLoop() }
+    }
+
+    private func blockingCallOnAnEventLoop() async throws {
         let port = try FreePort.find()
         let tls = RedisConfiguration.TLS()
         let before = RedisStore.blockingCallsOnEventLoop

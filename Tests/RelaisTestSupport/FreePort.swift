@@ -59,7 +59,7 @@ public enum FreePort {
     }
 
     private static func canBind(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         return RawConnection.withLoopback(port: port) { bind(fd, $0, $1) } == 0
@@ -74,7 +74,7 @@ public enum FreePort {
     }
 
     public static func isAccepting(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         return RawConnection.withLoopback(port: port) { connect(fd, $0, $1) } == 0

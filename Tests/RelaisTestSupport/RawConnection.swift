@@ -19,7 +19,7 @@ public final class RawConnection: @unchecked Sendable {
 
     /// Connects to 127.0.0.1:`port`; nil when the connection is refused.
     public init?(port: Int) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         guard Self.withLoopback(port: port, { connect(fd, $0, $1) }) == 0 else {
             close(fd)

@@ -12,7 +12,7 @@ public final class SilentListener: @unchecked Sendable {
     private let socketDescriptor: Int32
 
     public init() throws {
-        socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         port = try FreePort.find()
         let descriptor = socketDescriptor
         guard RawConnection.withLoopback(port: port, { bind(descriptor, $0, $1) }) == 0, listen(socketDescriptor, 8) == 0 else {

@@ -40,7 +40,7 @@ final class LoopbackRedirectListener: WebAuthenticationSession, @unchecked Senda
         self.path = path
         self.open = open
         #if canImport(Glibc)
-        let descriptor = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
         let descriptor = Darwin.socket(AF_INET, SOCK_STREAM, 0)
         #endif
