@@ -93,9 +93,12 @@ final class CurlReactor {
                 }
             }
             if let deadline = timerDeadline, deadline <= .now {
-                // Cleared first: libcurl sets the next one from within the call.
-                timerDeadline = nil
                 act(on: CURL_SOCKET_TIMEOUT, flags: 0)
+                // libcurl calls the timer function only when its earliest expiry changes, and the
+                // milliseconds it gives are rounded down: woken a little early, it finds nothing due
+                // and says nothing. Not cleared then, the timer would never fire again (a connect
+                // timeout missed for good); so it is tried again shortly.
+                if timerDeadline == deadline { timerDeadline = .now + .milliseconds(1) }
             }
             completeFinished()
         }

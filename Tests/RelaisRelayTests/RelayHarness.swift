@@ -15,7 +15,9 @@ final class RelayHarness: @unchecked Sendable {
     /// With `stepUpKey`: a FranceConnect+ provider (`fcplus`) that `fc` names as its step-up.
     var stepUpProvider: (any TestServer)?
     var relays: [any TestServer]
-    let http = HTTPClient(configuration: .init(maxConcurrentRequests: 8))
+    /// Room for the whole test process's /metrics: in-process relays share one registry, whose
+    /// series (per Redis server and provider host the suite ever started) pass 1 MiB in a full run.
+    let http = HTTPClient(configuration: .init(maxResponseBytes: 64 << 20, maxConcurrentRequests: 8))
     /// The in-process provider's and relays' clock (and their embedded stores'): tests move it
     /// instead of sleeping.
     let clock: ManualClock
