@@ -463,7 +463,7 @@ mkdir -p bench
     echo "| GET /healthz (no I/O), before the endpoints | $first_healthz_rps | $healthz_p50 | $healthz_p99 | |"
     echo "| GET /healthz (no I/O), after them | $healthz2_rps | $healthz2_p50 | $healthz2_p99 | |"
     echo "| baseline: the higher /healthz | $healthz_rps | | | 1.00 |"
-    echo "| GET /readyz (Redis PING via hiredis pool) | $readyz_rps | $readyz_p50 | $readyz_p99 | $(ratio "$readyz_rps" "$healthz_rps") of /healthz |"
+    echo "| GET /readyz (one Redis PING on the event loop) | $readyz_rps | $readyz_p50 | $readyz_p99 | $(ratio "$readyz_rps" "$healthz_rps") of /healthz |"
     echo "| GET /auth, JWT only (target ≥ 0.70) | $authjwt_rps | $authjwt_p50 | $authjwt_p99 | $(ratio "$authjwt_rps" "$healthz_rps") of /healthz |"
     echo "| GET /auth, session checked (in process once seen live, revocations announced; issue 15 target ≥ 0.80) | $authsession_rps | $authsession_p50 | $authsession_p99 | $(ratio "$authsession_rps" "$healthz_rps") of /healthz |"
     echo "| GET /userinfo (JWT, session checked as above, body rendered once per session; target ≥ 0.50) | $userinfo_rps | $userinfo_p50 | $userinfo_p99 | $(ratio "$userinfo_rps" "$healthz_rps") of /healthz |"
@@ -549,7 +549,7 @@ mkdir -p bench
     echo
     echo "relais-bench signin-phases: $phases_signins sign-ins in rounds of 8; each step is taken by the whole round before the next"
     echo "starts, and Relais' CPU time (/proc/PID/stat) is read between steps. Two calibration steps are taken the same way"
-    echo "in every round: a bare route (/healthz, no I/O) and one Redis round trip (/readyz, a PING through the pool). Every"
+    echo "in every round: a bare route (/healthz, no I/O) and one Redis round trip (/readyz, a PING). Every"
     echo "step pays what the bare route pays (waking the event loop and a task, parsing and answering one HTTP request);"
     echo "what a step costs beyond it is its own work. CPU time comes in ticks of 1/$(getconf CLK_TCK) s: over $phases_signins sign-ins"
     echo "a tick is $(python3 -c "print(f'{1000 / $(getconf CLK_TCK) / $phases_signins:.3f}')") ms per sign-in, so rows a few ticks apart (the two calibrations) are within noise."
