@@ -87,10 +87,15 @@ enum RedisCommandEncoding {
 /// Not `Sendable`: it belongs to one channel handler, used on its channel's event loop only.
 final class RedisReplyReader {
     private let reader: UnsafeMutablePointer<redisReader>
+    /// The most unparsed bytes held for replies not yet complete. hiredis keeps whatever a bulk
+    /// length announces coming; Relais stores values of a few kilobytes, so a server (or anything
+    /// posing as one) announcing more than this ends the connection instead of the memory.
+    private let maxPendingBytes: Int
 
-    init() {
+    init(maxPendingBytes: Int = 64 << 20) {
         // Allocation failure here means the process is out of memory: nothing sensible to recover.
         reader = redisReaderCreate()!
+        self.maxPendingBytes = maxPendingBytes
     }
 
     deinit { redisReaderFree(reader) }
@@ -102,6 +107,9 @@ final class RedisReplyReader {
     func feed(_ bytes: UnsafeRawBufferPointer) throws(ProtocolError) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         guard redisReaderFeed(reader, base.assumingMemoryBound(to: CChar.self), bytes.count) == REDIS_OK else { throw error() }
+        guard reader.pointee.len - reader.pointee.pos <= maxPendingBytes else {
+            throw ProtocolError(message: "Redis sent a reply over \(maxPendingBytes) bytes")
+        }
     }
 
     /// The next complete reply, or nil until more bytes come.

@@ -109,6 +109,21 @@ import Glibc
         #expect(!setup.channel.isActive)
     }
 
+    /// A bulk length announcing more than the reader holds for an incomplete reply: refused as
+    /// the bytes come, not buffered until the announced end.
+    @Test func aReplyOverTheReadersBoundIsRefused() throws {
+        let reader = RedisReplyReader(maxPendingBytes: 1024)
+        let header = Array("$100000000\r\n".utf8) + [UInt8](repeating: 0x61, count: 1000)
+        try header.withUnsafeBytes { try reader.feed($0) }
+        #expect(try reader.next() == nil)
+        let more = [UInt8](repeating: 0x61, count: 100)
+        #expect(throws: RedisReplyReader.ProtocolError.self) { try more.withUnsafeBytes { try reader.feed($0) } }
+        // Under the bound, a whole reply of the same kind is read.
+        let small = RedisReplyReader(maxPendingBytes: 1024)
+        try Array("$3\r\nabc\r\n".utf8).withUnsafeBytes { try small.feed($0) }
+        #expect(try small.next() == .string(Array("abc".utf8)))
+    }
+
     /// Past a request's deadline the connection closes: a reply arriving later would be taken for
     /// the next request's. Every waiting request fails, none is retried as stale.
     @Test func aPassedDeadlineFailsTheWaitingRequestsAndCloses() throws {
