@@ -322,6 +322,8 @@ let package = Package(
             name: "RelaisHTTPClientTests",
             dependencies: [
                 "RelaisHTTPClient", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                // EventLoopTaskExecutor: calls made from an event loop, as request handlers make them.
+                "RelaisServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -332,6 +334,8 @@ let package = Package(
             name: "RelaisStoreTests",
             dependencies: [
                 "RelaisStore", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                // EventLoopTaskExecutor: store calls made from an event loop, as request handlers make them.
+                "RelaisServer",
                 // EmbeddedChannel: the Redis channel handler tested without a socket.
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],

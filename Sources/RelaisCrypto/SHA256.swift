@@ -17,7 +17,7 @@ public enum SHA256 {
     private static func digest(of input: UnsafeRawBufferPointer) -> [UInt8] {
         var length: UInt32 = 0
         let digest = [UInt8](unsafeUninitializedCapacity: byteCount) { output, count in
-            let status = EVP_Digest(input.baseAddress, input.count, output.baseAddress!, &length, FetchedSHA256.shared.digest, nil)
+            let status = EVP_Digest(input.baseAddress, input.count, output.baseAddress!, &length, FetchedDigests.shared.sha256, nil)
             precondition(status == 1 && length == UInt32(byteCount), "OpenSSL EVP_Digest(SHA-256) failed")
             count = byteCount
         }
@@ -30,12 +30,19 @@ public enum SHA256 {
     }
 }
 
-/// SHA-256 fetched from the default provider once: with OpenSSL 3, passing `EVP_sha256()` makes
-/// every EVP_Digest fetch the implementation again by name. A fetched EVP_MD is immutable and may
-/// be shared between threads.
-private final class FetchedSHA256: @unchecked Sendable {
-    static let shared = FetchedSHA256()
-    let digest: OpaquePointer?
+/// Message digests fetched from the default provider at first use and kept for the process: with
+/// OpenSSL 3, passing `EVP_sha256()` makes every EVP_Digest or DigestVerifyInit fetch the
+/// implementation again by name. Fetched EVP_MD objects are immutable and safe to share between
+/// threads. Used here and by RelaisJOSE's signatures.
+package final class FetchedDigests: @unchecked Sendable {
+    package static let shared = FetchedDigests()
+    package let sha256: OpaquePointer?
+    package let sha384: OpaquePointer?
+    package let sha512: OpaquePointer?
 
-    private init() { digest = EVP_MD_fetch(nil, "SHA256", nil) }
+    private init() {
+        sha256 = EVP_MD_fetch(nil, "SHA256", nil)
+        sha384 = EVP_MD_fetch(nil, "SHA384", nil)
+        sha512 = EVP_MD_fetch(nil, "SHA512", nil)
+    }
 }

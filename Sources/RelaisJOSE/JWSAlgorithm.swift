@@ -1,4 +1,5 @@
 import COpenSSL
+import RelaisCrypto
 
 /// A JWS signing algorithm (RFC 7518 §3, RFC 8037), named by its `alg` header value.
 ///
@@ -88,20 +89,5 @@ public enum JWSAlgorithm: String, Sendable, CaseIterable, Codable {
         case .edDSA: .okp
         case .hmac: .oct
         }
-    }
-}
-
-/// Message digests fetched from the default provider at first use and kept for the process.
-/// Fetched EVP_MD objects are immutable and safe to share between threads.
-final class FetchedDigests: @unchecked Sendable {
-    static let shared = FetchedDigests()
-    let sha256: OpaquePointer?
-    let sha384: OpaquePointer?
-    let sha512: OpaquePointer?
-
-    private init() {
-        sha256 = EVP_MD_fetch(nil, "SHA256", nil)
-        sha384 = EVP_MD_fetch(nil, "SHA384", nil)
-        sha512 = EVP_MD_fetch(nil, "SHA512", nil)
     }
 }

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import RelaisServer
 import RelaisTestSupport
 import Synchronization
 import Testing
@@ -185,7 +186,7 @@ import Glibc
         }
         defer { Task { try? await client.shutdown() } }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let outcome = await Task(executorPreference: LoopTaskExecutor(group.next())) { () -> (error: HTTPClientError?, elapsed: Duration) in
+        let outcome = await Task(executorPreference: EventLoopTaskExecutor(group.next())) { () -> (error: HTTPClientError?, elapsed: Duration) in
             let start = ContinuousClock.now
             do {
                 _ = try await client.send(.init(url: "https://127.0.0.1:\(listener.port)/"))
@@ -288,7 +289,7 @@ import Glibc
             let client = client()
             defer { Task { try? await client.shutdown() } }
             let before = HTTPClient.blockingCallsOnEventLoop
-            let executor = LoopTaskExecutor(MultiThreadedEventLoopGroup.singleton.next())
+            let executor = EventLoopTaskExecutor(MultiThreadedEventLoopGroup.singleton.next())
             let onLoop = try await Task(executorPreference: executor) {
                 var onLoop: [Bool] = []
                 for _ in 0..<5 {
@@ -309,17 +310,5 @@ import Glibc
             handles.checkIn(handles.checkOut())
             #expect(HTTPClient.blockingCallsOnEventLoop == before + 2)
         }
-    }
-}
-
-/// An event loop as a task executor, as the server runs its request handlers.
-final class LoopTaskExecutor: TaskExecutor, Sendable {
-    let eventLoop: any EventLoop
-
-    init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

@@ -1,23 +1,11 @@
 import Logging
 import NIOCore
 import NIOPosix
+import RelaisServer
 import RelaisTestSupport
 import Testing
 
 @testable import RelaisStore
-
-/// Runs a task's jobs on one event loop, as a request handler preferring its channel's loop does:
-/// `MultiThreadedEventLoopGroup.currentEventLoop` is that loop while the task runs.
-final class EventLoopTaskExecutor: TaskExecutor {
-    let loop: any EventLoop
-
-    init(_ loop: any EventLoop) { self.loop = loop }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}
 
 /// The store on NIO's event loops: one connection per loop and server, calls pipelined on it, a
 /// connection closed when a reply is late, and reconnection after Redis went away. Each test

@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOPosix
+import RelaisServer
 import RelaisTestSupport
 import Synchronization
 import Testing

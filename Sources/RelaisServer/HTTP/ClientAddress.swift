@@ -56,20 +56,17 @@ public struct IPNetwork: Sendable, Equatable {
     /// IPv6 /64 is one subscriber (a host picks any address in it at will, RFC 8981), so it counts
     /// as one. Text that is not an address counts as itself.
     public static func limitKey(_ address: String) -> String {
-        if let v4 = withAddress(address, { $0.count == 4 ? "\($0[0]).\($0[1]).\($0[2]).\($0[3])" : nil }) { return v4 ?? limitKey(v6: address) }
-        return address
-    }
-
-    private static func limitKey(v6 address: String) -> String {
-        guard let bytes = parse(address) else { return address }
-        let hex = Array("0123456789abcdef")
-        var key = ""
-        for (index, byte) in bytes.prefix(8).enumerated() {
-            if index > 0 && index % 2 == 0 { key.append(":") }
-            key.append(hex[Int(byte >> 4)])
-            key.append(hex[Int(byte & 0xF)])
-        }
-        return key + "::/64"
+        withAddress(address) { bytes in
+            guard bytes.count == 16 else { return "\(bytes[0]).\(bytes[1]).\(bytes[2]).\(bytes[3])" }
+            let hex = Array("0123456789abcdef")
+            var key = ""
+            for (index, byte) in bytes.prefix(8).enumerated() {
+                if index > 0 && index % 2 == 0 { key.append(":") }
+                key.append(hex[Int(byte >> 4)])
+                key.append(hex[Int(byte & 0xF)])
+            }
+            return key + "::/64"
+        } ?? address
     }
 }
 
@@ -78,13 +75,13 @@ public struct IPNetwork: Sendable, Equatable {
 /// Entries further left were written by the client itself and cannot be believed.
 public enum ClientAddress {
     public static func resolve(peer: String?, forwardedFor: String?, trustedProxies: [IPNetwork]) -> String {
-        guard let normalisedPeer = peer else { return "unknown" }
-        guard !trustedProxies.isEmpty, trustedProxies.contains(where: { $0.contains(normalisedPeer) }), let forwardedFor else { return normalisedPeer }
+        guard let peer else { return "unknown" }
+        guard trustedProxies.contains(where: { $0.contains(peer) }), let forwardedFor else { return peer }
         let hops = forwardedFor.split(separator: ",").map { String($0.trimmingCharacters(in: " ")) }
         for hop in hops.reversed() where !trustedProxies.contains(where: { $0.contains(hop) }) {
-            return IPNetwork.withAddress(hop, { _ in true }) != nil ? hop : normalisedPeer
+            return IPNetwork.withAddress(hop, { _ in true }) != nil ? hop : peer
         }
-        return hops.first ?? normalisedPeer
+        return hops.first ?? peer
     }
 
     public static func resolve(_ request: Request, context: RelaisRequestContext, trustedProxies: [IPNetwork]) -> String {
