@@ -31,6 +31,10 @@ static inline CURLcode relais_curl_setopt_callback(CURL *handle, CURLoption opti
     return curl_easy_setopt(handle, option, value);
 }
 
+static inline CURLcode relais_curl_setopt_opensocket_callback(CURL *handle, curl_opensocket_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, value);
+}
+
 static inline CURLcode relais_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

@@ -139,10 +139,11 @@ final class CurlReactor {
         }
     }
 
-    private func start(_ job: CurlJob, _ continuation: CurlContinuation) {
+    private func start(_ job: CurlJob, _ continuation: CurlContinuation, isRetry: Bool = false) {
         let remaining = job.deadline - .now
         guard remaining > .zero else { return continuation.resume(throwing: HTTPClientError.timeout) }
-        let transfer = CurlTransfer(job: job, continuation: continuation, easy: handles.checkOut(), maxBytes: configuration.maxResponseBytes)
+        let transfer = CurlTransfer(
+            job: job, continuation: continuation, easy: handles.checkOut(), maxBytes: configuration.maxResponseBytes, isRetry: isRetry)
         do {
             try transfer.configure(configuration, timeout: remaining, share: share)
         } catch {
@@ -175,16 +176,26 @@ final class CurlReactor {
             // The message is libcurl's until the handle is removed: read it first.
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle, let transfer = inFlight[easy] else { continue }
             let code = message.pointee.data.result
+            if transfer.deservesAFreshConnection(code) {
+                // Its slot passes to the second attempt: the bound on transfers holds.
+                release(transfer)
+                start(transfer.job, transfer.continuation, isRetry: true)
+                continue
+            }
             finish(transfer, with: transfer.outcome(code, limit: configuration.maxResponseBytes).mapError { $0 as any Error })
         }
     }
 
     private func finish(_ transfer: CurlTransfer, with result: Result<HTTPClientResponse, any Error>) {
+        release(transfer)
+        transfer.continuation.resume(with: result)
+    }
+
+    private func release(_ transfer: CurlTransfer) {
         confinement.check("curl_multi_remove_handle")
         inFlight[transfer.easy.raw] = nil
         curl_multi_remove_handle(multi, transfer.easy.raw)
         handles.checkIn(transfer.easy)
-        transfer.continuation.resume(with: result)
     }
 
     // MARK: - libcurl's sockets and timer

@@ -1,4 +1,5 @@
 import CCurl
+import Glibc
 import Synchronization
 
 /// A call handed to the reactor: what to send and by when. `cancelled` is set by the calling task,
@@ -94,13 +95,33 @@ final class CurlTransfer {
     let continuation: CurlContinuation
     let easy: CurlEasyHandle
     let state: CurlTransferState
+    /// A second attempt, on a connection of its own (see `deservesAFreshConnection`).
+    let isRetry: Bool
     private var headerList: UnsafeMutablePointer<curl_slist>?
 
-    init(job: CurlJob, continuation: CurlContinuation, easy: CurlEasyHandle, maxBytes: Int) {
+    init(job: CurlJob, continuation: CurlContinuation, easy: CurlEasyHandle, maxBytes: Int, isRetry: Bool = false) {
         self.job = job
         self.continuation = continuation
         self.easy = easy
         self.state = CurlTransferState(maxBytes: maxBytes)
+        self.isRetry = isRetry
+    }
+
+    /// A kept-alive connection the server had closed, met as a reset or an end of file before any
+    /// byte of an answer. libcurl retries that itself, but on the next kept connection, as doomed
+    /// when a provider has dropped them all, and gives up after five. One more try then, on a
+    /// new connection, when that cannot run the request twice: a GET or HEAD (RFC 9110 §9.2.2),
+    /// or any method when no byte of the request went out (Go's HTTP client has the same rule).
+    func deservesAFreshConnection(_ code: CURLcode) -> Bool {
+        guard !isRetry, code == CURLE_RECV_ERROR || code == CURLE_SEND_ERROR || code == CURLE_GOT_NOTHING else { return false }
+        var connects = 0
+        var headerBytes = 0
+        var requestBytes = 0
+        _ = relais_curl_getinfo_long(easy.raw, CURLINFO_NUM_CONNECTS, &connects)
+        _ = relais_curl_getinfo_long(easy.raw, CURLINFO_HEADER_SIZE, &headerBytes)
+        _ = relais_curl_getinfo_long(easy.raw, CURLINFO_REQUEST_SIZE, &requestBytes)
+        guard connects == 0, headerBytes == 0, state.body.isEmpty else { return false }
+        return job.request.method == .get || job.request.method == .head || requestBytes == 0
     }
 
     deinit { curl_slist_free_all(headerList) }
@@ -144,8 +165,10 @@ final class CurlTransfer {
 
         try set(CURLOPT_FOLLOWLOCATION, configuration.followRedirects ? 1 : 0)
         try set(CURLOPT_MAXREDIRS, configuration.maxRedirects)
-        if !configuration.reuseConnections {
+        if !configuration.reuseConnections || isRetry {
             try set(CURLOPT_FRESH_CONNECT, 1)
+        }
+        if !configuration.reuseConnections {
             try set(CURLOPT_FORBID_REUSE, 1)
         }
 
@@ -187,11 +210,20 @@ final class CurlTransfer {
         try check(relais_curl_setopt_callback(curl, CURLOPT_WRITEFUNCTION, curlWriteCallback))
         try check(relais_curl_setopt_pointer(curl, CURLOPT_WRITEDATA, userData))
         try check(relais_curl_setopt_callback(curl, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
+        try check(relais_curl_setopt_opensocket_callback(curl, curlOpenSocketCallback))
         try check(relais_curl_setopt_pointer(curl, CURLOPT_HEADERDATA, userData))
     }
 }
 
 // C callbacks: no captures; the transfer state arrives through the user-data pointer.
+
+/// libcurl's sockets, opened close-on-exec as every other descriptor here: a child process
+/// started meanwhile (a hook, a test's redis-server) would otherwise hold a provider connection
+/// open after libcurl closed it, and the provider would never see it end.
+let curlOpenSocketCallback: curl_opensocket_callback = { _, _, address in
+    guard let address else { return CURL_SOCKET_BAD }
+    return socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+}
 let curlWriteCallback: relais_curl_data_callback = { data, size, count, userData in
     let state = Unmanaged<CurlTransferState>.fromOpaque(userData!).takeUnretainedValue()
     let length = size * count

@@ -7,7 +7,9 @@ import Glibc
 
 /// A bare HTTP/1.1 server on loopback that sees what a router cannot: its connections. It counts
 /// those accepted and the most open at once, and answers every request head with `answer` after
-/// `delay` (the time a provider takes), closing the connection after each answer if asked to.
+/// `delay` (the time a provider takes), closing the connection after each answer if asked to, or
+/// resetting it (RST, no answer) when a second request arrives on it: a server that closed a
+/// kept-alive connection just as the client reused it.
 /// One blocking thread per connection: a test's handful.
 final class CountingHTTPServer: Sendable {
     struct Counts {
@@ -25,6 +27,8 @@ final class CountingHTTPServer: Sendable {
     private let answer: String
     private let delay: Duration
     private let closeAfterEachAnswer: Bool
+    private let resetSecondRequest: Bool
+    private let pauseBeforeClosing: Duration
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
     var snapshot: Counts { counts.withLock { $0 } }
@@ -33,10 +37,14 @@ final class CountingHTTPServer: Sendable {
         "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\(close ? "Connection: close\r\n" : "")\r\nok"
     }
 
-    init(answer: String? = nil, delay: Duration = .zero, closeAfterEachAnswer: Bool = false) throws {
+    init(
+        answer: String? = nil, delay: Duration = .zero, closeAfterEachAnswer: Bool = false, pauseBeforeClosing: Duration = .zero, resetSecondRequest: Bool = false
+    ) throws {
         self.answer = answer ?? Self.ok(close: closeAfterEachAnswer)
         self.delay = delay
         self.closeAfterEachAnswer = closeAfterEachAnswer
+        self.resetSecondRequest = resetSecondRequest
+        self.pauseBeforeClosing = pauseBeforeClosing
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         self.listener = listener
         var address = sockaddr_in()
@@ -70,6 +78,10 @@ final class CountingHTTPServer: Sendable {
                 if errno == EINTR { continue }
                 return
             }
+            // Close-on-exec (accept4 is not in Swift's Glibc): a child process started meanwhile would
+            // otherwise keep the connection open after this server closes it, and its client would
+            // wait for an end that never comes (a redis-server another test started did).
+            _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
             counts.withLock {
                 $0.accepted += 1
                 $0.open += 1
@@ -87,6 +99,7 @@ final class CountingHTTPServer: Sendable {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         let endOfHead: [UInt8] = Array("\r\n\r\n".utf8)
+        var answered = 0
         while true {
             guard let end = received.firstRange(of: endOfHead) else {
                 let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
@@ -94,17 +107,28 @@ final class CountingHTTPServer: Sendable {
                 received += buffer[0..<count]
                 continue
             }
-            received.removeSubrange(..<end.upperBound)  // GET requests only: no body follows
+            received.removeSubrange(..<end.upperBound)  // a body that follows is never read
+            if resetSecondRequest, answered == 1 {
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)  // close(2) then sends RST
+                _ = setsockopt(connection, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                return
+            }
+            answered += 1
             counts.withLock {
                 $0.requests += 1
                 $0.handling += 1
                 $0.maxHandling = max($0.maxHandling, $0.handling)
             }
-            if delay > .zero { Thread.sleep(forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds)) }
+            if delay > .zero { Self.sleep(delay) }
             let bytes = Array(answer.utf8)
             let sent = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             counts.withLock { $0.handling -= 1 }
+            if closeAfterEachAnswer, pauseBeforeClosing > .zero { Self.sleep(pauseBeforeClosing) }
             if sent != bytes.count || closeAfterEachAnswer { return }
         }
+    }
+
+    private static func sleep(_ duration: Duration) {
+        Thread.sleep(forTimeInterval: Double(duration.components.attoseconds) / 1e18 + Double(duration.components.seconds))
     }
 }

@@ -1,4 +1,5 @@
 import CCurl
+import Foundation
 import Hummingbird
 import Logging
 import NIOCore
@@ -106,6 +107,77 @@ import Glibc
         try await client.shutdown()
         #expect(bodies == Array(repeating: "ok", count: 20))
         #expect(server.snapshot.accepted == 25)
+    }
+
+    @Test func aGetMeetingResetsOnEveryKeptConnectionIsSentAgainOnANewOne() async throws {
+        // Eight kept-alive connections, each reset when reused (a server that closed them all):
+        // libcurl's own retries take the next kept connection each time and give up after five;
+        // the client's retry then forces a new connection.
+        let server = try CountingHTTPServer(delay: .milliseconds(100), resetSecondRequest: true)
+        defer { server.stop() }
+        let client = client { $0.maxConcurrentRequests = 8 }
+        let warm = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 { group.addTask { try await client.send(.init(url: server.baseURL + "/")).newConnections } }
+            return try await group.reduce(0, +)
+        }
+        #expect(warm == 8)
+        let response = try await client.send(.init(url: server.baseURL + "/"))
+        try await client.shutdown()
+        #expect(response.bodyText == "ok")
+        #expect(response.newConnections == 1)
+        #expect(server.snapshot.accepted == 9)
+    }
+
+    @Test func aPostThatWentOutIsNotSentAgainByTheClient() async throws {
+        // The same server for a POST (a code exchange): the request went out on each connection,
+        // so after libcurl's retries the client reports the failure instead of sending it again.
+        let server = try CountingHTTPServer(delay: .milliseconds(100), resetSecondRequest: true)
+        defer { server.stop() }
+        let client = client { $0.maxConcurrentRequests = 8 }
+        let post = HTTPClientRequest(method: .post, url: server.baseURL + "/", body: Array("code=one-time".utf8))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 { group.addTask { _ = try await client.send(post) } }
+            try await group.waitForAll()
+        }
+        await #expect {
+            try await client.send(post)
+        } throws: { error in
+            guard case .transport(let code, _) = error as? HTTPClientError else { return false }
+            return code == Int(CURLE_RECV_ERROR.rawValue)
+        }
+        try await client.shutdown()
+        #expect(server.snapshot.accepted == 8)
+    }
+
+    @Test func libcurlsSocketsAreNotInheritedByChildProcesses() async throws {
+        // Inherited, a connection outlives libcurl's close in any child started meanwhile (a
+        // test's redis-server held one, and a server's reset never reached the client).
+        let (router, arrived, release, _) = heldRouter()
+        try await LoopbackHTTPServer.with(router: router) { server async throws in
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            let call = Task { try await client.send(.init(url: server.baseURL + "/held")) }
+            var arrivals = arrived.makeAsyncIterator()
+            _ = await arrivals.next()
+            let sockets = Self.descriptorsConnected(toPort: server.port)
+            release.yield()
+            _ = try await call.value
+            #expect(sockets.count == 1)
+            #expect(sockets.allSatisfy { fcntl($0, F_GETFD) & FD_CLOEXEC != 0 })
+        }
+    }
+
+    /// This process's sockets whose peer is 127.0.0.1:`port`: the client ends of connections to it.
+    private static func descriptorsConnected(toPort port: Int) -> [Int32] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.compactMap(Int32.init).filter { descriptor in
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let named = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
+            }
+            return named == 0 && address.sin_family == sa_family_t(AF_INET) && Int(UInt16(bigEndian: address.sin_port)) == port
+        }
     }
 
     @Test func cancellingAnInFlightCallReturnsAtOnceAndFreesItsSlot() async throws {

@@ -15,8 +15,9 @@ public final class SilentListener: @unchecked Sendable {
         socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         port = try FreePort.find()
         let descriptor = socketDescriptor
+        // No close here: every property is set, so a throw runs deinit, which closes it (a second
+        // close could shut a descriptor another test has opened meanwhile).
         guard RawConnection.withLoopback(port: port, { bind(descriptor, $0, $1) }) == 0, listen(socketDescriptor, 8) == 0 else {
-            close(socketDescriptor)
             throw POSIXError(.EADDRINUSE)
         }
     }

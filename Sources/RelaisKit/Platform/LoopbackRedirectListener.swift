@@ -43,6 +43,7 @@ final class LoopbackRedirectListener: WebAuthenticationSession, @unchecked Senda
         let descriptor = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
         let descriptor = Darwin.socket(AF_INET, SOCK_STREAM, 0)
+        if descriptor >= 0 { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
         #endif
         guard descriptor >= 0 else { throw RelaisKitError(.network, "cannot open a loopback socket (errno \(errno))") }
         var address = sockaddr_in()
@@ -108,6 +109,8 @@ final class LoopbackRedirectListener: WebAuthenticationSession, @unchecked Senda
             let client = accept(socket, nil, nil)
             guard client >= 0 else { throw RelaisKitError(.cancelled, "the sign-in was abandoned before the browser came back") }
             defer { close(client) }
+            // Not inherited by a process the app starts meanwhile (accept4 is Linux only).
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             var request = [UInt8]()
             var buffer = [UInt8](repeating: 0, count: 4096)
             while request.count < 16384, !request.containsHeaderEnd {
