@@ -74,6 +74,9 @@ enum CurlGlobal {
 final class CurlTransferState {
     var body: [UInt8] = []
     var headers: [(name: String, value: String)] = []
+    /// Header bytes of the responses so far, held to the same limit as the body: a server sending
+    /// endless header lines is cut off like one sending an endless body.
+    var headerBytes = 0
     let maxBytes: Int
     var exceededLimit = false
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
@@ -243,6 +246,11 @@ let curlHeaderCallback: relais_curl_data_callback = { data, size, count, userDat
     let state = Unmanaged<CurlTransferState>.fromOpaque(userData!).takeUnretainedValue()
     let length = size * count
     guard let data, length > 0 else { return length }
+    state.headerBytes += length
+    guard state.headerBytes <= state.maxBytes else {
+        state.exceededLimit = true
+        return 0  // as for the body: libcurl aborts with CURLE_WRITE_ERROR
+    }
     let line = data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
         String(decoding: UnsafeBufferPointer(start: bytes, count: length), as: UTF8.self)
     }

@@ -6,7 +6,8 @@ public struct HTTPClientConfiguration: Sendable, Equatable {
     public var connectTimeout: Duration
     /// Time allowed for the whole exchange, connection included. A request may shorten it.
     public var totalTimeout: Duration
-    /// Responses larger than this are abandoned with ``HTTPClientError/responseTooLarge(limit:)``.
+    /// A response whose body, or whose header lines together, are larger than this is abandoned
+    /// with ``HTTPClientError/responseTooLarge(limit:)``.
     public var maxResponseBytes: Int
     /// Redirects are a way to smuggle a request elsewhere: off unless a deployment needs them.
     public var followRedirects: Bool

@@ -5,7 +5,7 @@ extension HTTPClientError {
         ("http_connection_refused", "Nothing accepted the TCP connection (closed port, host down, firewall reject), or the configured proxy refused."),
         ("http_dns_failure", "The host or proxy name did not resolve."),
         ("http_tls_failure", "TLS handshake or certificate verification failed, including a client certificate refused by the server (mutual TLS)."),
-        ("http_response_too_large", "The body exceeded `http_client.max_response_bytes`; the transfer was abandoned."),
+        ("http_response_too_large", "The body, or the header lines together, exceeded `http_client.max_response_bytes`; the transfer was abandoned."),
         ("http_too_many_redirects", "More than `http_client.max_redirects` redirects (only with `follow_redirects: true`)."),
         ("http_invalid_url", "Malformed URL, or a scheme other than http/https (file:, ftp:, gopher: … are refused)."),
         (

@@ -286,6 +286,25 @@ import Glibc
         }
     }
 
+    @Test func headerLinesOverTheLimitAreTooLarge() async throws {
+        // 100 header lines of 100 bytes: under libcurl's own bounds (100 KiB a line, 300 KiB in
+        // all), over the client's.
+        let line = "X-Filler: " + String(repeating: "a", count: 88) + "\r\n"
+        let answer = "HTTP/1.1 200 OK\r\n" + String(repeating: line, count: 100) + "Content-Length: 2\r\n\r\nok"
+        let server = try CountingHTTPServer(answer: answer)
+        defer { server.stop() }
+        let tight = client { $0.maxResponseBytes = 5000 }
+        await #expect(throws: HTTPClientError.responseTooLarge(limit: 5000)) {
+            try await tight.send(.init(url: server.baseURL + "/"))
+        }
+        try await tight.shutdown()
+        let roomy = client { $0.maxResponseBytes = 20000 }
+        let response = try await roomy.send(.init(url: server.baseURL + "/"))
+        try await roomy.shutdown()
+        #expect(response.headers.count == 101)
+        #expect(response.bodyText == "ok")
+    }
+
     @Test func shutdownLetsTheCallsMadeFinishThenFreesEverything() async throws {
         let (router, arrived, release, counted) = heldRouter()
         try await LoopbackHTTPServer.with(router: router) { server async throws in
