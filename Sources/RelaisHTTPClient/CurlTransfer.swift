@@ -213,8 +213,8 @@ final class CurlTransfer {
         try check(relais_curl_setopt_callback(curl, CURLOPT_WRITEFUNCTION, curlWriteCallback))
         try check(relais_curl_setopt_pointer(curl, CURLOPT_WRITEDATA, userData))
         try check(relais_curl_setopt_callback(curl, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
-        try check(relais_curl_setopt_opensocket_callback(curl, curlOpenSocketCallback))
         try check(relais_curl_setopt_pointer(curl, CURLOPT_HEADERDATA, userData))
+        try check(relais_curl_setopt_opensocket_callback(curl, curlOpenSocketCallback))
     }
 }
 
@@ -227,6 +227,7 @@ let curlOpenSocketCallback: curl_opensocket_callback = { _, _, address in
     guard let address else { return CURL_SOCKET_BAD }
     return socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
 }
+
 let curlWriteCallback: relais_curl_data_callback = { data, size, count, userData in
     let state = Unmanaged<CurlTransferState>.fromOpaque(userData!).takeUnretainedValue()
     let length = size * count

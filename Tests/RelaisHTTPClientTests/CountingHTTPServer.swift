@@ -28,7 +28,6 @@ final class CountingHTTPServer: Sendable {
     private let delay: Duration
     private let closeAfterEachAnswer: Bool
     private let resetSecondRequest: Bool
-    private let pauseBeforeClosing: Duration
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
     var snapshot: Counts { counts.withLock { $0 } }
@@ -38,13 +37,12 @@ final class CountingHTTPServer: Sendable {
     }
 
     init(
-        answer: String? = nil, delay: Duration = .zero, closeAfterEachAnswer: Bool = false, pauseBeforeClosing: Duration = .zero, resetSecondRequest: Bool = false
+        answer: String? = nil, delay: Duration = .zero, closeAfterEachAnswer: Bool = false, resetSecondRequest: Bool = false
     ) throws {
         self.answer = answer ?? Self.ok(close: closeAfterEachAnswer)
         self.delay = delay
         self.closeAfterEachAnswer = closeAfterEachAnswer
         self.resetSecondRequest = resetSecondRequest
-        self.pauseBeforeClosing = pauseBeforeClosing
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         self.listener = listener
         var address = sockaddr_in()
@@ -119,16 +117,11 @@ final class CountingHTTPServer: Sendable {
                 $0.handling += 1
                 $0.maxHandling = max($0.maxHandling, $0.handling)
             }
-            if delay > .zero { Self.sleep(delay) }
+            if delay > .zero { Thread.sleep(forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds)) }
             let bytes = Array(answer.utf8)
             let sent = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             counts.withLock { $0.handling -= 1 }
-            if closeAfterEachAnswer, pauseBeforeClosing > .zero { Self.sleep(pauseBeforeClosing) }
             if sent != bytes.count || closeAfterEachAnswer { return }
         }
-    }
-
-    private static func sleep(_ duration: Duration) {
-        Thread.sleep(forTimeInterval: Double(duration.components.attoseconds) / 1e18 + Double(duration.components.seconds))
     }
 }

@@ -113,13 +113,8 @@ import Glibc
         // Eight kept-alive connections, each reset when reused (a server that closed them all):
         // libcurl's own retries take the next kept connection each time and give up after five;
         // the client's retry then forces a new connection.
-        let server = try CountingHTTPServer(delay: .milliseconds(100), resetSecondRequest: true)
+        let (server, client, warm) = try await eightDoomedConnections { .init(url: $0) }
         defer { server.stop() }
-        let client = client { $0.maxConcurrentRequests = 8 }
-        let warm = try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<8 { group.addTask { try await client.send(.init(url: server.baseURL + "/")).newConnections } }
-            return try await group.reduce(0, +)
-        }
         #expect(warm == 8)
         let response = try await client.send(.init(url: server.baseURL + "/"))
         try await client.shutdown()
@@ -131,22 +126,32 @@ import Glibc
     @Test func aPostThatWentOutIsNotSentAgainByTheClient() async throws {
         // The same server for a POST (a code exchange): the request went out on each connection,
         // so after libcurl's retries the client reports the failure instead of sending it again.
-        let server = try CountingHTTPServer(delay: .milliseconds(100), resetSecondRequest: true)
+        let post: @Sendable (String) -> HTTPClientRequest = { HTTPClientRequest(method: .post, url: $0, body: Array("code=one-time".utf8)) }
+        let (server, client, _) = try await eightDoomedConnections(post)
         defer { server.stop() }
-        let client = client { $0.maxConcurrentRequests = 8 }
-        let post = HTTPClientRequest(method: .post, url: server.baseURL + "/", body: Array("code=one-time".utf8))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<8 { group.addTask { _ = try await client.send(post) } }
-            try await group.waitForAll()
-        }
         await #expect {
-            try await client.send(post)
+            try await client.send(post(server.baseURL + "/"))
         } throws: { error in
             guard case .transport(let code, _) = error as? HTTPClientError else { return false }
             return code == Int(CURLE_RECV_ERROR.rawValue)
         }
         try await client.shutdown()
         #expect(server.snapshot.accepted == 8)
+    }
+
+    /// A server that resets each connection when it is reused, and a client keeping eight of them,
+    /// opened by eight `request`s at once (the server's delay keeps them apart); with the new
+    /// connections they made.
+    private func eightDoomedConnections(
+        _ request: @escaping @Sendable (String) -> HTTPClientRequest
+    ) async throws -> (CountingHTTPServer, HTTPClient, Int) {
+        let server = try CountingHTTPServer(delay: .milliseconds(100), resetSecondRequest: true)
+        let client = client { $0.maxConcurrentRequests = 8 }
+        let opened = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 { group.addTask { try await client.send(request(server.baseURL + "/")).newConnections } }
+            return try await group.reduce(0, +)
+        }
+        return (server, client, opened)
     }
 
     @Test func libcurlsSocketsAreNotInheritedByChildProcesses() async throws {
