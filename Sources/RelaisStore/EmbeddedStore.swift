@@ -123,15 +123,7 @@ public final class EmbeddedStore: KeyValueStore {
 
     @discardableResult
     public func setAdd(_ key: String, member: String, ttl: Duration?) async throws -> Int {
-        try write { state, now in
-            var entry = state.live(key, now) ?? Entry(value: .set([]), expiresAt: nil)
-            guard case .set(var members) = entry.value else { throw StoreError.wrongType(key: key) }
-            members.insert(member)
-            entry.value = .set(members)
-            if let ttl { entry.expiresAt = now + ttl }
-            state.entries[key] = entry
-            return members.count
-        }
+        try write { state, now in try state.add(SetMembership(key, member: member, ttl: ttl), now) }
     }
 
     public func setRemove(_ key: String, member: String) async throws -> Bool {
@@ -160,6 +152,19 @@ public final class EmbeddedStore: KeyValueStore {
             state.entries[key] = nil
             state.apply(writes, now)
             return value
+        }
+    }
+
+    public func take(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
+        try write { state, now in
+            for membership in memberships {
+                if let entry = state.live(membership.key, now), case .bytes = entry.value { throw StoreError.wrongType(key: membership.key) }
+            }
+            guard let value = try bytes(state.live(key, now), key: key) else { return nil }
+            let sizes = try memberships.map { try state.add($0, now) }
+            state.entries[key] = nil
+            state.apply(writes, now)
+            return IndexedTake(value: value, setSizes: sizes)
         }
     }
 
@@ -230,6 +235,17 @@ extension EmbeddedStore.State {
             case .delete(let key): entries[key] = nil
             }
         }
+    }
+
+    /// Adds the member; returns the set's size.
+    fileprivate mutating func add(_ membership: SetMembership, _ now: ContinuousClock.Instant) throws -> Int {
+        var entry = live(membership.key, now) ?? EmbeddedStore.Entry(value: .set([]), expiresAt: nil)
+        guard case .set(var members) = entry.value else { throw StoreError.wrongType(key: membership.key) }
+        members.insert(membership.member)
+        entry.value = .set(members)
+        if let ttl = membership.ttl { entry.expiresAt = now + ttl }
+        entries[membership.key] = entry
+        return members.count
     }
 
     /// The entry when present and not expired; an expired entry is dropped on the way.

@@ -38,6 +38,17 @@ public protocol KeyValueStore: Sendable {
     /// writes, and a failure leaves either all of them or none. On Redis Cluster every key must
     /// share one hash tag (`{…}`), so the step runs on one node.
     func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]?
+    /// ``take(_:applying:)`` for a record that must be found through indexes (a session through
+    /// its person's): each membership's member is added to its set too. Where every key lives on
+    /// one node (one Redis server, or one cluster hash slot), one atomic step, one round trip: when
+    /// `key` exists, the members are added, `key` deleted and the writes applied; otherwise nothing
+    /// changes. Across cluster nodes the members are added first and the take runs after, so a
+    /// record is never written before its indexes; when `key` turns out gone, the members (new
+    /// ones: this call is for records just created) are removed again, best effort, since readers
+    /// skip members whose record is missing. Returns the taken value and, in `indexing` order,
+    /// each set's size after the addition; nil when `key` was absent. A set key holding another
+    /// kind of value is refused (``StoreError/wrongType(key:)``) before `key` is taken.
+    func take(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake?
     /// Applies every write or none, in one atomic step (same hash-tag rule as ``take(_:applying:)``).
     func apply(_ writes: [StoreWrite]) async throws
     /// A compare-and-set: when `key` holds exactly `expected`, applies every write in the same atomic
@@ -66,6 +77,27 @@ public enum StoreWrite: Sendable, Equatable {
         switch self {
         case .set(let key, _, _), .delete(let key): key
         }
+    }
+}
+
+/// A member to add to a set, whose lifetime is then reset to `ttl` (as ``KeyValueStore/setAdd(_:member:ttl:)``).
+public struct SetMembership: Sendable, Equatable {
+    public var key: String
+    public var member: String
+    public var ttl: Duration?
+
+    public init(_ key: String, member: String, ttl: Duration?) {
+        (self.key, self.member, self.ttl) = (key, member, ttl)
+    }
+}
+
+/// What ``KeyValueStore/take(_:applying:indexing:)`` took, and each set's size after it.
+public struct IndexedTake: Sendable, Equatable {
+    public var value: [UInt8]
+    public var setSizes: [Int]
+
+    public init(value: [UInt8], setSizes: [Int]) {
+        (self.value, self.setSizes) = (value, setSizes)
     }
 }
 

@@ -150,6 +150,30 @@ public final class RedisStore: KeyValueStore {
         try await execute("EVAL", key: key, RedisWriteScript.arguments(.take(key), writes, prefixed: prefixed)).optionalBytes()
     }
 
+    public func take(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
+        if case .cluster = topology {
+            let slot = RedisSlotMap.slot(of: prefixed(key))
+            if !(memberships.map(\.key) + writes.map(\.key)).allSatisfy({ RedisSlotMap.slot(of: prefixed($0)) == slot }) {
+                return try await takeAcrossSlots(key, applying: writes, indexing: memberships)
+            }
+        }
+        let reply = try await execute("EVAL", key: key, RedisIndexedTakeScript.arguments(key, writes, memberships, prefixed: prefixed))
+        return try RedisIndexedTakeScript.outcome(reply, memberships)
+    }
+
+    /// The indexes first, each in its own slot, then the take: a record is never without its indexes.
+    private func takeAcrossSlots(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
+        var sizes: [Int] = []
+        for membership in memberships {
+            sizes.append(try await setAdd(membership.key, member: membership.member, ttl: membership.ttl))
+        }
+        guard let value = try await take(key, applying: writes) else {
+            for membership in memberships { _ = try? await setRemove(membership.key, member: membership.member) }
+            return nil
+        }
+        return IndexedTake(value: value, setSizes: sizes)
+    }
+
     public func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool {
         switch try await execute("EVAL", key: key, RedisWriteScript.arguments(.ifEqual(key, expected), writes, prefixed: prefixed)) {
         case .integer(1): return true

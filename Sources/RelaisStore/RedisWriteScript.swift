@@ -55,13 +55,84 @@ enum RedisWriteScript {
         }
         var arguments = [bytes("EVAL"), bytes(source), bytes(String(keys.count))] + keys.map(prefixed)
         arguments += mode
+        arguments += encoded(writes)
+        return arguments
+    }
+
+    /// Each write as the scripts read it: three arguments.
+    static func encoded(_ writes: [StoreWrite]) -> [[UInt8]] {
+        var arguments: [[UInt8]] = []
+        arguments.reserveCapacity(3 * writes.count)
         for write in writes {
             switch write {
-            case .set(_, let value, let ttl): arguments += [bytes("s"), value, bytes(ttl.map { String($0.storeMilliseconds) } ?? "")]
-            case .delete: arguments += [bytes("d"), [], []]
+            case .set(_, let value, let ttl): arguments += [Array("s".utf8), value, Array((ttl.map { String($0.storeMilliseconds) } ?? "").utf8)]
+            case .delete: arguments += [Array("d".utf8), [], []]
             }
         }
         return arguments
+    }
+}
+
+/// ``KeyValueStore/take(_:applying:indexing:)`` on one node: the set keys' kinds are checked
+/// first (a wrong one is answered with its position in KEYS, before anything changes), then the
+/// taken key is read (absent: nothing changes), the members added, the key deleted and the writes
+/// applied. The reply: the value, then each set's size.
+enum RedisIndexedTakeScript {
+    /// ARGV: the number of sets n; for each set its member and TTL in milliseconds ('' for none);
+    /// then the writes as ``RedisWriteScript`` encodes them. KEYS: the taken key, the n sets, the writes' keys.
+    static let source = """
+        local n = tonumber(ARGV[1])
+        for i = 2, n + 1 do
+          local kind = redis.call('TYPE', KEYS[i]).ok
+          if kind ~= 'none' and kind ~= 'set' then return i end
+        end
+        local taken = redis.call('GET', KEYS[1])
+        if not taken then return false end
+        local reply = {taken}
+        local a = 2
+        for i = 2, n + 1 do
+          redis.call('SADD', KEYS[i], ARGV[a])
+          if ARGV[a + 1] ~= '' then redis.call('PEXPIRE', KEYS[i], ARGV[a + 1]) end
+          reply[#reply + 1] = redis.call('SCARD', KEYS[i])
+          a = a + 2
+        end
+        redis.call('DEL', KEYS[1])
+        for i = n + 2, #KEYS do
+          if ARGV[a] == 's' then
+            if ARGV[a + 2] == '' then redis.call('SET', KEYS[i], ARGV[a + 1])
+            else redis.call('SET', KEYS[i], ARGV[a + 1], 'PX', ARGV[a + 2]) end
+          else
+            redis.call('DEL', KEYS[i])
+          end
+          a = a + 3
+        end
+        return reply
+        """
+
+    static func arguments(_ key: String, _ writes: [StoreWrite], _ memberships: [SetMembership], prefixed: (String) -> [UInt8]) -> [[UInt8]] {
+        let bytes = { (text: String) in Array(text.utf8) }
+        let keys = [key] + memberships.map(\.key) + writes.map(\.key)
+        var arguments = [bytes("EVAL"), bytes(source), bytes(String(keys.count))] + keys.map(prefixed)
+        arguments.append(bytes(String(memberships.count)))
+        for membership in memberships {
+            arguments += [bytes(membership.member), bytes(membership.ttl.map { String($0.storeMilliseconds) } ?? "")]
+        }
+        arguments += RedisWriteScript.encoded(writes)
+        return arguments
+    }
+
+    /// The script's reply, read: nil when the key was absent.
+    static func outcome(_ reply: RedisReply, _ memberships: [SetMembership]) throws -> IndexedTake? {
+        switch reply {
+        case .null: return nil
+        case .integer(let position) where position >= 2 && Int(position) - 2 < memberships.count:
+            throw StoreError.wrongType(key: memberships[Int(position) - 2].key)
+        case .array(let items):
+            guard case .string(let value)? = items.first, items.count == memberships.count + 1 else { break }
+            return IndexedTake(value: value, setSizes: try items.dropFirst().map { Int(try $0.integer()) })
+        default: break
+        }
+        throw StoreError.commandFailed(reason: "unexpected reply to an indexed take")
     }
 }
 

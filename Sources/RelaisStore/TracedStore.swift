@@ -56,6 +56,9 @@ public struct TracedStore: KeyValueStore {
     public func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? {
         try await traced("take", writes: writes.count) { try await base.take(key, applying: writes) }
     }
+    public func take(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
+        try await traced("take_indexing", writes: writes.count + memberships.count) { try await base.take(key, applying: writes, indexing: memberships) }
+    }
     public func apply(_ writes: [StoreWrite]) async throws { try await traced("apply", writes: writes.count) { try await base.apply(writes) } }
     public func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool {
         try await traced("apply_if_equal", writes: writes.count) { try await base.apply(writes, ifEqual: key, expected) }

@@ -333,6 +333,68 @@ struct Stopwatch {
         }
     }
 
+    /// Both shapes of an indexed take: sets that share the taken key's hash tag (one step on every
+    /// store) and sets elsewhere (on a cluster: other nodes, indexes first).
+    @Test(arguments: StoreKind.allCases)
+    func indexedTakeAddsItsMembersOnlyWithTheTake(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            for (tag, person, other) in [("t1", "person:{t1}", "idp:{t1}"), ("t2", "person:alice", "idp:session-9")] {
+                try await store.set("code:{\(tag)}", bytes("record"), ttl: .seconds(30))
+                try await store.setAdd(person, member: "earlier", ttl: nil)
+                let indexes = [SetMembership(person, member: "s-\(tag)", ttl: .seconds(60)), SetMembership(other, member: "s-\(tag)", ttl: nil)]
+                let taken = try await store.take("code:{\(tag)}", applying: [.set("session:{\(tag)}", bytes("session"), ttl: .seconds(30))], indexing: indexes)
+                #expect(taken == IndexedTake(value: bytes("record"), setSizes: [2, 1]), "\(person)")
+                #expect(try await store.get("code:{\(tag)}") == nil)
+                #expect(try await store.get("session:{\(tag)}") == bytes("session"))
+                #expect(try await store.setMembers(person) == ["earlier", "s-\(tag)"])
+                #expect(try await store.setMembers(other) == ["s-\(tag)"])
+                guard case .expiresIn(let ttl) = try await store.timeToLive(person) else { Issue.record("no TTL on \(person)"); return }
+                #expect(ttl <= .seconds(60) && ttl > .seconds(30))
+                #expect(try await store.timeToLive(other) == .persistent)
+
+                // Taken already: no member is added (or none is left), nothing is written.
+                let again = [SetMembership(person, member: "late-\(tag)", ttl: nil), SetMembership(other, member: "late-\(tag)", ttl: nil)]
+                #expect(try await store.take("code:{\(tag)}", applying: [.set("session:{\(tag)}", bytes("other"), ttl: nil)], indexing: again) == nil)
+                #expect(try await store.setMembers(person) == ["earlier", "s-\(tag)"])
+                #expect(try await store.setMembers(other) == ["s-\(tag)"])
+                #expect(try await store.get("session:{\(tag)}") == bytes("session"))
+
+                // A set key holding a value is refused before the key is taken: nothing is lost.
+                try await store.set("code:{\(tag)}", bytes("second"), ttl: .seconds(30))
+                try await store.set("value:{\(tag)}", bytes("v"), ttl: nil)
+                let wrong = [SetMembership(person, member: "w-\(tag)", ttl: nil), SetMembership("value:{\(tag)}", member: "w-\(tag)", ttl: nil)]
+                await #expect(throws: StoreError.wrongType(key: "value:{\(tag)}")) {
+                    try await store.take("code:{\(tag)}", applying: [.set("new:{\(tag)}", bytes("n"), ttl: nil)], indexing: wrong)
+                }
+                #expect(try await store.get("code:{\(tag)}") == bytes("second"))
+                #expect(try await store.get("new:{\(tag)}") == nil)
+                #expect(try await store.get("value:{\(tag)}") == bytes("v"))
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func concurrentIndexedTakesLeaveOnlyTheWinnersMember(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            for round in 0..<5 {
+                try await store.set("code:{i\(round)}", bytes("v"), ttl: .seconds(30))
+                let winners = try await withThrowingTaskGroup(of: [Int].self) { group in
+                    for caller in 0..<6 {
+                        group.addTask {
+                            let indexes = [SetMembership("person:i\(round)", member: "s\(caller)", ttl: nil)]
+                            let taken = try await store.take("code:{i\(round)}", applying: [.set("owner:{i\(round)}", bytes("\(caller)"), ttl: nil)], indexing: indexes)
+                            return taken == nil ? [] : [caller]
+                        }
+                    }
+                    return try await group.reduce([], +)
+                }
+                try #require(winners.count == 1)
+                #expect(try await store.get("owner:{i\(round)}") == bytes("\(winners[0])"))
+                #expect(try await store.setMembers("person:i\(round)") == ["s\(winners[0])"])
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func applyWritesEverythingAtOnce(kind: StoreKind) async throws {
         try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
@@ -480,6 +542,8 @@ extension StoreConformanceTests {
             group.addTask { try await self.applyIfEqualWritesOnlyOverTheExpectedValue(kind: kind) }
             group.addTask { try await self.concurrentSwapsFromOneValueHaveExactlyOneWinner(kind: kind) }
             group.addTask { try await self.concurrentTakesHaveExactlyOneWinnerAndOnlyItsWrites(kind: kind) }
+            group.addTask { try await self.indexedTakeAddsItsMembersOnlyWithTheTake(kind: kind) }
+            group.addTask { try await self.concurrentIndexedTakesLeaveOnlyTheWinnersMember(kind: kind) }
             group.addTask { try await self.applyWritesEverythingAtOnce(kind: kind) }
             group.addTask { try await self.deleteReportsWhetherTheKeyExisted(kind: kind) }
             group.addTask { try await self.setIfAbsentIsALockThatExpires(kind: kind) }

@@ -115,9 +115,10 @@ struct RelayStore: Sendable {
     /// Opens session `sid` for `code` in one atomic step: the code is consumed and the session
     /// written, or neither. A replayed code is then recognised by the session it opened (the code
     /// is derived from the session's secret, ``SessionTokens``).
-    /// The person's indexes are written before: an index entry without its session is harmless
-    /// (readers skip ended sessions), a session missing from its index could not be found by a
-    /// back-channel logout. All of the atomic step's keys carry the session's hash tag.
+    /// The person's indexes are written in the same step on one Redis server (one round trip), and
+    /// before it on a cluster, where they live on other nodes: an index entry without its session
+    /// is harmless (readers skip ended sessions), a session missing from its index could not be
+    /// found by a back-channel logout. The session's own keys carry its hash tag.
     /// Nil when another request consumed the code first; otherwise the sessions ended to keep the
     /// person within `sessions.max_per_subject`.
     func redeem(code: String, opening session: SessionRecord, sid: String, providerSessionID: String?) async throws -> [String]? {
@@ -129,16 +130,15 @@ struct RelayStore: Sendable {
     func open(
         _ session: SessionRecord, sid: String, providerSessionID: String?, consuming key: String, also writes: [StoreWrite]
     ) async throws -> [String]? {
-        let indexed = try await store.setAdd(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime)
+        var indexes = [SetMembership(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime)]
         if let providerSessionID {
-            try await store.setAdd(Key.providerSessions(provider: session.providerID, sid: providerSessionID), member: sid, ttl: settings.sessionLifetime)
+            indexes.append(SetMembership(Key.providerSessions(provider: session.providerID, sid: providerSessionID), member: sid, ttl: settings.sessionLifetime))
         }
         let lifetime = ttl(for: session) ?? .seconds(1)
-        guard try await store.take(key, applying: [.set(Key.session(sid), session.stored, ttl: lifetime)] + writes) != nil else {
-            _ = try? await store.setRemove(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid)
+        guard let opened = try await store.take(key, applying: [.set(Key.session(sid), session.stored, ttl: lifetime)] + writes, indexing: indexes) else {
             return nil
         }
-        guard indexed > settings.maxSessionsPerSubject else { return [] }
+        guard opened.setSizes[0] > settings.maxSessionsPerSubject else { return [] }
         // The session is open: a failure here must not undo the sign-in; the next one trims again.
         return (try? await trimSessions(provider: session.providerID, subject: session.subject, keeping: sid)) ?? []
     }

@@ -212,6 +212,9 @@ final class InterposedStore: KeyValueStore {
     func setRemove(_ key: String, member: String) async throws -> Bool { try await call { try await base.setRemove(key, member: member) } }
     func setMembers(_ key: String) async throws -> Set<String> { try await call { try await base.setMembers(key) } }
     func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? { try await call { try await base.take(key, applying: writes) } }
+    func take(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
+        try await call { try await base.take(key, applying: writes, indexing: memberships) }
+    }
     func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool {
         try await call { losesEverySwap ? false : try await base.apply(writes, ifEqual: key, expected) }
     }
