@@ -277,7 +277,11 @@ print("| GET /healthz, requests/s | " + " | ".join(f"{r['healthz']:.0f}" for r i
 for key, label in labels.items():
     ratios = [r[key] / r["healthz"] for r in rounds]
     print(f"| {label} | " + " | ".join(f"{x:.2f}" for x in ratios) + f" | **{statistics.median(ratios):.2f}** |")
+    with open(sys.argv[1] + "." + key + ".median", "w") as out:
+        out.write(f"{statistics.median(ratios):.2f}")
 PY
+rounds_auth_median=$(cat "$work/rounds.txt.auth_session.median")
+rounds_userinfo_median=$(cat "$work/rounds.txt.userinfo.median")
 grep -q '"active":true' <(curl -s -u bench-api:bench-introspection-secret -d "token=$access_token" "http://127.0.0.1:$relais_port/introspect") \
     || { echo "introspection did not report the token active" >&2; exit 1; }
 
@@ -476,6 +480,20 @@ mkdir -p bench
     echo "Run: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores; wrk -t$THREADS -c$CONNECTIONS -d$DURATION; wrk, Relais (release) and redis-server share the machine."
     echo "Relais logs at warning level during the run (access logs off)."
     echo
+    echo "Issue 35's targets in this run (each figure from its section below):"
+    echo
+    echo "| target | goal | this run |"
+    echo "|---|---|---:|"
+    echo "| CPU per sign-in, Relais + Redis / Apache + mod_auth_openidc + Redis, development provider | ≤ 0.5 | $(ratio "$both_cpu" "$anchor_both_cpu") |"
+    echo "| the same against a provider closing every connection (oidc-provider-mock) | ≤ 0.5 | $(ratio "$closing_both_cpu" "$anchor_closing_both_cpu") |"
+    echo "| Relais' thread switches per sign-in | ≤ 8 | $relais_switches |"
+    echo "| GET /auth session-checked / GET /healthz, median of alternating rounds | ≥ 0.95 | $rounds_auth_median |"
+    echo "| GET /userinfo / GET /healthz, median of alternating rounds | ≥ 0.9 | $rounds_userinfo_median |"
+    echo "| p99 of GET /auth?session=1 at half its maximum rate | ≤ 1 ms | $auth_half_p99 ms |"
+    echo "| p99 of a sign-in's Relais share at 100 sign-ins/s | ≤ 5 ms | $(signin_rate_field relais_p99_ms) ms |"
+    echo "| resident memory of a fresh relay after wrk, the image's build | ≤ 40 MiB | $(mib "$shipped_wrk_kb") MiB |"
+    echo "| soak: growth over its last 5 minutes | flat (< 2 MiB) | $(mib "$(soak_field window_growth_kib)") MiB |"
+    echo
     echo "| measurement | requests/s | p50 | p99 | ratio |"
     echo "|---|---:|---:|---:|---:|"
     echo "| GET /healthz (no I/O), before the endpoints | $first_healthz_rps | $healthz_p50 | $healthz_p99 | |"
@@ -578,8 +596,8 @@ mkdir -p bench
     healthz_step=$(phase_field healthz relais_ms)
     beyond() { python3 -c "print(f'{float($1) - float($healthz_step):.3f}')"; }
     echo "| /authorize | $(phase_field authorize relais_ms) ms | $(beyond "$(phase_field authorize relais_ms)") ms | validate the app's request, store the login transaction (1 Redis write) |"
-    echo "| /callback | $(phase_field callback relais_ms) ms | $(beyond "$(phase_field callback relais_ms)") ms | take the transaction; code exchange and userinfo at the provider (2 outbound HTTP exchanges); verify the id_token and the userinfo JWS (2 ES256 verifications); seal the identity (AES-GCM); open the session (1 script) |"
-    echo "| /token | $(phase_field token relais_ms) ms | $(beyond "$(phase_field token relais_ms)") ms | read the code, check PKCE, open and reseal the identity, sign the access token (ES256) and the id_token (RS256, the default: one RSA-2048 signature), redeem the code and write the session (1 script), security event |"
+    echo "| /callback | $(phase_field callback relais_ms) ms | $(beyond "$(phase_field callback relais_ms)") ms | take the transaction; code exchange and userinfo at the provider (2 outbound HTTP exchanges); verify the id_token and the userinfo JWS (2 ES256 verifications); seal the identity (AES-GCM); store the code (1 Redis write) |"
+    echo "| /token | $(phase_field token relais_ms) ms | $(beyond "$(phase_field token relais_ms)") ms | read the code, check PKCE, open and reseal the identity, sign the access token (ES256) and the id_token (RS256, the default: one RSA-2048 signature), redeem the code, write the session and add it to the person's index (1 script), security event |"
     echo "| sign-in (the three steps) | $phases_total ms | | |"
     echo "| calibration: GET /healthz | $healthz_step ms | 0 | |"
     echo "| calibration: GET /readyz | $(phase_field readyz relais_ms) ms | $(beyond "$(phase_field readyz relais_ms)") ms | one Redis round trip |"

@@ -76,9 +76,8 @@ public final class RedisStore: KeyValueStore {
 
     public func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool {
         // One script: the key is gone exactly when every subscriber is told.
-        let script = "local n = redis.call('DEL', KEYS[1]) if n == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end return n"
         let channel = bytes(configuration.keyPrefix + "announcements")
-        return try await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), channel, bytes(message)]).integer() == 1
+        return try await execute("EVAL", key: key, [bytes("EVAL"), Self.deleteAnnouncingScript, bytes("1"), prefixed(key), channel, bytes(message)]).integer() == 1
     }
 
     public func listen(_ listener: AnnouncementListener) { subscriber.add(listener) }
@@ -97,14 +96,12 @@ public final class RedisStore: KeyValueStore {
     }
 
     public func deleteIfEqual(_ key: String, _ value: [UInt8]) async throws -> Bool {
-        let script = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
-        return try await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), value]).integer() == 1
+        return try await execute("EVAL", key: key, [bytes("EVAL"), Self.deleteIfEqualScript, bytes("1"), prefixed(key), value]).integer() == 1
     }
 
     public func increment(_ key: String, window: Duration) async throws -> Int {
         // INCR and the deadline of a new counter in one step: a counter never outlives its window.
-        let script = "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n"
-        return Int(try await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), bytes(String(window.storeMilliseconds))]).integer())
+        return Int(try await execute("EVAL", key: key, [bytes("EVAL"), Self.incrementScript, bytes("1"), prefixed(key), bytes(String(window.storeMilliseconds))]).integer())
     }
 
     public func expire(_ key: String, ttl: Duration) async throws -> Bool {
@@ -290,6 +287,11 @@ public final class RedisStore: KeyValueStore {
     }
 
     // MARK: - Helpers
+
+    // Scripts go out with every call: their bytes are made once.
+    private static let deleteAnnouncingScript = Array("local n = redis.call('DEL', KEYS[1]) if n == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end return n".utf8)
+    private static let deleteIfEqualScript = Array("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end".utf8)
+    private static let incrementScript = Array("local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n".utf8)
 
     private func prefixed(_ key: String) -> [UInt8] { Array((configuration.keyPrefix + key).utf8) }
     private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }

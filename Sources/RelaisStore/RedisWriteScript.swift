@@ -29,6 +29,8 @@ enum RedisWriteScript {
         end
         return taken
         """
+    /// Sent with every call: made once.
+    static let sourceBytes = Array(source.utf8)
 
     /// What the script does before its writes.
     enum Guard {
@@ -53,7 +55,7 @@ enum RedisWriteScript {
             keys.insert(key, at: 0)
             mode = [bytes("ifeq"), expected]
         }
-        var arguments = [bytes("EVAL"), bytes(source), bytes(String(keys.count))] + keys.map(prefixed)
+        var arguments = [bytes("EVAL"), sourceBytes, bytes(String(keys.count))] + keys.map(prefixed)
         arguments += mode
         arguments += encoded(writes)
         return arguments
@@ -108,11 +110,13 @@ enum RedisIndexedTakeScript {
         end
         return reply
         """
+    /// Sent with every call: made once.
+    static let sourceBytes = Array(source.utf8)
 
     static func arguments(_ key: String, _ writes: [StoreWrite], _ memberships: [SetMembership], prefixed: (String) -> [UInt8]) -> [[UInt8]] {
         let bytes = { (text: String) in Array(text.utf8) }
         let keys = [key] + memberships.map(\.key) + writes.map(\.key)
-        var arguments = [bytes("EVAL"), bytes(source), bytes(String(keys.count))] + keys.map(prefixed)
+        var arguments = [bytes("EVAL"), sourceBytes, bytes(String(keys.count))] + keys.map(prefixed)
         arguments.append(bytes(String(memberships.count)))
         for membership in memberships {
             arguments += [bytes(membership.member), bytes(membership.ttl.map { String($0.storeMilliseconds) } ?? "")]
