@@ -13,7 +13,7 @@ RELAIS_COMMIT := $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 RELAIS_DIRTY := $(if $(RELAIS_COMMIT),$(shell git diff --quiet HEAD -- 2>/dev/null && echo 0000 || echo 2d44))
 RELAIS_VERSION_FLAGS := $(if $(RELAIS_COMMIT),-Xlinker --build-id=0x524c$(RELAIS_COMMIT)$(RELAIS_DIRTY))
 
-.PHONY: deps bench-deps e2e-deps build release test test-fast lint format e2e demo bench check-config clean image image-test
+.PHONY: deps bench-deps e2e-deps build release test test-fast lint format e2e demo bench check-config clean image image-test link-order
 
 ## The release binary `make demo` and `make release` build, rebuilt only when a source, the
 ## manifest, the pinned versions or the version flags changed: SwiftPM alone recompiles part of
@@ -90,6 +90,12 @@ demo: deps $(RELEASE_BINARY)
 ## by side on the same provider; writes bench/results.md.
 bench: bench-deps
 	scripts/bench.sh
+
+## Regenerates docker/relais.order.gz, the layout of the image's code (valgrind; a few minutes):
+## after changes that rename many functions, when make bench finds few of its functions in the build.
+link-order: bench-deps
+	@scripts/ensure-debian-packages.sh valgrind
+	scripts/link-order.sh
 
 ## The container image (docker/Dockerfile) with podman, at most 150 MB, non-root, read-only root.
 ## IMAGE_BASE=local (default) builds FROM a Debian base made here with debootstrap and the host's

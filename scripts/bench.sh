@@ -437,9 +437,20 @@ main_rss_after_kb=$(awk '/VmRSS/ {print $2}' "/proc/$relais_pid/status")
 # whole and relocated at start), and the build the image ships (docker/Dockerfile: static Swift
 # runtime, stripped), which carries only what it uses. Its own scratch path: .build/release stays as is.
 echo "Resident memory of a fresh relay, one token hammered by wrk (this build, then the image's)..."
+static_bin="$(swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path)/relais"
+# Linked once without docker/relais.order.gz, for the difference its layout makes in the same run.
 swift build -c release --product relais --static-swift-stdlib --scratch-path .build-static >/dev/null
+unordered="$work/relais-unordered"
+install -m 755 "$static_bin" "$unordered"
+strip --strip-all "$unordered"
+gzip -dc docker/relais.order.gz >"$work/relais.order"
+swift build -c release --product relais --static-swift-stdlib --scratch-path .build-static \
+    -Xlinker --symbol-ordering-file="$work/relais.order" -Xlinker --no-warn-symbol-ordering >/dev/null
 shipped="$work/relais-shipped"
-install -m 755 "$(swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path)/relais" "$shipped"
+install -m 755 "$static_bin" "$shipped"
+# How much of docker/relais.order this build still has (scripts/link-order.sh regenerates it).
+order_found=$(comm -12 <(sort -u "$work/relais.order") <(nm --defined-only "$shipped" | awk '{print $3}' | sort -u) | wc -l)
+order_total=$(sort -u "$work/relais.order" | wc -l)
 strip --strip-all "$shipped"
 fresh_rss() {  # binary; sets fresh_ready_kb and fresh_wrk_kb (no subshell: cleanup must see the pid)
     local port; port=$(free_port)
@@ -455,6 +466,8 @@ fresh_rss() {  # binary; sets fresh_ready_kb and fresh_wrk_kb (no subshell: clea
 }
 fresh_rss .build/release/relais
 dynamic_ready_kb=$fresh_ready_kb dynamic_wrk_kb=$fresh_wrk_kb
+fresh_rss "$unordered"
+unordered_ready_kb=$fresh_ready_kb unordered_wrk_kb=$fresh_wrk_kb
 fresh_rss "$shipped"
 shipped_ready_kb=$fresh_ready_kb shipped_wrk_kb=$fresh_wrk_kb
 
@@ -682,12 +695,15 @@ mkdir -p bench
     echo "A relay started on the same configuration and store, VmRSS once ready and after wrk -d$DURATION on /auth?session=1 with"
     echo "one token (issue 15's goal: ≤ 48 MiB). Two builds of the same sources: the one measured above (the Swift runtime and"
     echo "Foundation as shared libraries, mapped and relocated whole) and the one the image ships (docker/Dockerfile:"
-    echo "--static-swift-stdlib, stripped). Most of either figure is code pages, not data."
+    echo "--static-swift-stdlib, stripped, the functions a relay runs laid out together by docker/relais.order.gz: $order_found of its"
+    echo "$order_total functions are in this build), also linked without that layout. Most of each figure is code pages, not data:"
+    echo "the kernel maps a binary's code 64 KB around each page a process touches (fault-around)."
     echo
     echo "| build | ready | after wrk |"
     echo "|---|---:|---:|"
     echo "| release, shared Swift runtime (this benchmark's) | $(mib "$dynamic_ready_kb") MiB | $(mib "$dynamic_wrk_kb") MiB |"
-    echo "| release, static Swift runtime, stripped (the image's) | $(mib "$shipped_ready_kb") MiB | $(mib "$shipped_wrk_kb") MiB |"
+    echo "| release, static Swift runtime, stripped, without the layout | $(mib "$unordered_ready_kb") MiB | $(mib "$unordered_wrk_kb") MiB |"
+    echo "| release, static Swift runtime, stripped, laid out (the image's) | $(mib "$shipped_ready_kb") MiB | $(mib "$shipped_wrk_kb") MiB |"
     echo
     echo "## Soak: resident memory under refreshes"
     echo
