@@ -2,8 +2,21 @@
 /// land together or not at all. `take` also reads and deletes a key in the same step, and writes
 /// nothing when that key is absent; `ifeq` writes only when a key holds an expected value.
 enum RedisWriteScript {
-    /// Each write is three arguments: `s` or `d`, the value, the TTL in milliseconds ('' for none).
-    /// `ifeq` puts the expected value before them.
+    /// The writes, as both scripts end: KEYS from `first` on, each with three arguments from
+    /// ARGV[a] on: `s` or `d`, the value, the TTL in milliseconds ('' for none).
+    static let writesLoop = """
+        for i = first, #KEYS do
+          if ARGV[a] == 's' then
+            if ARGV[a + 2] == '' then redis.call('SET', KEYS[i], ARGV[a + 1])
+            else redis.call('SET', KEYS[i], ARGV[a + 1], 'PX', ARGV[a + 2]) end
+          else
+            redis.call('DEL', KEYS[i])
+          end
+          a = a + 3
+        end
+        """
+
+    /// `ifeq` puts the expected value before the writes' arguments.
     static let source = """
         local first = 1
         local taken = 1
@@ -18,15 +31,7 @@ enum RedisWriteScript {
           first = 2
           a = 3
         end
-        for i = first, #KEYS do
-          if ARGV[a] == 's' then
-            if ARGV[a + 2] == '' then redis.call('SET', KEYS[i], ARGV[a + 1])
-            else redis.call('SET', KEYS[i], ARGV[a + 1], 'PX', ARGV[a + 2]) end
-          else
-            redis.call('DEL', KEYS[i])
-          end
-          a = a + 3
-        end
+        \(writesLoop)
         return taken
         """
     /// Sent with every call: made once.
@@ -99,15 +104,8 @@ enum RedisIndexedTakeScript {
           a = a + 2
         end
         redis.call('DEL', KEYS[1])
-        for i = n + 2, #KEYS do
-          if ARGV[a] == 's' then
-            if ARGV[a + 2] == '' then redis.call('SET', KEYS[i], ARGV[a + 1])
-            else redis.call('SET', KEYS[i], ARGV[a + 1], 'PX', ARGV[a + 2]) end
-          else
-            redis.call('DEL', KEYS[i])
-          end
-          a = a + 3
-        end
+        local first = n + 2
+        \(RedisWriteScript.writesLoop)
         return reply
         """
     /// Sent with every call: made once.
