@@ -31,6 +31,7 @@ provides() {
     wrk) echo "command:wrk wrk" ;;
     apache2) echo "command:apachectl|apache2ctl httpd" ;;
     podman) echo "command:podman podman" ;;
+    valgrind) echo "command:valgrind valgrind" ;;
     *) echo "none -" ;;
     esac
 }
