@@ -119,13 +119,8 @@ public final class RedisStore: KeyValueStore {
     @discardableResult
     public func setAdd(_ key: String, member: String, ttl: Duration?) async throws -> Int {
         // One script, so the member and the set's lifetime change together.
-        let script = """
-            redis.call('SADD', KEYS[1], ARGV[1])
-            if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-            return redis.call('SCARD', KEYS[1])
-            """
         let milliseconds = ttl.map { String($0.storeMilliseconds) } ?? ""
-        return Int(try await execute("EVAL", key: key, [bytes("EVAL"), bytes(script), bytes("1"), prefixed(key), bytes(member), bytes(milliseconds)]).integer())
+        return Int(try await execute("EVAL", key: key, [bytes("EVAL"), Self.setAddScript, bytes("1"), prefixed(key), bytes(member), bytes(milliseconds)]).integer())
     }
 
     public func setRemove(_ key: String, member: String) async throws -> Bool {
@@ -291,6 +286,8 @@ public final class RedisStore: KeyValueStore {
     // Scripts go out with every call: their bytes are made once.
     private static let deleteAnnouncingScript = Array("local n = redis.call('DEL', KEYS[1]) if n == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end return n".utf8)
     private static let deleteIfEqualScript = Array("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end".utf8)
+    private static let setAddScript = Array(
+        "redis.call('SADD', KEYS[1], ARGV[1]) if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return redis.call('SCARD', KEYS[1])".utf8)
     private static let incrementScript = Array("local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n".utf8)
 
     private func prefixed(_ key: String) -> [UInt8] { Array((configuration.keyPrefix + key).utf8) }

@@ -130,8 +130,12 @@ enum RedisIndexedTakeScript {
         case .integer(let position) where position >= 2 && Int(position) - 2 < memberships.count:
             throw StoreError.wrongType(key: memberships[Int(position) - 2].key)
         case .array(let items):
-            guard case .string(let value)? = items.first, items.count == memberships.count + 1 else { break }
-            return IndexedTake(value: value, setSizes: try items.dropFirst().map { Int(try $0.integer()) })
+            guard case .string(let value)? = items.first else { break }
+            let sizes = items.dropFirst().compactMap { item -> Int? in
+                if case .integer(let size) = item { Int(size) } else { nil }
+            }
+            guard sizes.count == memberships.count, items.count == memberships.count + 1 else { break }
+            return IndexedTake(value: value, setSizes: sizes)
         default: break
         }
         throw StoreError.commandFailed(reason: "unexpected reply to an indexed take")
