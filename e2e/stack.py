@@ -50,6 +50,24 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def free_cluster_port():
+    """A free port for a Redis Cluster node whose cluster bus port (10,000 above it) is free too and
+    handed out to no one else: a node whose bus port another process (or node) holds never starts."""
+    for _ in range(200):
+        port = free_port()
+        bus = port + 10000
+        if bus in _handed_out or bus > 65535:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", bus))
+            except OSError:
+                continue
+        _handed_out.add(bus)
+        return port
+    raise RuntimeError("no free port pair for a Redis Cluster node")
+
+
 def wait_for(url, process, timeout=20):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -342,7 +360,7 @@ class RedisCluster:
     def __init__(self, masters=3, replicas=1, extra_arguments=()):
         self.masters, self.replicas = masters, replicas
         self.directory = tempfile.mkdtemp(prefix="relais-cluster-")
-        self.ports = [free_port() for _ in range(masters * (1 + replicas))]
+        self.ports = [free_cluster_port() for _ in range(masters * (1 + replicas))]
         # More redis-server arguments, after the defaults (a later --appendonly yes wins).
         self.extra_arguments = list(extra_arguments)
         self.processes = []
