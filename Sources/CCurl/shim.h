@@ -65,9 +65,10 @@ static inline CURLSHcode relais_curl_share_setopt_lock_data(CURLSH *share, CURLS
     return curl_share_setopt(share, option, value);
 }
 
-// The reactor waits on libcurl's sockets with epoll and is woken through an eventfd; Glibc's
-// Swift module includes neither header.
+// The reactor waits on libcurl's sockets with epoll, for libcurl's timer with a timerfd, and is
+// woken through an eventfd; Glibc's Swift module includes none of these headers.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 
 #endif

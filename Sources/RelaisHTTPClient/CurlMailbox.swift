@@ -7,8 +7,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// How other threads talk to the reactor: calls, cancellations and the stop request go into a
-/// locked queue, and an eventfd in the reactor's epoll set wakes it to read them.
+/// How other threads talk to the reactor: calls it is to start, cancellations and the stop request
+/// go into a locked queue, and an eventfd in the reactor's epoll set wakes it to read them.
 ///
 /// An eventfd rather than `curl_multi_wakeup`: the wakeup only interrupts `curl_multi_poll`, and
 /// the reactor waits in its own `epoll_wait` (libcurl's event-based API, whose cost per wakeup
@@ -29,8 +29,6 @@ final class CurlMailbox: Sendable {
 
     private let state = Mutex(State())
     let wakeDescriptor: Int32
-    /// Calls the reactor holds until a transfer slot frees, as it last saw them (for tests).
-    let waitingForSlot = Atomic<Int>(0)
 
     init() {
         wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
@@ -99,7 +97,7 @@ final class CurlMailbox: Sendable {
         for continuation in waiting { continuation.resume() }
     }
 
-    private func wake() {
+    func wake() {
         var one: UInt64 = 1
         _ = write(wakeDescriptor, &one, MemoryLayout<UInt64>.size)  // EAGAIN: already pending, as good
     }
@@ -110,20 +108,29 @@ final class CurlMailbox: Sendable {
     }
 }
 
-/// libcurl handles are not thread-safe, and a libcurl call on an event loop would stall it: the
-/// client's libcurl calls are all made on its reactor thread. Code about to call libcurl asks here
-/// first; a call from any other thread is logged as an error and counted in
+/// libcurl handles are not thread-safe: every libcurl call of a client is made with its lock held
+/// (``CurlEngine/locked(_:)``), by a caller starting a transfer or by the reactor. Code about to
+/// call libcurl asks here first; a call without the lock is logged as an error and counted in
 /// ``HTTPClient/blockingCallsOnEventLoop``, which tests check stays at zero.
 struct CurlConfinement: Sendable {
-    let owner: pthread_t
+    let holder: CurlLockHolder
     let logger: Logger
 
     func check(_ operation: StaticString) {
-        guard pthread_equal(pthread_self(), owner) == 0 else { return }
-        HTTPClient.offReactorCurlCalls.wrappingAdd(1, ordering: .relaxed)
+        guard !holder.isCurrentThread else { return }
+        HTTPClient.unguardedCurlCalls.wrappingAdd(1, ordering: .relaxed)
         logger.error(
-            "libcurl called off the HTTP client's reactor thread",
+            "libcurl called without the HTTP client's lock",
             metadata: ["operation": "\(operation)", "on_event_loop": "\(MultiThreadedEventLoopGroup.currentEventLoop != nil)"]
         )
     }
+}
+
+/// The thread holding a client's lock, if any: set on entry, cleared on exit.
+final class CurlLockHolder: Sendable {
+    private let thread = Atomic<UInt>(0)
+
+    func enter() { thread.store(UInt(pthread_self()), ordering: .relaxed) }
+    func leave() { thread.store(0, ordering: .relaxed) }
+    var isCurrentThread: Bool { thread.load(ordering: .relaxed) == UInt(pthread_self()) }
 }

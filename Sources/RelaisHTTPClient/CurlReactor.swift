@@ -6,298 +6,151 @@ import Synchronization
 import Glibc
 #endif
 
-/// The HTTP client's one thread: owns a libcurl multi handle and drives it the way libcurl
-/// documents for event-based applications. libcurl tells it which sockets to watch and when to
-/// call back (``curlSocketCallback``, ``curlTimerCallback``); it waits for both in `epoll_wait`,
-/// hands readiness and timeouts to `curl_multi_socket_action`, and completes calls from
-/// `curl_multi_info_read`. Created, used and torn down on that thread only; not Sendable.
+/// What an HTTP client's callers and its reactor thread share: libcurl's multi handle behind one
+/// lock, the mailbox for what is handed to the reactor, and the descriptors the reactor waits on.
+///
+/// A call starts on the calling thread (the event loop that runs the request handler): it takes
+/// the lock if it is free, adds its transfer and lets libcurl send the request there and then.
+/// The reactor thread waits for libcurl's sockets and timer, reads the answers and completes the
+/// calls, which resume on their callers' executors. NIO cannot watch a descriptor it does not own,
+/// so the waiting cannot move onto the loops; starting there saves the reactor a wake-up (two
+/// thread switches) per call. A call goes through the mailbox instead when the lock is taken (an
+/// event loop never waits for it) or when libcurl could read a file for it (``CurlMulti/mayStartOnCaller(_:)``).
+final class CurlEngine: Sendable {
+    let mailbox = CurlMailbox()
+    let epoll: Int32
+    let timer: Int32
+    let holder = CurlLockHolder()
+    private let multi: Mutex<CurlMulti>
+    /// Calls waiting for a slot, as last seen (for tests).
+    let waitingForSlot = Atomic<Int>(0)
+    /// Calls whose transfer their caller started, and calls handed to the reactor (for tests).
+    let startedByCallers = Atomic<Int>(0)
+    let handedToReactor = Atomic<Int>(0)
+
+    init(configuration: HTTPClientConfiguration, logger: Logger) {
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        precondition(epoll >= 0, "epoll_create1 failed: \(errno)")
+        timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC) | Int32(TFD_NONBLOCK))
+        precondition(timer >= 0, "timerfd_create failed: \(errno)")
+        let confinement = CurlConfinement(holder: holder, logger: logger)
+        multi = Mutex(CurlMulti(configuration: configuration, logger: logger, confinement: confinement, epoll: epoll, timer: timer))
+        locked { $0.setUp() }
+        for descriptor in [mailbox.wakeDescriptor, timer] {
+            var event = epoll_event()
+            event.events = EPOLLIN.rawValue
+            event.data.fd = descriptor
+            precondition(epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event) == 0, "epoll_ctl failed: \(errno)")
+        }
+    }
+
+    // Closed only here, once the reactor has exited and no caller is left.
+    deinit {
+        close(epoll)
+        close(timer)
+    }
+
+    /// Runs `body` with the lock, recording the holder for ``CurlConfinement``.
+    func locked<Result: Sendable>(_ body: (CurlMulti) -> Result) -> Result {
+        multi.withLock { multi in
+            holder.enter()
+            defer { holder.leave() }
+            return body(multi)
+        }
+    }
+
+    /// Starts the call here when the lock is free and no file may be read for it; otherwise hands
+    /// it to the reactor.
+    func submit(_ job: CurlJob, _ continuation: CurlContinuation) {
+        let here: (completions: [CurlCompletion], wakeReactor: Bool)?? = multi.withLockIfAvailable { multi in
+            holder.enter()
+            defer { holder.leave() }
+            guard multi.mayStartOnCaller(job) else { return nil }
+            multi.submit(job, continuation)
+            let wakeReactor = multi.advance(onCaller: true)
+            waitingForSlot.store(multi.waitingCount, ordering: .relaxed)
+            return (multi.takeCompleted(), wakeReactor)
+        }
+        guard let startedHere = here ?? nil else {
+            handedToReactor.add(1, ordering: .relaxed)
+            return mailbox.submit(job, continuation)
+        }
+        startedByCallers.add(1, ordering: .relaxed)
+        if startedHere.wakeReactor { mailbox.wake() }
+        for completion in startedHere.completions { completion.continuation.resume(with: completion.result) }
+    }
+}
+
+/// The reactor: the HTTP client's one thread, waiting in `epoll_wait` for libcurl's sockets, its
+/// timer and the mailbox, and handing what is ready to the multi handle under the lock.
 final class CurlReactor {
-    private let mailbox: CurlMailbox
-    private let configuration: HTTPClientConfiguration
-    private let logger: Logger
-    private let confinement: CurlConfinement
-    private let limit: Int
-    private let multi: UnsafeMutableRawPointer
-    private let share: UnsafeMutableRawPointer
-    private let epoll: Int32
-    private let handles: CurlEasyHandles
+    private let engine: CurlEngine
     private let events: UnsafeMutablePointer<epoll_event>
     private static let eventCapacity: Int32 = 64
 
-    /// When libcurl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`; nil when it does not.
-    private var timerDeadline: ContinuousClock.Instant?
-    /// Calls beyond the bound on transfers in flight, in arrival order.
-    private var waiting: [(job: CurlJob, continuation: CurlContinuation)] = []
-    private var inFlight: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-
-    init(mailbox: CurlMailbox, configuration: HTTPClientConfiguration, logger: Logger) {
-        self.mailbox = mailbox
-        self.configuration = configuration
-        self.logger = logger
-        confinement = CurlConfinement(owner: pthread_self(), logger: logger)
-        limit = max(1, configuration.maxConcurrentRequests)
-        handles = CurlEasyHandles(capacity: limit, confinement: confinement)
-        guard let multi = curl_multi_init(), let share = curl_share_init() else {
-            preconditionFailure("curl_multi_init or curl_share_init failed: out of memory")
-        }
-        self.multi = multi
-        self.share = share
-        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
-        precondition(epoll >= 0, "epoll_create1 failed: \(errno)")
+    init(engine: CurlEngine) {
+        self.engine = engine
         events = .allocate(capacity: Int(Self.eventCapacity))
-        setUp()
     }
 
-    private func setUp() {
-        confinement.check("curl_multi_setopt")
-        // DNS answers and TLS sessions are kept across easy handles, and so are connections, which
-        // the multi handle's own cache would keep too: one cache either way, for every provider.
-        // All users are on this thread, so the share handle needs no lock callbacks.
-        for data in [CURL_LOCK_DATA_DNS, CURL_LOCK_DATA_SSL_SESSION, CURL_LOCK_DATA_CONNECT] {
-            let code = relais_curl_share_setopt_lock_data(share, CURLSHOPT_SHARE, data)
-            precondition(code == CURLSHE_OK, "curl_share_setopt failed: \(code)")
-        }
-        let this = Unmanaged.passUnretained(self).toOpaque()
-        let codes = [
-            relais_curl_multi_setopt_socket_callback(multi, CURLMOPT_SOCKETFUNCTION, curlSocketCallback),
-            relais_curl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, this),
-            relais_curl_multi_setopt_timer_callback(multi, CURLMOPT_TIMERFUNCTION, curlTimerCallback),
-            relais_curl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, this),
-            // The bound on transfers in flight bounds connections too: idle ones are closed, oldest
-            // first, to make room, and as many stay open for reuse.
-            relais_curl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, limit),
-            relais_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, limit),
-        ]
-        precondition(codes.allSatisfy { $0 == CURLM_OK }, "curl_multi_setopt failed: \(codes)")
-        var wake = epoll_event()
-        wake.events = EPOLLIN.rawValue
-        wake.data.fd = mailbox.wakeDescriptor
-        precondition(epoll_ctl(epoll, EPOLL_CTL_ADD, mailbox.wakeDescriptor, &wake) == 0, "epoll_ctl failed: \(errno)")
-    }
+    deinit { events.deallocate() }
 
-    /// Until the mailbox is stopped and every call it accepted has completed; then frees it all.
+    /// Until the mailbox is stopped and every call made has completed; then frees libcurl's handles.
     func run() {
         while true {
-            let stopping = readMail()
-            startWaiting()
-            expireWaiting()
-            if stopping && inFlight.isEmpty && waiting.isEmpty { break }
-            mailbox.waitingForSlot.store(waiting.count, ordering: .relaxed)
-            let count = epoll_wait(epoll, events, Self.eventCapacity, waitMilliseconds())
-            for index in 0..<Int(max(0, count)) {
-                let event = events[index]
-                if event.data.fd == mailbox.wakeDescriptor {
-                    mailbox.drainWakeups()
-                } else {
-                    act(on: event.data.fd, flags: Self.curlFlags(event.events))
+            let count = Int(max(0, epoll_wait(engine.epoll, events, Self.eventCapacity, -1)))
+            var mail: CurlMailbox.Mail?
+            for index in 0..<count where events[index].data.fd == engine.mailbox.wakeDescriptor {
+                // Drained before the mail is read: a submission after this read wakes the next wait.
+                engine.mailbox.drainWakeups()
+                mail = engine.mailbox.take()
+            }
+            let (completions, exiting) = engine.locked { multi in
+                if let mail {
+                    for (job, continuation) in mail.submitted { multi.submit(job, continuation) }
+                    for job in mail.cancelled { multi.cancel(job) }
+                    if mail.stopping { multi.stopping = true }
                 }
+                for index in 0..<count {
+                    let event = events[index]
+                    if event.data.fd == engine.timer {
+                        multi.timerFired()
+                    } else if event.data.fd != engine.mailbox.wakeDescriptor {
+                        multi.act(on: event.data.fd, events: event.events)
+                    }
+                }
+                _ = multi.advance(onCaller: false)
+                engine.waitingForSlot.store(multi.waitingCount, ordering: .relaxed)
+                let exiting = multi.stopping && multi.isIdle
+                if exiting { multi.tearDown() }
+                return (multi.takeCompleted(), exiting)
             }
-            if let deadline = timerDeadline, deadline <= .now {
-                act(on: CURL_SOCKET_TIMEOUT, flags: 0)
-                // libcurl calls the timer function only when its earliest expiry changes, and the
-                // milliseconds it gives are rounded down: woken a little early, it finds nothing due
-                // and says nothing. Not cleared then, the timer would never fire again (a connect
-                // timeout missed for good); so it is tried again shortly.
-                if timerDeadline == deadline { timerDeadline = .now + .milliseconds(1) }
-            }
-            completeFinished()
+            for completion in completions { completion.continuation.resume(with: completion.result) }
+            if exiting { return }
         }
-        tearDown()
-    }
-
-    // MARK: - Calls in and out
-
-    /// New calls join the queue (or fail at once if already cancelled); cancellations take effect.
-    private func readMail() -> Bool {
-        let mail = mailbox.take()
-        for (job, continuation) in mail.submitted {
-            if job.cancelled.load(ordering: .acquiring) {
-                continuation.resume(throwing: CancellationError())
-            } else {
-                waiting.append((job, continuation))
-            }
-        }
-        for job in mail.cancelled { cancel(job) }
-        return mail.stopping
-    }
-
-    private func startWaiting() {
-        while inFlight.count < limit, !waiting.isEmpty {
-            let (job, continuation) = waiting.removeFirst()
-            start(job, continuation)
-        }
-    }
-
-    /// Queued calls past their deadline fail as a transfer would: the total timeout counts from the call.
-    private func expireWaiting() {
-        guard !waiting.isEmpty else { return }
-        let now = ContinuousClock.now
-        waiting.removeAll { job, continuation in
-            guard job.deadline <= now else { return false }
-            continuation.resume(throwing: HTTPClientError.timeout)
-            return true
-        }
-    }
-
-    private func start(_ job: CurlJob, _ continuation: CurlContinuation, isRetry: Bool = false) {
-        let remaining = job.deadline - .now
-        guard remaining > .zero else { return continuation.resume(throwing: HTTPClientError.timeout) }
-        let transfer = CurlTransfer(
-            job: job, continuation: continuation, easy: handles.checkOut(), maxBytes: configuration.maxResponseBytes, isRetry: isRetry)
-        do {
-            try transfer.configure(configuration, timeout: remaining, share: share)
-        } catch {
-            handles.checkIn(transfer.easy)
-            return continuation.resume(throwing: error)
-        }
-        confinement.check("curl_multi_add_handle")
-        let code = curl_multi_add_handle(multi, transfer.easy.raw)
-        guard code == CURLM_OK else {
-            handles.checkIn(transfer.easy)
-            let reason = String(cString: curl_multi_strerror(code))
-            return continuation.resume(throwing: HTTPClientError.transport(curlCode: Int(code.rawValue), reason: reason))
-        }
-        inFlight[transfer.easy.raw] = transfer
-    }
-
-    /// Takes the transfer out of libcurl at once: its connection is closed, the handle reused.
-    private func cancel(_ job: CurlJob) {
-        if let index = waiting.firstIndex(where: { $0.job === job }) {
-            waiting.remove(at: index).continuation.resume(throwing: CancellationError())
-        } else if let transfer = inFlight.values.first(where: { $0.job === job }) {
-            finish(transfer, with: .failure(CancellationError()))
-        }
-    }
-
-    private func completeFinished() {
-        confinement.check("curl_multi_info_read")
-        var left: Int32 = 0
-        while let message = curl_multi_info_read(multi, &left) {
-            // The message is libcurl's until the handle is removed: read it first.
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle, let transfer = inFlight[easy] else { continue }
-            let code = message.pointee.data.result
-            if transfer.deservesAFreshConnection(code) {
-                // Its slot passes to the second attempt: the bound on transfers holds.
-                release(transfer)
-                start(transfer.job, transfer.continuation, isRetry: true)
-                continue
-            }
-            finish(transfer, with: transfer.outcome(code, limit: configuration.maxResponseBytes).mapError { $0 as any Error })
-        }
-    }
-
-    private func finish(_ transfer: CurlTransfer, with result: Result<HTTPClientResponse, any Error>) {
-        release(transfer)
-        transfer.continuation.resume(with: result)
-    }
-
-    private func release(_ transfer: CurlTransfer) {
-        confinement.check("curl_multi_remove_handle")
-        inFlight[transfer.easy.raw] = nil
-        curl_multi_remove_handle(multi, transfer.easy.raw)
-        handles.checkIn(transfer.easy)
-    }
-
-    // MARK: - libcurl's sockets and timer
-
-    private func act(on socket: curl_socket_t, flags: Int32) {
-        confinement.check("curl_multi_socket_action")
-        var running: Int32 = 0
-        let code = curl_multi_socket_action(multi, socket, flags, &running)
-        if code != CURLM_OK {
-            logger.error("curl_multi_socket_action failed", metadata: ["error": "\(String(cString: curl_multi_strerror(code)))"])
-        }
-    }
-
-    private static func curlFlags(_ events: UInt32) -> Int32 {
-        var flags: Int32 = 0
-        // A hang-up is read as such (end of file), an error reported as one.
-        if events & (EPOLLIN.rawValue | EPOLLHUP.rawValue) != 0 { flags |= CURL_CSELECT_IN }
-        if events & EPOLLOUT.rawValue != 0 { flags |= CURL_CSELECT_OUT }
-        if events & EPOLLERR.rawValue != 0 { flags |= CURL_CSELECT_ERR }
-        return flags
-    }
-
-    /// Called by libcurl from within `curl_multi_socket_action`: which events to wait for on a socket.
-    fileprivate func watch(_ socket: curl_socket_t, what: Int32) {
-        guard what != CURL_POLL_REMOVE else {
-            _ = epoll_ctl(epoll, EPOLL_CTL_DEL, socket, nil)  // libcurl may have closed it already
-            return
-        }
-        var event = epoll_event()
-        event.events = (what & CURL_POLL_IN != 0 ? EPOLLIN.rawValue : 0) | (what & CURL_POLL_OUT != 0 ? EPOLLOUT.rawValue : 0)
-        event.data.fd = socket
-        if epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event) != 0, errno == ENOENT {
-            if epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event) != 0 {
-                logger.error("epoll_ctl failed for a libcurl socket", metadata: ["errno": "\(errno)"])
-            }
-        }
-    }
-
-    /// Called by libcurl: when it next wants a timeout action; -1 for none.
-    fileprivate func setTimer(milliseconds: Int) {
-        timerDeadline = milliseconds < 0 ? nil : .now + .milliseconds(milliseconds)
-    }
-
-    /// Until libcurl's timer or, when calls wait for a slot, the earliest of their deadlines.
-    private func waitMilliseconds() -> Int32 {
-        var next = timerDeadline
-        if inFlight.count >= limit, let earliest = waiting.lazy.map(\.job.deadline).min() {
-            next = min(next ?? earliest, earliest)
-        }
-        guard let next else { return -1 }
-        let left = next - .now
-        return left <= .zero ? 0 : Int32(clamping: left.roundedUpMilliseconds)
-    }
-
-    private func tearDown() {
-        handles.drain()
-        // The easy handles are gone, so the share is no longer in use and can go after the multi.
-        curl_multi_cleanup(multi)
-        curl_share_cleanup(share)
-        close(epoll)
-        events.deallocate()
     }
 }
 
 extension CurlReactor {
     private final class Start: Sendable {
-        let mailbox: CurlMailbox
-        let configuration: HTTPClientConfiguration
-        let logger: Logger
+        let engine: CurlEngine
 
-        init(mailbox: CurlMailbox, configuration: HTTPClientConfiguration, logger: Logger) {
-            self.mailbox = mailbox
-            self.configuration = configuration
-            self.logger = logger
-        }
+        init(engine: CurlEngine) { self.engine = engine }
     }
 
     /// Starts the reactor thread; it runs until the mailbox is stopped and its calls are done.
-    static func spawn(mailbox: CurlMailbox, configuration: HTTPClientConfiguration, logger: Logger) -> pthread_t {
-        let start = Unmanaged.passRetained(Start(mailbox: mailbox, configuration: configuration, logger: logger)).toOpaque()
+    static func spawn(engine: CurlEngine) -> pthread_t {
+        let start = Unmanaged.passRetained(Start(engine: engine)).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(
             &thread, nil,
             { raw in
                 let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
-                let reactor = CurlReactor(mailbox: start.mailbox, configuration: start.configuration, logger: start.logger)
-                reactor.run()
-                start.mailbox.markExited()
+                CurlReactor(engine: start.engine).run()
+                start.engine.mailbox.markExited()
                 return nil
             }, start)
         precondition(result == 0, "cannot start the HTTP client's reactor thread: \(result)")
         return thread
     }
-}
-
-// C callbacks: no captures; the reactor arrives through the user-data pointer.
-private let curlSocketCallback: curl_socket_callback = { _, socket, what, userData, _ in
-    Unmanaged<CurlReactor>.fromOpaque(userData!).takeUnretainedValue().watch(socket, what: what)
-    return 0
-}
-
-private let curlTimerCallback: curl_multi_timer_callback = { _, milliseconds, userData in
-    Unmanaged<CurlReactor>.fromOpaque(userData!).takeUnretainedValue().setTimer(milliseconds: milliseconds)
-    return 0
 }

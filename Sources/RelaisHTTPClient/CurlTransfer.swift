@@ -2,8 +2,8 @@ import CCurl
 import Glibc
 import Synchronization
 
-/// A call handed to the reactor: what to send and by when. `cancelled` is set by the calling task,
-/// so that a submission reaching the reactor after its cancellation is refused there.
+/// A call: what to send and by when. `cancelled` is set by the calling task, so that a submission
+/// reaching the multi handle after its cancellation is refused there.
 final class CurlJob: Sendable {
     let request: HTTPClientRequest
     let deadline: ContinuousClock.Instant
@@ -18,7 +18,7 @@ final class CurlJob: Sendable {
 typealias CurlContinuation = CheckedContinuation<HTTPClientResponse, any Error>
 
 /// One libcurl easy handle, kept between transfers for its options' allocations; connections live
-/// in the reactor's multi (and share) handle, not here. Used on the reactor thread only.
+/// in the multi (and share) handle, not here. Used under the client's lock only.
 final class CurlEasyHandle {
     let raw: UnsafeMutableRawPointer
 
@@ -32,7 +32,7 @@ final class CurlEasyHandle {
     deinit { curl_easy_cleanup(raw) }
 }
 
-/// Idle easy handles, reused as a free list. Used on its reactor thread only, which it checks.
+/// Idle easy handles, reused as a free list. Used under the client's lock only, which it checks.
 final class CurlEasyHandles {
     private var idle: [CurlEasyHandle] = []
     private let capacity: Int
@@ -91,8 +91,7 @@ final class CurlTransferState {
     var errorMessage: String { String(cString: errorBuffer) }
 }
 
-/// A transfer the reactor has started: its easy handle is in the multi handle until it completes
-/// or is cancelled. Used on the reactor thread only.
+/// A transfer in the multi handle until it completes or is cancelled. Used under the client's lock.
 final class CurlTransfer {
     let job: CurlJob
     let continuation: CurlContinuation
@@ -128,6 +127,13 @@ final class CurlTransfer {
     }
 
     deinit { curl_slist_free_all(headerList) }
+
+    /// Whether this transfer made a TLS connection of its own (a reused one has no handshake time).
+    var completedATLSHandshake: Bool {
+        var microseconds: curl_off_t = 0
+        _ = relais_curl_getinfo_offset(easy.raw, CURLINFO_APPCONNECT_TIME_T, &microseconds)
+        return microseconds > 0
+    }
 
     /// The response of a transfer libcurl reports done with `code`.
     func outcome(_ code: CURLcode, limit: Int) -> Result<HTTPClientResponse, HTTPClientError> {
@@ -178,6 +184,13 @@ final class CurlTransfer {
         try set(CURLOPT_SSL_VERIFYPEER, configuration.tls.verifyPeer ? 1 : 0)
         try set(CURLOPT_SSL_VERIFYHOST, configuration.tls.verifyPeer ? 2 : 0)
         if let path = configuration.tls.caBundlePath { try set(CURLOPT_CAINFO, path) }
+        // The CA store is read from disk once, at the client's first TLS connection, and kept (as
+        // Go keeps its system pool): later connections, made on event loops, read no file. libcurl
+        // caches a store that comes from a bundle file only, so the directory of hashed
+        // certificates built in beside Debian's bundle (/etc/ssl/certs, the same CAs, each read
+        // when a chain needs it) is left out: trust is the bundle's, the system's or the configured one.
+        try check(relais_curl_setopt_pointer(curl, CURLOPT_CAPATH, nil))
+        try set(CURLOPT_CA_CACHE_TIMEOUT, -1)
         if let path = configuration.tls.clientCertificatePath { try set(CURLOPT_SSLCERT, path) }
         if let path = configuration.tls.clientKeyPath { try set(CURLOPT_SSLKEY, path) }
         if let password = configuration.tls.clientKeyPassword { try set(CURLOPT_KEYPASSWD, password) }
@@ -208,7 +221,7 @@ final class CurlTransfer {
         }
         try check(relais_curl_setopt_slist(curl, CURLOPT_HTTPHEADER, headerList))
 
-        // Unretained: the reactor holds the transfer (and so its state) until libcurl is done with it.
+        // Unretained: the multi holds the transfer (and so its state) until libcurl is done with it.
         let userData = Unmanaged.passUnretained(state).toOpaque()
         try check(relais_curl_setopt_callback(curl, CURLOPT_WRITEFUNCTION, curlWriteCallback))
         try check(relais_curl_setopt_pointer(curl, CURLOPT_WRITEDATA, userData))

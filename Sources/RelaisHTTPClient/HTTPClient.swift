@@ -10,24 +10,27 @@ import Glibc
 
 /// Outbound HTTP over libcurl.
 ///
-/// Each client has one reactor thread that runs every transfer through libcurl's multi interface
-/// (``CurlReactor``), never on an event loop and without a thread per request; callers simply
-/// `await`, and are resumed on their own executor. Connections, DNS answers and TLS sessions are
-/// kept for reuse between requests.
+/// Every transfer runs through libcurl's multi interface, which never blocks: the caller's thread
+/// (an event loop) starts it and sends the request, and the client's one reactor thread waits for
+/// the answer and completes the call (``CurlEngine``), without a thread per request; callers simply
+/// `await`, and are resumed on their own executor. Connections, DNS answers, TLS sessions and the
+/// CA store are kept for reuse between requests.
 public final class HTTPClient: Sendable {
     public let configuration: HTTPClientConfiguration
-    let mailbox = CurlMailbox()
-    /// The reactor's thread: every libcurl call of this client is made there.
+    let engine: CurlEngine
+    /// The reactor's thread: it waits for libcurl's sockets and completes the calls.
     let reactorThread: pthread_t
     private let logger: Logger
     private let tracer: (any Tracer)?
     private let isShutdown = Atomic<Bool>(false)
 
-    static let offReactorCurlCalls = Atomic<Int>(0)
+    static let unguardedCurlCalls = Atomic<Int>(0)
 
-    /// libcurl calls made by any client on a thread other than its reactor's (an event loop's, say),
-    /// each also logged as an error: 0 unless the confinement the client relies on is broken.
-    public static var blockingCallsOnEventLoop: Int { offReactorCurlCalls.load(ordering: .relaxed) }
+    /// libcurl calls made by any client without its lock (on an event loop or anywhere else), each
+    /// also logged as an error: 0 unless the confinement the client relies on is broken. Under the
+    /// lock only libcurl's multi interface is used, which never blocks, and a transfer that could
+    /// read a file (the CA bundle before it is cached, a client key) is started by the reactor.
+    public static var blockingCallsOnEventLoop: Int { unguardedCurlCalls.load(ordering: .relaxed) }
 
     /// - Parameter tracer: when set, each request is a client span, child of the caller's
     ///   (``ServiceContext/current``), and carries its trace context (`traceparent`) to the server.
@@ -36,13 +39,14 @@ public final class HTTPClient: Sendable {
         self.tracer = tracer
         self.logger = logger
         CurlGlobal.ensureInitialized()
-        reactorThread = CurlReactor.spawn(mailbox: mailbox, configuration: configuration, logger: logger)
+        engine = CurlEngine(configuration: configuration, logger: logger)
+        reactorThread = CurlReactor.spawn(engine: engine)
     }
 
     /// A client released without ``shutdown()`` still stops its thread, once its transfers are done.
     deinit {
         if !isShutdown.load(ordering: .acquiring) {
-            mailbox.requestStop()
+            engine.mailbox.requestStop()
             pthread_detach(reactorThread)
         }
     }
@@ -87,9 +91,9 @@ public final class HTTPClient: Sendable {
         let job = CurlJob(request: request, deadline: start + (request.timeout ?? configuration.totalTimeout))
         do {
             let response = try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in mailbox.submit(job, continuation) }
+                try await withCheckedThrowingContinuation { continuation in engine.submit(job, continuation) }
             } onCancel: {
-                mailbox.cancel(job)
+                engine.mailbox.cancel(job)
             }
             record(host: host, outcome: String(response.status), since: start)
             logger.debug(
@@ -111,7 +115,7 @@ public final class HTTPClient: Sendable {
     /// the reactor thread once it has freed every libcurl handle; later calls throw `.shutdown`.
     public func shutdown() async throws {
         guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        await mailbox.stop()
+        await engine.mailbox.stop()
         // The thread has nothing left to do but return: the join does not wait for work.
         pthread_join(reactorThread, nil)
     }

@@ -213,7 +213,7 @@ import Glibc
             var arrivals = arrived.makeAsyncIterator()
             _ = await arrivals.next()
             let waiter = Task { try await client.send(.init(url: server.baseURL + "/counted")) }
-            #expect(try await eventually { client.mailbox.waitingForSlot.load(ordering: .relaxed) == 1 })
+            #expect(try await eventually { client.engine.waitingForSlot.load(ordering: .relaxed) == 1 })
             waiter.cancel()
             await #expect(throws: CancellationError.self) { try await waiter.value }
             release.yield()
@@ -318,9 +318,9 @@ import Glibc
             var arrivals = arrived.makeAsyncIterator()
             _ = await arrivals.next()
             let queued = Task { try await client.send(.init(url: server.baseURL + "/counted")) }
-            #expect(try await eventually { client.mailbox.waitingForSlot.load(ordering: .relaxed) == 1 })
+            #expect(try await eventually { client.engine.waitingForSlot.load(ordering: .relaxed) == 1 })
             let shutdown = Task { try await client.shutdown() }
-            #expect(try await eventually { client.mailbox.isStopping })
+            #expect(try await eventually { client.engine.mailbox.isStopping })
             await #expect(throws: HTTPClientError.shutdown) { try await client.send(.init(url: server.baseURL + "/hello")) }
             release.yield()
             #expect(try await inFlight.value.bodyText == "released")
@@ -345,7 +345,7 @@ import Glibc
         weak var mailbox: CurlMailbox?
         do {
             let client = client()
-            mailbox = client.mailbox
+            mailbox = client.engine.mailbox
         }
         // The reactor thread holds the mailbox until it exits.
         #expect(try await eventually { mailbox == nil })
@@ -376,11 +376,11 @@ import Glibc
         }
     }
 
-    @Test func libcurlRunsOnlyOnTheReactorAndAViolationIsCounted() async throws {
-        try await BlockingCallChecks.shared.exclusively { try await libcurlRunsOnlyOnTheReactor() }
+    @Test func callsStartOnTheirLoopResumeThereAndALibcurlCallWithoutTheLockIsCounted() async throws {
+        try await BlockingCallChecks.shared.exclusively { try await callsStartOnTheirLoop() }
     }
 
-    private func libcurlRunsOnlyOnTheReactor() async throws {
+    private func callsStartOnTheirLoop() async throws {
         try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server async throws in
             let client = client()
             defer { Task { try? await client.shutdown() } }
@@ -391,20 +391,70 @@ import Glibc
                 for _ in 0..<5 {
                     onLoop.append(MultiThreadedEventLoopGroup.currentEventLoop != nil)
                     let response = try await client.send(.init(url: server.baseURL + "/hello"))
-                    // Resumed from the reactor thread onto the caller's preferred executor.
+                    // Completed by the reactor thread, resumed on the caller's preferred executor.
                     onLoop.append(MultiThreadedEventLoopGroup.currentEventLoop != nil && response.status == 200)
                 }
                 return onLoop
             }.value
             #expect(onLoop == Array(repeating: true, count: 10))
+            // Plain HTTP reads no file: each transfer was started by its caller, none by the reactor.
+            #expect(client.engine.startedByCallers.load(ordering: .relaxed) == 5)
+            #expect(client.engine.handedToReactor.load(ordering: .relaxed) == 0)
             #expect(HTTPClient.blockingCallsOnEventLoop == before)
 
-            // A deliberate violation: easy handles of this client's reactor, used from this thread.
+            // A deliberate violation: easy handles of this client, used without its lock.
             var quiet = Logger(label: "violation")
             quiet.logLevel = .critical
-            let handles = CurlEasyHandles(capacity: 1, confinement: CurlConfinement(owner: client.reactorThread, logger: quiet))
+            let handles = CurlEasyHandles(capacity: 1, confinement: CurlConfinement(holder: client.engine.holder, logger: quiet))
             handles.checkIn(handles.checkOut())
             #expect(HTTPClient.blockingCallsOnEventLoop == before + 2)
+        }
+    }
+
+    /// libcurl reads the CA bundle at a TLS connection until it has it cached: the first TLS call is
+    /// started by the reactor, later ones by their callers, and those read no file (the bundle is
+    /// deleted in between, and the next call, on a connection of its own, still verifies).
+    @Test func theCABundleIsReadOnceOnTheReactorThenTLSCallsStartOnTheCaller() async throws {
+        let certificates = try await TestCertificates.make()
+        let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("relais-ca-\(UUID().uuidString).pem").path
+        try FileManager.default.copyItem(atPath: certificates.serverCertificate, toPath: bundle)
+        defer { try? FileManager.default.removeItem(atPath: bundle) }
+        try await TLSTests.withTLSServer(certificates) { port async throws in
+            let client = client {
+                $0.tls.caBundlePath = bundle
+                $0.connectTimeout = .seconds(30)
+                $0.totalTimeout = .seconds(60)
+            }
+            defer { Task { try? await client.shutdown() } }
+            let first = try await client.send(.init(url: "https://127.0.0.1:\(port)/"))
+            #expect(first.status == 200)
+            #expect(client.engine.handedToReactor.load(ordering: .relaxed) == 1)
+            #expect(client.engine.startedByCallers.load(ordering: .relaxed) == 0)
+            try FileManager.default.removeItem(atPath: bundle)
+            let second = try await client.send(.init(url: "https://127.0.0.1:\(port)/"))
+            #expect(second.status == 200)
+            #expect(second.newConnections == 1)
+            #expect(client.engine.startedByCallers.load(ordering: .relaxed) == 1)
+        }
+    }
+
+    /// A client certificate and key are read at every TLS handshake: such calls always go to the reactor.
+    @Test func withAClientCertificateTLSCallsAlwaysStartOnTheReactor() async throws {
+        let certificates = try await TestCertificates.make()
+        try await TLSTests.withTLSServer(certificates, requireClientCertificate: true) { port async throws in
+            let client = client {
+                $0.tls.caBundlePath = certificates.serverCertificate
+                $0.tls.clientCertificatePath = certificates.clientCertificate
+                $0.tls.clientKeyPath = certificates.clientKey
+                $0.connectTimeout = .seconds(30)
+                $0.totalTimeout = .seconds(60)
+            }
+            defer { Task { try? await client.shutdown() } }
+            for _ in 0..<2 {
+                #expect(try await client.send(.init(url: "https://127.0.0.1:\(port)/")).status == 200)
+            }
+            #expect(client.engine.handedToReactor.load(ordering: .relaxed) == 2)
+            #expect(client.engine.startedByCallers.load(ordering: .relaxed) == 0)
         }
     }
 }

@@ -7,8 +7,8 @@ import Testing
 extension RelaySessionsAndProvidersChain {
     /// docs/capacity.md: request handlers run on the event loop that read the request, so nothing
     /// they call may block it. Redis is spoken on the loops themselves (hiredis as codec only), and
-    /// the relay's libcurl calls all run on the HTTP client's reactor thread; a blocking Redis step
-    /// on a loop, or a libcurl call anywhere else, is counted, and a whole journey must count none.
+    /// libcurl only through its multi interface under the HTTP client's lock; a blocking Redis step
+    /// on a loop, or a libcurl call without that lock, is counted, and a whole journey must count none.
     @Suite struct EventLoopInvariantTests {
         @Test func aSignInRefreshAndUserinfoOnRedisMakeNoBlockingCallOnAnEventLoop() async throws {
             let redis = try await RedisServerProcess.launch()

@@ -1,0 +1,332 @@
+import CCurl
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A call's outcome, resumed by whoever held the client's lock once it has let go of it.
+typealias CurlCompletion = (continuation: CurlContinuation, result: Result<HTTPClientResponse, any Error>)
+
+/// libcurl's multi handle and the transfers in it, driven the way libcurl documents for
+/// event-based applications: libcurl says which sockets to watch and when to call back
+/// (``curlSocketCallback``, ``curlTimerCallback``), and readiness and timeouts go to
+/// `curl_multi_socket_action`. Every method runs under the client's lock (``CurlEngine``), by
+/// whichever thread holds it: the event loop that starts a transfer, which lets libcurl send the
+/// request at once, or the reactor thread, which waits on the sockets and the timer in `epoll_wait`
+/// and completes the transfers. Not Sendable: the lock is what hands it from thread to thread.
+final class CurlMulti {
+    let configuration: HTTPClientConfiguration
+    private let logger: Logger
+    let confinement: CurlConfinement
+    private let limit: Int
+    private let multi: UnsafeMutableRawPointer
+    private let share: UnsafeMutableRawPointer
+    private let epoll: Int32
+    private let timer: Int32
+    private let handles: CurlEasyHandles
+    /// When libcurl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`; nil when it does not.
+    private var curlDeadline: ContinuousClock.Instant?
+    /// What the timer descriptor is set to; nil when disarmed.
+    private var armedDeadline: ContinuousClock.Instant?
+    /// Calls beyond the bound on transfers in flight, in arrival order.
+    private var waiting: [(job: CurlJob, continuation: CurlContinuation, isRetry: Bool)] = []
+    private var inFlight: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    private var completed: [CurlCompletion] = []
+    /// Set by the reactor once the client stops: new calls are refused, those made go on.
+    var stopping = false
+    /// A TLS handshake has completed, so libcurl holds the CA store in memory (its cache never
+    /// expires here): from then on a TLS connection reads no file and may be made on an event loop.
+    private(set) var caStoreLoaded = false
+
+    init(configuration: HTTPClientConfiguration, logger: Logger, confinement: CurlConfinement, epoll: Int32, timer: Int32) {
+        self.configuration = configuration
+        self.logger = logger
+        self.confinement = confinement
+        self.epoll = epoll
+        self.timer = timer
+        limit = max(1, configuration.maxConcurrentRequests)
+        handles = CurlEasyHandles(capacity: limit, confinement: confinement)
+        guard let multi = curl_multi_init(), let share = curl_share_init() else {
+            preconditionFailure("curl_multi_init or curl_share_init failed: out of memory")
+        }
+        self.multi = multi
+        self.share = share
+    }
+
+    /// Before any use, by the thread that created it, with the lock held.
+    func setUp() {
+        confinement.check("curl_multi_setopt")
+        // DNS answers and TLS sessions are kept across easy handles, and so are connections, which
+        // the multi handle's own cache would keep too: one cache either way, for every provider.
+        // The share is used under the client's lock only, so it needs no lock callbacks.
+        for data in [CURL_LOCK_DATA_DNS, CURL_LOCK_DATA_SSL_SESSION, CURL_LOCK_DATA_CONNECT] {
+            let code = relais_curl_share_setopt_lock_data(share, CURLSHOPT_SHARE, data)
+            precondition(code == CURLSHE_OK, "curl_share_setopt failed: \(code)")
+        }
+        let this = Unmanaged.passUnretained(self).toOpaque()
+        let codes = [
+            relais_curl_multi_setopt_socket_callback(multi, CURLMOPT_SOCKETFUNCTION, curlSocketCallback),
+            relais_curl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, this),
+            relais_curl_multi_setopt_timer_callback(multi, CURLMOPT_TIMERFUNCTION, curlTimerCallback),
+            relais_curl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, this),
+            // The bound on transfers in flight bounds connections too: idle ones are closed, oldest
+            // first, to make room, and as many stay open for reuse.
+            relais_curl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, limit),
+            relais_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, limit),
+        ]
+        precondition(codes.allSatisfy { $0 == CURLM_OK }, "curl_multi_setopt failed: \(codes)")
+    }
+
+    var isIdle: Bool { inFlight.isEmpty && waiting.isEmpty }
+    var waitingCount: Int { waiting.count }
+
+    /// Whether a transfer may be started by the calling thread (an event loop): not once the client
+    /// stops, and not when libcurl could read a file for it. A TLS connection reads the CA bundle
+    /// until a first handshake has cached it, and a client certificate and key at every handshake;
+    /// such transfers are handed to the reactor. A redirect or an HTTPS proxy may need TLS too.
+    func mayStartOnCaller(_ job: CurlJob) -> Bool {
+        guard !stopping else { return false }
+        let tls =
+            job.request.url.utf8.starts(with: "https:".utf8) || configuration.followRedirects
+            || (configuration.proxy?.utf8.starts(with: "https:".utf8) ?? false)
+        guard tls else { return true }
+        return caStoreLoaded && configuration.tls.clientCertificatePath == nil && configuration.tls.clientKeyPath == nil
+    }
+
+    // MARK: - Calls in and out
+
+    /// A new call joins the queue and starts if a slot is free (fails at once if already cancelled).
+    func submit(_ job: CurlJob, _ continuation: CurlContinuation) {
+        if job.cancelled.load(ordering: .acquiring) {
+            completed.append((continuation, .failure(CancellationError())))
+        } else {
+            waiting.append((job, continuation, false))
+        }
+    }
+
+    /// What is due: calls that can start, expired waits, libcurl's timer, finished transfers; then
+    /// the timer descriptor set to the next thing due. Every holder of the lock ends with this.
+    /// On a caller's thread, calls that may read a file stay queued for the reactor; the result
+    /// says whether any did, so that the caller wakes the reactor to start them.
+    func advance(onCaller: Bool) -> Bool {
+        expireWaiting()
+        var leftForTheReactor = false
+        while true {
+            if startWaiting(onCaller: onCaller) { leftForTheReactor = true }
+            runDueTimer()
+            if completeFinished(onCaller: onCaller) { leftForTheReactor = true }
+            // Completions may have freed slots: go round again while a queued call can use one.
+            guard inFlight.count < limit, waiting.contains(where: { !onCaller || mayStartOnCaller($0.job) }) else { break }
+        }
+        rearm()
+        return leftForTheReactor
+    }
+
+    /// Starts queued calls while slots are free; true when one was left for the reactor.
+    private func startWaiting(onCaller: Bool) -> Bool {
+        var index = 0
+        var skipped = false
+        while inFlight.count < limit, index < waiting.count {
+            guard !onCaller || mayStartOnCaller(waiting[index].job) else {
+                index += 1
+                skipped = true
+                continue
+            }
+            let (job, continuation, isRetry) = waiting.remove(at: index)
+            start(job, continuation, isRetry: isRetry)
+        }
+        return skipped
+    }
+
+    /// The completions made under the lock, to resume once it is released.
+    func takeCompleted() -> [CurlCompletion] {
+        defer { completed.removeAll(keepingCapacity: true) }
+        return completed
+    }
+
+    /// Queued calls past their deadline fail as a transfer would: the total timeout counts from the call.
+    private func expireWaiting() {
+        guard !waiting.isEmpty else { return }
+        let now = ContinuousClock.now
+        waiting.removeAll { job, continuation, _ in
+            guard job.deadline <= now else { return false }
+            completed.append((continuation, .failure(HTTPClientError.timeout)))
+            return true
+        }
+    }
+
+    private func start(_ job: CurlJob, _ continuation: CurlContinuation, isRetry: Bool = false) {
+        let remaining = job.deadline - .now
+        guard remaining > .zero else { return completed.append((continuation, .failure(HTTPClientError.timeout))) }
+        let transfer = CurlTransfer(
+            job: job, continuation: continuation, easy: handles.checkOut(), maxBytes: configuration.maxResponseBytes, isRetry: isRetry)
+        do {
+            try transfer.configure(configuration, timeout: remaining, share: share)
+        } catch {
+            handles.checkIn(transfer.easy)
+            return completed.append((continuation, .failure(error)))
+        }
+        confinement.check("curl_multi_add_handle")
+        let code = curl_multi_add_handle(multi, transfer.easy.raw)
+        guard code == CURLM_OK else {
+            handles.checkIn(transfer.easy)
+            let reason = String(cString: curl_multi_strerror(code))
+            return completed.append((continuation, .failure(HTTPClientError.transport(curlCode: Int(code.rawValue), reason: reason))))
+        }
+        inFlight[transfer.easy.raw] = transfer
+    }
+
+    /// Takes the transfer out of libcurl at once: its connection is closed, the handle reused.
+    func cancel(_ job: CurlJob) {
+        if let index = waiting.firstIndex(where: { $0.job === job }) {
+            completed.append((waiting.remove(at: index).continuation, .failure(CancellationError())))
+        } else if let transfer = inFlight.values.first(where: { $0.job === job }) {
+            finish(transfer, with: .failure(CancellationError()))
+        }
+    }
+
+    /// Completes what libcurl reports done; true when a retry was left for the reactor.
+    private func completeFinished(onCaller: Bool) -> Bool {
+        confinement.check("curl_multi_info_read")
+        var left: Int32 = 0
+        var leftForTheReactor = false
+        while let message = curl_multi_info_read(multi, &left) {
+            // The message is libcurl's until the handle is removed: read it first.
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle, let transfer = inFlight[easy] else { continue }
+            let code = message.pointee.data.result
+            if !caStoreLoaded { caStoreLoaded = transfer.completedATLSHandshake }
+            if transfer.deservesAFreshConnection(code) {
+                // Its slot passes to the second attempt: the bound on transfers holds.
+                release(transfer)
+                if onCaller && !mayStartOnCaller(transfer.job) {
+                    waiting.insert((transfer.job, transfer.continuation, true), at: 0)
+                    leftForTheReactor = true
+                } else {
+                    start(transfer.job, transfer.continuation, isRetry: true)
+                }
+                continue
+            }
+            finish(transfer, with: transfer.outcome(code, limit: configuration.maxResponseBytes).mapError { $0 as any Error })
+        }
+        return leftForTheReactor
+    }
+
+    private func finish(_ transfer: CurlTransfer, with result: Result<HTTPClientResponse, any Error>) {
+        release(transfer)
+        completed.append((transfer.continuation, result))
+    }
+
+    private func release(_ transfer: CurlTransfer) {
+        confinement.check("curl_multi_remove_handle")
+        inFlight[transfer.easy.raw] = nil
+        curl_multi_remove_handle(multi, transfer.easy.raw)
+        handles.checkIn(transfer.easy)
+    }
+
+    // MARK: - libcurl's sockets and timer
+
+    /// A socket libcurl watches is ready (or in error).
+    func act(on socket: curl_socket_t, events: UInt32) {
+        var flags: Int32 = 0
+        // A hang-up is read as such (end of file), an error reported as one.
+        if events & (EPOLLIN.rawValue | EPOLLHUP.rawValue) != 0 { flags |= CURL_CSELECT_IN }
+        if events & EPOLLOUT.rawValue != 0 { flags |= CURL_CSELECT_OUT }
+        if events & EPOLLERR.rawValue != 0 { flags |= CURL_CSELECT_ERR }
+        act(on: socket, flags: flags)
+    }
+
+    private func act(on socket: curl_socket_t, flags: Int32) {
+        confinement.check("curl_multi_socket_action")
+        var running: Int32 = 0
+        let code = curl_multi_socket_action(multi, socket, flags, &running)
+        if code != CURLM_OK {
+            logger.error("curl_multi_socket_action failed", metadata: ["error": "\(String(cString: curl_multi_strerror(code)))"])
+        }
+    }
+
+    /// libcurl's timer, whenever it is due: at once after a transfer is added (libcurl asks for
+    /// that with a timeout of 0, and the request then goes out on the thread that added it).
+    private func runDueTimer() {
+        while let deadline = curlDeadline, deadline <= .now {
+            act(on: CURL_SOCKET_TIMEOUT, flags: 0)
+            // libcurl calls the timer function only when its earliest expiry changes, and the
+            // milliseconds it gives are rounded down: woken a little early, it finds nothing due
+            // and says nothing. Not moved then, the timer would never fire again (a connect
+            // timeout missed for good); so it is tried again shortly.
+            if curlDeadline == deadline { curlDeadline = .now + .milliseconds(1) }
+        }
+    }
+
+    /// Sets the timer descriptor to libcurl's deadline or, when calls wait for a slot, the earliest
+    /// of theirs. Only an earlier deadline is written: a timer left early wakes the reactor once,
+    /// which finds nothing due and sets it again, cheaper than a system call per change.
+    private func rearm() {
+        var next = curlDeadline
+        if inFlight.count >= limit, let earliest = waiting.lazy.map(\.job.deadline).min() {
+            next = min(next ?? earliest, earliest)
+        }
+        guard let next else { return }
+        if let armed = armedDeadline, armed <= next, armed > .now { return }
+        let (seconds, attoseconds) = max(next - .now, .nanoseconds(1)).components
+        var value = itimerspec()
+        value.it_value.tv_sec = Int(seconds)
+        // A zero it_value disarms: never less than a nanosecond.
+        value.it_value.tv_nsec = max(1, Int(attoseconds / 1_000_000_000))
+        if timerfd_settime(timer, 0, &value, nil) != 0 {
+            logger.error("timerfd_settime failed for the HTTP client's timer", metadata: ["errno": "\(errno)"])
+        }
+        armedDeadline = next
+    }
+
+    /// The timer descriptor fired: it is disarmed until ``advance()`` sets it again.
+    func timerFired() {
+        var expirations: UInt64 = 0
+        _ = read(timer, &expirations, MemoryLayout<UInt64>.size)
+        armedDeadline = nil
+    }
+
+    /// Called by libcurl from within `curl_multi_socket_action`: which events to wait for on a
+    /// socket. epoll_ctl may be called while the reactor waits: the change applies to that wait.
+    fileprivate func watch(_ socket: curl_socket_t, what: Int32) {
+        guard what != CURL_POLL_REMOVE else {
+            _ = epoll_ctl(epoll, EPOLL_CTL_DEL, socket, nil)  // libcurl may have closed it already
+            return
+        }
+        var event = epoll_event()
+        event.events = (what & CURL_POLL_IN != 0 ? EPOLLIN.rawValue : 0) | (what & CURL_POLL_OUT != 0 ? EPOLLOUT.rawValue : 0)
+        event.data.fd = socket
+        if epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event) != 0, errno == ENOENT {
+            if epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event) != 0 {
+                logger.error("epoll_ctl failed for a libcurl socket", metadata: ["errno": "\(errno)"])
+            }
+        }
+    }
+
+    /// Called by libcurl: when it next wants a timeout action; -1 for none.
+    fileprivate func setTimer(milliseconds: Int) {
+        curlDeadline = milliseconds < 0 ? nil : .now + .milliseconds(milliseconds)
+    }
+
+    /// Frees libcurl's handles; nothing may use this object afterwards.
+    func tearDown() {
+        handles.drain()
+        confinement.check("curl_multi_cleanup")
+        // The easy handles are gone, so the share is no longer in use and can go after the multi.
+        curl_multi_cleanup(multi)
+        curl_share_cleanup(share)
+    }
+}
+
+// C callbacks: no captures; the multi arrives through the user-data pointer, under the lock of
+// the thread that called into libcurl.
+private let curlSocketCallback: curl_socket_callback = { _, socket, what, userData, _ in
+    Unmanaged<CurlMulti>.fromOpaque(userData!).takeUnretainedValue().watch(socket, what: what)
+    return 0
+}
+
+private let curlTimerCallback: curl_multi_timer_callback = { _, milliseconds, userData in
+    Unmanaged<CurlMulti>.fromOpaque(userData!).takeUnretainedValue().setTimer(milliseconds: milliseconds)
+    return 0
+}
