@@ -22,6 +22,7 @@ redis_port=$(free_port)
 redis_tls_port=$(free_port)
 relais_port=$(free_port)
 relais_tls_port=$(free_port)
+relais_unix_port=$(free_port)
 provider_port=$(free_port)
 anchor_port=$(free_port)
 anchor_redis_port=$(free_port)
@@ -30,6 +31,7 @@ cleanup() {
     anchor_stop
     [ -n "${relais_pid:-}" ] && kill "$relais_pid" 2>/dev/null && wait "$relais_pid" 2>/dev/null || true
     [ -n "${relais_tls_pid:-}" ] && kill "$relais_tls_pid" 2>/dev/null && wait "$relais_tls_pid" 2>/dev/null || true
+    [ -n "${relais_unix_pid:-}" ] && kill "$relais_unix_pid" 2>/dev/null && wait "$relais_unix_pid" 2>/dev/null || true
     [ -n "${relais_count_pid:-}" ] && kill "$relais_count_pid" 2>/dev/null && wait "$relais_count_pid" 2>/dev/null || true
     [ -n "${relais_soak_pid:-}" ] && kill "$relais_soak_pid" 2>/dev/null && wait "$relais_soak_pid" 2>/dev/null || true
     [ -n "${relais_fresh_pid:-}" ] && kill "$relais_fresh_pid" 2>/dev/null && wait "$relais_fresh_pid" 2>/dev/null || true
@@ -41,12 +43,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# One Redis, reachable in plain TCP and over TLS (its tls-port): the second relay uses rediss://
-# and shares everything with the first, so the same token measures the tunnel's cost.
+# One Redis, reachable in plain TCP, over TLS (its tls-port) and through a Unix-domain socket: the
+# second relay uses rediss:// and shares everything with the first, so the same token measures the
+# tunnel's cost; a third signs in through the socket.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/redis.key" -out "$work/redis.pem" -days 1 \
     -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
 redis-server --port "$redis_port" --tls-port "$redis_tls_port" --tls-cert-file "$work/redis.pem" --tls-key-file "$work/redis.key" \
-    --tls-ca-cert-file "$work/redis.pem" --tls-auth-clients no --bind 127.0.0.1 --save "" --appendonly no --loglevel warning >"$work/redis.log" 2>&1 &
+    --tls-ca-cert-file "$work/redis.pem" --tls-auth-clients no --bind 127.0.0.1 --unixsocket "$work/redis.sock" --unixsocketperm 700 \
+    --save "" --appendonly no --loglevel warning >"$work/redis.log" 2>&1 &
 redis_pid=$!
 
 # The development provider (FranceConnect v2 look-alike) and a relay wired to it, on Redis. Rate
@@ -58,7 +62,7 @@ provider: {identities_file: $PWD/config/dev-identities.yaml}
 clients:
   relais:
     secret: bench-provider-secret-0123456789-0123456789
-    redirect_uris: [http://127.0.0.1:$relais_port/callback]
+    redirect_uris: [http://127.0.0.1:$relais_port/callback, http://127.0.0.1:$relais_unix_port/callback]
   mod-auth-openidc:
     secret: bench-provider-secret-0123456789-0123456789
     redirect_uris: [http://127.0.0.1:$anchor_port/protected/redirect_uri]
@@ -109,6 +113,14 @@ grep -q "rediss://" "$work/relais-tls.yaml" || { echo "could not derive the TLS 
 .build/release/relais serve --config "$work/relais-tls.yaml" >"$work/relais-tls.log" 2>&1 &
 relais_tls_pid=$!
 wait_for "http://127.0.0.1:$relais_tls_port/readyz"
+# A relay of its own public URL (its sign-ins come back to it), its store through Redis' Unix socket.
+sed -e "s|port: $relais_port,|port: $relais_unix_port,|" -e "s|http://127.0.0.1:$relais_port\"|http://127.0.0.1:$relais_unix_port\"|" \
+    -e "s|url: \"redis://127.0.0.1:$redis_port\"}|url: \"unix://$work/redis.sock\"}|" \
+    "$work/relais.yaml" >"$work/relais-unix.yaml"
+grep -q "unix://" "$work/relais-unix.yaml" || { echo "could not derive the Unix-socket relay's configuration" >&2; exit 1; }
+.build/release/relais serve --config "$work/relais-unix.yaml" >"$work/relais-unix.log" 2>&1 &
+relais_unix_pid=$!
+wait_for "http://127.0.0.1:$relais_unix_port/readyz"
 
 run_wrk() {  # prints "rps p50 p99" for a URL; extra arguments go to wrk (-H, -s); wrk_duration overrides DURATION
     local url=$1
@@ -176,6 +188,18 @@ es256_ticks0=$(cpu_ticks "$relais_pid"); es256_redis_ticks0=$(cpu_ticks "$redis_
 es256_ticks1=$(cpu_ticks "$relais_pid"); es256_redis_ticks1=$(cpu_ticks "$redis_pid")
 es256_signins=$(awk '{for (i=1;i<=NF;i++) if (index($i, "signins=")==1) print substr($i, 9)}' "$work/signin-es256.txt")
 es256_both_cpu=$(python3 -c "print(f'{($es256_ticks1 - $es256_ticks0 + $es256_redis_ticks1 - $es256_redis_ticks0) * 1000 / $(getconf CLK_TCK) / $es256_signins:.2f}')")
+
+echo "Sign-ins with Relais' Redis through its Unix-domain socket..."
+# The first sign-ins' app (RS256 id_tokens) on the third relay, whose store is Redis' Unix socket.
+redis-cli -p "$redis_port" --scan --pattern 'relais:sub:*' | while read -r key; do redis-cli -p "$redis_port" del "$key" >/dev/null; done
+.build/release/relais-bench signin --relay "http://127.0.0.1:$relais_unix_port" --seconds 2 >/dev/null  # warm up
+unix_ticks0=$(cpu_ticks "$relais_unix_pid"); unix_redis_ticks0=$(cpu_ticks "$redis_pid")
+.build/release/relais-bench signin --relay "http://127.0.0.1:$relais_unix_port" --seconds "${BENCH_SIGNIN_SECONDS:-10}" >"$work/signin-unix.txt"
+unix_ticks1=$(cpu_ticks "$relais_unix_pid"); unix_redis_ticks1=$(cpu_ticks "$redis_pid")
+unix_signins=$(awk '{for (i=1;i<=NF;i++) if (index($i, "signins=")==1) print substr($i, 9)}' "$work/signin-unix.txt")
+unix_relais_cpu=$(cpu_per "$unix_ticks0" "$unix_ticks1" "$unix_signins")
+unix_redis_cpu=$(cpu_per "$unix_redis_ticks0" "$unix_redis_ticks1" "$unix_signins")
+unix_both_cpu=$(python3 -c "print(f'{$unix_relais_cpu + $unix_redis_cpu:.2f}')")
 
 echo "Sign-ins through Apache + mod_auth_openidc (the same provider)..."
 anchor_start "$anchor_port" "$anchor_redis_port" "http://127.0.0.1:$provider_port/api/v2" mod-auth-openidc \
@@ -498,6 +522,7 @@ mkdir -p bench
     echo "| target | goal | this run |"
     echo "|---|---|---:|"
     echo "| CPU per sign-in, Relais + Redis / Apache + mod_auth_openidc + Redis, development provider | ≤ 0.5 | $(ratio "$both_cpu" "$anchor_both_cpu") |"
+    echo "| the same, Relais' Redis through its Unix-domain socket (\`unix://\`; mod_auth_openidc's over TCP as above) | ≤ 0.5 | $(ratio "$unix_both_cpu" "$anchor_both_cpu") |"
     echo "| the same against a provider closing every connection (oidc-provider-mock) | ≤ 0.5 | $(ratio "$closing_both_cpu" "$anchor_closing_both_cpu") |"
     echo "| Relais' thread switches per sign-in | ≤ 8 | $relais_switches |"
     echo "| GET /auth session-checked / GET /healthz, median of alternating rounds | ≥ 0.95 | $rounds_auth_median |"
@@ -581,6 +606,7 @@ mkdir -p bench
     echo "| CPU per session-checked request, relying party + Redis | $authsession_cpu_us µs | $anchor_request_cpu_us µs | $(ratio "$authsession_cpu_us" "$anchor_request_cpu_us") |"
     echo "| resident memory after the sign-ins and wrk (Apache: all its processes) | $((relais_rss_kb / 1024)) MiB | $((anchor_rss_kb / 1024)) MiB | |"
     echo "| CPU per sign-in, both, for an app asking for ES256 id_tokens ($es256_signins sign-ins; the rows above sign RS256 id_tokens, the standard's default: one RSA-2048 signature each) | $es256_both_cpu ms | $anchor_both_cpu ms | $(ratio "$es256_both_cpu" "$anchor_both_cpu") |"
+    echo "| CPU per sign-in, both, Relais' Redis through its Unix-domain socket (a third relay, \`unix://\`, $unix_signins sign-ins of the first rows' app: Relais $unix_relais_cpu ms, Redis $unix_redis_cpu ms; mod_auth_openidc's Redis over TCP as above) | $unix_both_cpu ms | $anchor_both_cpu ms | $(ratio "$unix_both_cpu" "$anchor_both_cpu") |"
     echo "| CPU per sign-in, relying party + its Redis, against oidc-provider-mock closing every connection ($closing_signins and $anchor_closing_signins sign-ins; issue 35 goal ≤ 0.5) | $closing_both_cpu ms | $anchor_closing_both_cpu ms | $(ratio "$closing_both_cpu" "$anchor_closing_both_cpu") |"
     echo
     echo "## Latency under load (issue 35)"

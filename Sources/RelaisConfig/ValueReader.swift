@@ -128,10 +128,12 @@ struct ValueReader {
         readRedisTLS(into: &redis, environment: environment)
         readRedisSentinel(into: &redis)
         readRedisCluster(into: &redis)
+        if redis.socketPath != nil && (redis.sentinel != nil || redis.cluster != nil) { problem("store.redis.url", Self.oneSocketOnly) }
         store.redis = redis
         return store
     }
 
+    static let oneSocketOnly = "a unix:// socket reaches one Redis on this machine: Sentinel and Cluster need host:port nodes and a redis:// URL"
     /// `store.redis.sentinel.*`: the master comes from these sentinels; the URL's host and port
     /// are then unused (its credentials, database and scheme still apply).
     private mutating func readRedisSentinel(into redis: inout RedisConfiguration) {

@@ -45,12 +45,18 @@ struct RedisChannelConnection: Sendable {
     }
 
     /// Connects, then authenticates and selects the database, on `loop`. Throws a failure naming
-    /// the step. With Sentinel, `address` is the master the sentinels named.
+    /// the step. With Sentinel, `address` is the master the sentinels named; without one, the
+    /// configured socket or host.
     static func open(
         _ configuration: RedisConfiguration, address: (host: String, port: Int)? = nil, on loop: any EventLoop
     ) async throws(RedisConnectionFailure) -> RedisChannelConnection {
-        let (host, port) = address ?? (configuration.host, configuration.port)
-        let connection = try await connect(host: host, port: port, configuration: configuration, on: loop)
+        let connection: RedisChannelConnection
+        if address == nil, let path = configuration.socketPath {
+            connection = try await connect(socketPath: path, configuration: configuration, on: loop)
+        } else {
+            let (host, port) = address ?? (configuration.host, configuration.port)
+            connection = try await connect(host: host, port: port, configuration: configuration, on: loop)
+        }
         do throws(RedisConnectionFailure) {
             let deadline = ContinuousClock.now + configuration.commandTimeout
             try await connection.authenticate(username: configuration.username, password: configuration.password, deadline: deadline)
@@ -86,6 +92,17 @@ struct RedisChannelConnection: Sendable {
             throw failure
         } catch {
             throw RedisConnectionFailure(message: "cannot connect to \(host):\(port): \(error)", isStaleConnection: false)
+        }
+    }
+
+    /// A connection to a Redis on this machine through its Unix-domain socket, not yet authenticated.
+    static func connect(socketPath: String, configuration: RedisConfiguration, on loop: any EventLoop) async throws(RedisConnectionFailure) -> RedisChannelConnection {
+        let bootstrap = ClientBootstrap(group: loop).connectTimeout(.nanoseconds(configuration.connectTimeout.nanoseconds))
+        do {
+            let channel = try await bootstrap.channelInitializer(Self.initializer(tunnel: nil)).connect(unixDomainSocketPath: socketPath).get()
+            return RedisChannelConnection(channel: channel, commandTimeout: configuration.commandTimeout)
+        } catch {
+            throw RedisConnectionFailure(message: "cannot connect to unix:\(socketPath): \(error)", isStaleConnection: false)
         }
     }
 

@@ -29,6 +29,10 @@ public struct RedisConfiguration: Sendable, Equatable {
     /// host and port are then unused; its credentials and scheme apply to every node.
     public var cluster: [Node]?
 
+    /// A Unix-domain socket (`unix:///run/redis/redis.sock`): a Redis on the same machine, spoken
+    /// to without TCP, which costs both sides less per command. `host` and `port` are then unused.
+    public var socketPath: String?
+
     /// A server's address: `host[:port]` or `[ipv6]:port`.
     public struct Node: Sendable, Hashable, CustomStringConvertible {
         public var host: String
@@ -111,7 +115,8 @@ public struct RedisConfiguration: Sendable, Equatable {
         keyPrefix: String = "relais:",
         tls: TLS? = nil,
         sentinel: Sentinel? = nil,
-        cluster: [Node]? = nil
+        cluster: [Node]? = nil,
+        socketPath: String? = nil
     ) {
         self.host = host
         self.port = port
@@ -125,6 +130,12 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.tls = tls
         self.sentinel = sentinel
         self.cluster = cluster
+        self.socketPath = socketPath
+    }
+
+    /// Where the store's connections go, for logs and errors: never the credentials.
+    public var target: String {
+        socketPath.map { "unix:\($0)" } ?? Node(host: host, port: port).description
     }
 
     public enum URLError: Error, Equatable, CustomStringConvertible {
@@ -132,13 +143,18 @@ public struct RedisConfiguration: Sendable, Equatable {
         case missingHost
         case invalidPort(String)
         case invalidDatabase(String)
+        case invalidSocketPath(String)
+        case unsupportedQuery(String)
 
         public var description: String {
             switch self {
-            case .unsupportedScheme(let scheme): "unsupported scheme '\(scheme)' (expected redis:// or rediss:// for TLS)"
+            case .unsupportedScheme(let scheme):
+                "unsupported scheme '\(scheme)' (expected redis://, rediss:// for TLS, or unix:///path/to/redis.sock for a Unix-domain socket)"
             case .missingHost: "the URL has no host"
             case .invalidPort(let port): "invalid port '\(port)'"
             case .invalidDatabase(let database): "invalid database index '\(database)' (expected 0-15 or more, a number)"
+            case .invalidSocketPath(let reason): "invalid Unix-domain socket: \(reason) (expected unix://[user[:password]@]/path/to/redis.sock[?db=N])"
+            case .unsupportedQuery(let name): "unsupported parameter '\(name)' in the URL (only db=N, with unix://)"
             }
         }
     }
@@ -146,12 +162,17 @@ public struct RedisConfiguration: Sendable, Equatable {
     /// Reads `redis[s]://[user[:password]@]host[:port][/database]`; credentials may be
     /// percent-encoded. `rediss` turns TLS on (with default settings unless `tls` is already set),
     /// `redis` turns it off. Other settings keep their current values.
+    /// `unix://[user[:password]@]/path/to/redis.sock[?db=N]` (also `redis+unix://`, the form
+    /// redis-py and redis-rs read) reaches a Redis on this machine through its Unix-domain socket.
     public mutating func apply(url: String) throws(URLError) {
         let schemeParts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
-        guard schemeParts.count == 2, ["redis", "rediss"].contains(schemeParts[0].lowercased()) else {
+        let scheme = schemeParts.count == 2 ? schemeParts[0].lowercased() : ""
+        guard ["redis", "rediss", "unix", "redis+unix"].contains(scheme) else {
             throw .unsupportedScheme(schemeParts.count == 2 ? String(schemeParts[0]) : url.isEmpty ? "" : "none")
         }
-        tls = schemeParts[0].lowercased() == "rediss" ? (tls ?? TLS()) : nil
+        guard scheme == "redis" || scheme == "rediss" else { return try applySocket(schemeParts[1]) }
+        socketPath = nil
+        tls = scheme == "rediss" ? (tls ?? TLS()) : nil
         var rest = Substring(schemeParts[1])
         var path = ""
         if let slash = rest.firstIndex(of: "/") {
@@ -193,6 +214,45 @@ public struct RedisConfiguration: Sendable, Equatable {
             guard let value = Int(databaseText), value >= 0 else { throw .invalidDatabase(databaseText) }
             database = value
         }
+    }
+
+    /// The part of a `unix://` URL after the scheme: credentials, an absolute path, `?db=N`.
+    private mutating func applySocket(_ text: Substring) throws(URLError) {
+        var rest = text
+        var query: Substring = ""
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
+        }
+        guard let slash = rest.firstIndex(of: "/") else { throw .invalidSocketPath("the path must be absolute") }
+        let credentials = rest[..<slash]
+        if !credentials.isEmpty {
+            // unix://host/path names a host, which a local socket has none of.
+            guard credentials.last == "@" else { throw .invalidSocketPath("'\(credentials)' before the path is not user[:password]@") }
+            let userInfo = credentials.dropLast()
+            if let colon = userInfo.firstIndex(of: ":") {
+                let user = Self.percentDecoded(userInfo[..<colon])
+                username = user.isEmpty ? nil : user
+                password = Self.percentDecoded(userInfo[userInfo.index(after: colon)...])
+            } else if !userInfo.isEmpty {
+                password = Self.percentDecoded(userInfo)
+            }
+        }
+        let path = Self.percentDecoded(rest[slash...])
+        // sockaddr_un holds 108 bytes with the terminating zero.
+        guard path.utf8.count <= 107, !path.utf8.contains(0) else { throw .invalidSocketPath("the path is longer than 107 bytes") }
+        guard path.count > 1, !path.hasSuffix("/") else { throw .invalidSocketPath("the path names a directory, not a socket") }
+        var database: Int?
+        for parameter in query.isEmpty ? [] : query.split(separator: "&", omittingEmptySubsequences: false) {
+            let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            // Fail closed: db given twice, or a parameter Relais would ignore, refuses the URL.
+            guard pair[0] == "db", pair.count == 2, database == nil else { throw .unsupportedQuery(String(pair[0])) }
+            guard let value = Int(pair[1]), value >= 0 else { throw .invalidDatabase(String(pair[1])) }
+            database = value
+        }
+        if let database { self.database = database }
+        socketPath = path
+        tls = nil
     }
 
     private static func percentDecoded(_ text: Substring) -> String {

@@ -19,7 +19,7 @@ final class RedisConnector: Sendable {
 
     /// Where connections go, for logs and errors.
     var target: String {
-        node?.description ?? configuration.sentinel.map { "master '\($0.masterName)'" } ?? RedisConfiguration.Node(host: configuration.host, port: configuration.port).description
+        node?.description ?? configuration.sentinel.map { "master '\($0.masterName)'" } ?? configuration.target
     }
 
     private static let role = [Array("ROLE".utf8)]

@@ -300,6 +300,19 @@ import Testing
                 "store: {redis: {cluster: [a], sentinel: {master_name: m, nodes: [s]}}}",
                 ["store.redis.cluster: Sentinel and Cluster exclude each other: a cluster fails over by itself"]
             ),
+            (
+                "store: {redis: {url: \"unix:///run/redis.sock\", cluster: [a]}}",
+                ["store.redis.url: a unix:// socket reaches one Redis on this machine: Sentinel and Cluster need host:port nodes and a redis:// URL"]
+            ),
+            (
+                "store: {redis: {url: \"unix:///run/redis.sock\", sentinel: {master_name: m, nodes: [s]}}}",
+                ["store.redis.url: a unix:// socket reaches one Redis on this machine: Sentinel and Cluster need host:port nodes and a redis:// URL"]
+            ),
+            ("store: {redis: {url: \"unix:///run/redis.sock\", tls: {verify: true}}}", ["store.redis.tls: TLS settings need a rediss:// URL in store.redis.url"]),
+            (
+                "store: {redis: {url: \"unix://redis.sock\"}}",
+                ["store.redis.url: invalid Unix-domain socket: the path must be absolute (expected unix://[user[:password]@]/path/to/redis.sock[?db=N])"]
+            ),
         ]
         for (store, expected) in refusals {
             let bad = try temporaryFile("server: {environment: development}\n" + store)

@@ -149,7 +149,7 @@ import Testing
         try await withTaskExecutorPreference(EventLoopTaskExecutor(group.next())) {
             // One kind at a time, the cluster last: beside the suite's own run (which starts every
             // case at once), fewer processes spawn together on a two-core machine.
-            for kind in [StoreKind.redis, .redisTLS, .redisCluster] {
+            for kind in [StoreKind.redis, .redisTLS, .redisUnix, .redisCluster] {
                 try await StoreConformanceTests().wholeContract(kind: kind)
             }
         }

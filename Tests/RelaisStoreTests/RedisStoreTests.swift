@@ -289,4 +289,36 @@ import Testing
         #expect(throws: RedisConfiguration.URLError.invalidDatabase("x")) { try configuration.apply(url: "redis://h/x") }
         #expect(throws: RedisConfiguration.URLError.missingHost) { try configuration.apply(url: "redis://:1") }
     }
+
+    @Test func unixSocketURLParsing() throws {
+        var configuration = RedisConfiguration()
+        try configuration.apply(url: "rediss://cache.example:6380")
+        try configuration.apply(url: "unix:///run/redis/redis.sock")
+        #expect(configuration.socketPath == "/run/redis/redis.sock" && configuration.tls == nil && configuration.database == 0)
+        #expect(configuration.target == "unix:/run/redis/redis.sock")
+        try configuration.apply(url: "redis+unix://relais:p%40ss@/var/run/redis%20a.sock?db=4")
+        #expect(configuration.socketPath == "/var/run/redis a.sock" && configuration.database == 4)
+        #expect(configuration.username == "relais" && configuration.password == "p@ss")
+        try configuration.apply(url: "unix://secret@/r.sock")
+        #expect(configuration.password == "secret")
+        // A redis:// URL afterwards goes back to TCP.
+        try configuration.apply(url: "redis://h:7000")
+        #expect(configuration.socketPath == nil && configuration.target == "h:7000")
+
+        let refusals: [(String, RedisConfiguration.URLError)] = [
+            ("unix://relative.sock", .invalidSocketPath("the path must be absolute")),
+            ("unix://host/run/redis.sock", .invalidSocketPath("'host' before the path is not user[:password]@")),
+            ("unix:///run/redis/", .invalidSocketPath("the path names a directory, not a socket")),
+            ("unix:///", .invalidSocketPath("the path names a directory, not a socket")),
+            ("unix:///" + String(repeating: "a", count: 107), .invalidSocketPath("the path is longer than 107 bytes")),
+            ("unix:///r.sock?db=1&db=2", .unsupportedQuery("db")),
+            ("unix:///r.sock?password=x", .unsupportedQuery("password")),
+            ("unix:///r.sock?db", .unsupportedQuery("db")),
+            ("unix:///r.sock?db=x", .invalidDatabase("x")),
+        ]
+        for (url, error) in refusals {
+            #expect(throws: error, "\(url)") { try configuration.apply(url: url) }
+        }
+        #expect(configuration.socketPath == nil)  // a refused URL changed nothing that was read
+    }
 }

@@ -3,10 +3,10 @@ import RelaisStore
 import RelaisTestSupport
 import Testing
 
-/// One suite, both stores: every behaviour Relais relies on holds for Redis (over plain TCP and over
-/// TLS, through the tunnel) and the embedded store.
+/// One suite, both stores: every behaviour Relais relies on holds for Redis (over plain TCP, over
+/// TLS through the tunnel, and over a Unix-domain socket) and the embedded store.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case embedded, redis, redisTLS, redisCluster
+    case embedded, redis, redisTLS, redisUnix, redisCluster
     var testDescription: String { rawValue }
 }
 
@@ -39,6 +39,16 @@ struct StoreFixture {
             var configuration = Self.redisConfiguration()
             try configuration.apply(url: server.url)
             configuration.tls?.caBundlePath = server.tls?.serverCertificate
+            store = RedisStore(configuration: configuration)
+            redis = server
+            cluster = nil
+            time = StoreTime(manual: nil)
+        case .redisUnix:
+            let server = try await RedisServerProcess.launch(unixSocket: true)
+            var configuration = Self.redisConfiguration()
+            // No Redis listens on TCP port 1: every command must have gone through the socket.
+            configuration.port = 1
+            try configuration.apply(url: try #require(server.socketURL))
             store = RedisStore(configuration: configuration)
             redis = server
             cluster = nil

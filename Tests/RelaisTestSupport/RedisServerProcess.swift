@@ -17,12 +17,18 @@ public final class RedisServerProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var process: ChildProcess?
 
-    public var url: String { "\(tls == nil ? "redis" : "rediss")://127.0.0.1:\(port)" }
+    /// When set, the server also listens on this Unix-domain socket (kept across restarts).
+    public let socketPath: String?
 
-    private init(port: Int, extraArguments: [String], tls: TestCertificates?) {
+    public var url: String { "\(tls == nil ? "redis" : "rediss")://127.0.0.1:\(port)" }
+    /// The `unix://` URL of ``socketPath``.
+    public var socketURL: String? { socketPath.map { "unix://\($0)" } }
+
+    private init(port: Int, extraArguments: [String], tls: TestCertificates?, socketPath: String?) {
         self.port = port
         self.extraArguments = extraArguments
         self.tls = tls
+        self.socketPath = socketPath
     }
 
     /// Starts a server on a port ``FreePort`` reserved for this test process (no other test
@@ -30,12 +36,16 @@ public final class RedisServerProcess: @unchecked Sendable {
     /// port speaks TLS only (server certificate for 127.0.0.1); `requireClientCertificate` asks
     /// clients for the test client certificate (mutual TLS). `clusterBus`: the node's cluster bus
     /// gets a reserved port of its own too (by default Redis takes the port + 10000, which no one
-    /// reserved and which can fall in the kernel's ephemeral range).
+    /// reserved and which can fall in the kernel's ephemeral range). `unixSocket`: the server
+    /// listens on a Unix-domain socket too, named after the reserved port.
     public static func launch(
-        extraArguments: [String] = [], tls: TestCertificates? = nil, requireClientCertificate: Bool = false, clusterBus: Bool = false
+        extraArguments: [String] = [], tls: TestCertificates? = nil, requireClientCertificate: Bool = false, clusterBus: Bool = false,
+        unixSocket: Bool = false
     ) async throws -> RedisServerProcess {
         let port = try FreePort.find()
         var arguments = extraArguments
+        let socketPath = unixSocket ? FileManager.default.temporaryDirectory.appendingPathComponent("relais-redis-\(port).sock").path : nil
+        if let socketPath { arguments += ["--unixsocket", socketPath, "--unixsocketperm", "700"] }
         if clusterBus { arguments += ["--cluster-port", String(try FreePort.find())] }
         if let tls {
             arguments += [
@@ -45,7 +55,7 @@ public final class RedisServerProcess: @unchecked Sendable {
                 "--tls-replication", "yes",
             ]
         }
-        let server = RedisServerProcess(port: port, extraArguments: arguments, tls: tls)
+        let server = RedisServerProcess(port: port, extraArguments: arguments, tls: tls, socketPath: socketPath)
         do {
             try await server.start()
         } catch {

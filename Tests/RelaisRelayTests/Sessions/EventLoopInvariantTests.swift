@@ -10,10 +10,12 @@ extension RelaySessionsAndProvidersChain {
     /// libcurl only through its multi interface under the HTTP client's lock; a blocking Redis step
     /// on a loop, or a libcurl call without that lock, is counted, and a whole journey must count none.
     @Suite struct EventLoopInvariantTests {
-        @Test func aSignInRefreshAndUserinfoOnRedisMakeNoBlockingCallOnAnEventLoop() async throws {
-            let redis = try await RedisServerProcess.launch()
+        /// Over TCP, and through Redis' Unix-domain socket (`unix://`), which speaks the same way.
+        @Test(arguments: [false, true]) func aSignInRefreshAndUserinfoOnRedisMakeNoBlockingCallOnAnEventLoop(unixSocket: Bool) async throws {
+            let redis = try await RedisServerProcess.launch(unixSocket: unixSocket)
             defer { redis.stop() }
-            let harness = try await RelayHarness.launch(store: "  kind: redis\n  redis:\n    url: \(redis.url)")
+            let url = unixSocket ? try #require(redis.socketURL) : redis.url
+            let harness = try await RelayHarness.launch(store: "  kind: redis\n  redis:\n    url: \(url)")
             try await BlockingCallChecks.shared.exclusively {
                 let before = (HTTPClient.blockingCallsOnEventLoop, RedisStore.blockingCallsOnEventLoop)
                 let tokens = try await harness.tokens()
