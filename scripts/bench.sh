@@ -359,12 +359,18 @@ kill "$closing_provider_pid"; wait "$closing_provider_pid" 2>/dev/null || true
 
 # Latency under load, open loop (h2load starts requests at a fixed rate whatever the answers do):
 # /auth at half the rate wrk reached above, and sign-ins at 100 a second.
-echo "Latency at half of /auth's maximum rate (h2load --rps)..."
+echo "Latency at half of /auth's maximum rate (h2load --rps) and of sign-ins at 100 a second, alternating rounds..."
+# A p99 of one 10 s round rests on its hundred (sign-ins: ten) slowest answers, which a burst of
+# another tenant's load on these shared cores moves by half: the figure is the median of the rounds.
 latency_clients=32
+latency_rounds=${BENCH_LATENCY_ROUNDS:-3}
 auth_half_rate=$(python3 -c "print(int(float('$authsession_rps') / 2))")
-h2load --h1 -c "$latency_clients" -t 1 --rps "$(python3 -c "print(max(1, round($auth_half_rate / $latency_clients)))")" -D 10 \
-    -H "Authorization: Bearer $access_token" --log-file "$work/h2load.log" "http://127.0.0.1:$relais_port/auth?session=1" >"$work/h2load.txt"
-read -r auth_half_sent auth_half_p50 auth_half_p99 auth_half_bad < <(python3 - "$work/h2load.log" <<'PY'
+: >"$work/auth-half-rounds.txt"
+: >"$work/signin-rate-rounds.txt"
+for round in $(seq 1 "$latency_rounds"); do
+    h2load --h1 -c "$latency_clients" -t 1 --rps "$(python3 -c "print(max(1, round($auth_half_rate / $latency_clients)))")" -D 10 \
+        -H "Authorization: Bearer $access_token" --log-file "$work/h2load.log" "http://127.0.0.1:$relais_port/auth?session=1" >"$work/h2load.txt"
+    read -r sent p50 p99 bad < <(python3 - "$work/h2load.log" <<'PY'
 import sys
 rows = [line.split("\t") for line in open(sys.argv[1]) if line.strip()]
 times = sorted(int(r[2]) / 1000 for r in rows)
@@ -372,10 +378,20 @@ bad = sum(1 for r in rows if r[1] != "200")
 print(len(rows) / 10, f"{times[len(times) // 2]:.2f}", f"{times[min(len(times) - 1, int(len(times) * 0.99))]:.2f}", bad)
 PY
 )
-[ "$auth_half_bad" = 0 ] || { echo "h2load: $auth_half_bad answers other than 200" >&2; cat "$work/h2load.txt" >&2; exit 1; }
-echo "Sign-ins at 100 a second (open loop)..."
-.build/release/relais-bench signin --relay "http://127.0.0.1:$relais_port" --rate 100 --seconds 10 >"$work/signin-rate.txt"
-signin_rate_field() { awk -v f="$1" '{for (i=1;i<=NF;i++) if (index($i, f"=")==1) print substr($i, length(f)+2)}' "$work/signin-rate.txt"; }
+    [ "$bad" = 0 ] || { echo "h2load: $bad answers other than 200" >&2; cat "$work/h2load.txt" >&2; exit 1; }
+    echo "$sent $p50 $p99" >>"$work/auth-half-rounds.txt"
+    .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_port" --rate 100 --seconds 10 >"$work/signin-rate.txt"
+    awk '{for (i=1;i<=NF;i++) { split($i, kv, "="); v[kv[1]] = kv[2] }} END {print v["per_second"], v["relais_p50_ms"], v["relais_p99_ms"]}' \
+        "$work/signin-rate.txt" >>"$work/signin-rate-rounds.txt"
+done
+rounds_median() {  # file column: the median of that column over the rounds
+    python3 -c "import statistics, sys; print(f'{statistics.median(float(l.split()[$2]) for l in open(sys.argv[1])):.2f}')" "$1"
+}
+rounds_list() { awk -v c="$2" '{printf "%s%s", (NR > 1 ? ", " : ""), $(c + 1)} END {print ""}' "$1"; }
+auth_half_sent=$(rounds_median "$work/auth-half-rounds.txt" 0); auth_half_p50=$(rounds_median "$work/auth-half-rounds.txt" 1)
+auth_half_p99=$(rounds_median "$work/auth-half-rounds.txt" 2)
+signin_rate_sent=$(rounds_median "$work/signin-rate-rounds.txt" 0); signin_rate_p50=$(rounds_median "$work/signin-rate-rounds.txt" 1)
+signin_rate_p99=$(rounds_median "$work/signin-rate-rounds.txt" 2)
 
 echo "libcurl client, keep-alive vs new connection per request..."
 .build/release/relais-bench http-client --url "http://127.0.0.1:$relais_port/healthz" --requests "$CURL_REQUESTS" --concurrency 4 >"$work/curl.txt"
@@ -528,7 +544,7 @@ mkdir -p bench
     echo "| GET /auth session-checked / GET /healthz, median of alternating rounds | ≥ 0.95 | $rounds_auth_median |"
     echo "| GET /userinfo / GET /healthz, median of alternating rounds | ≥ 0.9 | $rounds_userinfo_median |"
     echo "| p99 of GET /auth?session=1 at half its maximum rate | ≤ 1 ms | $auth_half_p99 ms |"
-    echo "| p99 of a sign-in's Relais share at 100 sign-ins/s | ≤ 5 ms | $(signin_rate_field relais_p99_ms) ms |"
+    echo "| p99 of a sign-in's Relais share at 100 sign-ins/s | ≤ 5 ms | $signin_rate_p99 ms |"
     echo "| resident memory of a fresh relay after wrk, the image's build | ≤ 40 MiB | $(mib "$shipped_wrk_kb") MiB |"
     echo "| soak: growth over its last 5 minutes | flat (< 2 MiB) | $(mib "$(soak_field window_growth_kib)") MiB |"
     echo
@@ -614,12 +630,13 @@ mkdir -p bench
     echo "Open loop: requests start at a fixed rate whatever the earlier answers do, so a slow answer cannot lower the load"
     echo "it is measured under. /auth?session=1 by h2load (HTTP/1.1, $latency_clients connections) for 10 s at half the rate wrk"
     echo "reached above; sign-ins by relais-bench signin --rate 100 for 10 s, Relais' share being /authorize, /callback less the"
-    echo "provider's time (its Server-Timing) and /token, as the app sees them."
+    echo "provider's time (its Server-Timing) and /token, as the app sees them. $latency_rounds rounds of each, alternating; the"
+    echo "figures are the rounds' medians (a round's p99 rests on its slowest hundred, or ten, answers)."
     echo
-    echo "| load | rate sent | p50 | p99 | goal |"
-    echo "|---|---:|---:|---:|---|"
-    echo "| GET /auth?session=1 at half its maximum rate | $auth_half_sent/s | $auth_half_p50 ms | $auth_half_p99 ms | p99 ≤ 1 ms |"
-    echo "| sign-ins, Relais' share | $(signin_rate_field per_second)/s | $(signin_rate_field relais_p50_ms) ms | $(signin_rate_field relais_p99_ms) ms | p99 ≤ 5 ms at 100/s |"
+    echo "| load | rate sent | p50 | p99 | p99 of each round | goal |"
+    echo "|---|---:|---:|---:|---:|---|"
+    echo "| GET /auth?session=1 at half its maximum rate | $auth_half_sent/s | $auth_half_p50 ms | $auth_half_p99 ms | $(rounds_list "$work/auth-half-rounds.txt" 2) | p99 ≤ 1 ms |"
+    echo "| sign-ins, Relais' share | $signin_rate_sent/s | $signin_rate_p50 ms | $signin_rate_p99 ms | $(rounds_list "$work/signin-rate-rounds.txt" 2) | p99 ≤ 5 ms at 100/s |"
     echo
     echo "## Where a sign-in's CPU goes in Relais"
     echo

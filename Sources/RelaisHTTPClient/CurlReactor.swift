@@ -13,8 +13,7 @@ import Glibc
 /// the lock if it is free, adds its transfer and lets libcurl send the request there and then.
 /// The reactor thread waits for libcurl's sockets and timer, reads the answers and completes the
 /// calls, which resume on their callers' executors. NIO cannot watch a descriptor it does not own,
-/// so the waiting cannot move onto the loops; starting there saves the reactor a wake-up (two
-/// thread switches) per call. A call goes through the mailbox instead when the lock is taken (an
+/// so the waiting cannot move onto the loops; starting there saves the reactor a wake-up per call. A call goes through the mailbox instead when the lock is taken (an
 /// event loop never waits for it) or when libcurl could read a file for it (``CurlMulti/mayStartOnCaller(_:)``).
 final class CurlEngine: Sendable {
     let mailbox = CurlMailbox()
