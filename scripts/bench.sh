@@ -182,7 +182,10 @@ echo "Sign-ins for the app with ES256 id_tokens..."
 # The same sign-ins for the app with ES256 id_tokens (no RSA signature). The one person signing in
 # all along would pass sessions.max_per_subject's highest value (10,000) here, and every sign-in
 # would then trim their index: the index is emptied first (the limit's cost is tested, not benchmarked).
-redis-cli -p "$redis_port" --scan --pattern 'relais:sub:*' | while read -r key; do redis-cli -p "$redis_port" del "$key" >/dev/null; done
+forget_person() {  # the one person's session index, emptied before each series of sign-ins
+    redis-cli -p "$redis_port" --scan --pattern 'relais:sub:*' | while read -r key; do redis-cli -p "$redis_port" del "$key" >/dev/null; done
+}
+forget_person
 es256_ticks0=$(cpu_ticks "$relais_pid"); es256_redis_ticks0=$(cpu_ticks "$redis_pid")
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_port" --client-id bench-app-es256 --seconds "${BENCH_SIGNIN_SECONDS:-10}" >"$work/signin-es256.txt"
 es256_ticks1=$(cpu_ticks "$relais_pid"); es256_redis_ticks1=$(cpu_ticks "$redis_pid")
@@ -191,7 +194,7 @@ es256_both_cpu=$(python3 -c "print(f'{($es256_ticks1 - $es256_ticks0 + $es256_re
 
 echo "Sign-ins with Relais' Redis through its Unix-domain socket..."
 # The first sign-ins' app (RS256 id_tokens) on the third relay, whose store is Redis' Unix socket.
-redis-cli -p "$redis_port" --scan --pattern 'relais:sub:*' | while read -r key; do redis-cli -p "$redis_port" del "$key" >/dev/null; done
+forget_person
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_unix_port" --seconds 2 >/dev/null  # warm up
 unix_ticks0=$(cpu_ticks "$relais_unix_pid"); unix_redis_ticks0=$(cpu_ticks "$redis_pid")
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_unix_port" --seconds "${BENCH_SIGNIN_SECONDS:-10}" >"$work/signin-unix.txt"
@@ -217,6 +220,7 @@ anchor_both_cpu=$(python3 -c "print(f'{$anchor_cpu + $anchor_redis_cpu:.2f}')")
 anchor_cookie=$(.build/release/relais-bench signin-mod-auth-openidc --protected "$anchor_url" --print-cookie)
 
 echo "Relais' CPU per sign-in, step by step..."
+forget_person
 .build/release/relais-bench signin-phases --relay "http://127.0.0.1:$relais_port" --pid "$relais_pid" --provider-pid "$provider_pid" \
     --rounds "${BENCH_PHASE_ROUNDS:-150}" >"$work/phases.txt"
 phase_field() { awk -v s="$1" -v f="$2" '$1=="step="s {for (i=1;i<=NF;i++) if (index($i, f"=")==1) print substr($i, length(f)+2)}' "$work/phases.txt"; }
@@ -367,6 +371,9 @@ latency_rounds=${BENCH_LATENCY_ROUNDS:-3}
 auth_half_rate=$(python3 -c "print(int(float('$authsession_rps') / 2))")
 : >"$work/auth-half-rounds.txt"
 : >"$work/signin-rate-rounds.txt"
+# Beyond 10,000 sign-ins of the one person (sessions.max_per_subject's highest value), each would
+# also trim that person's sessions: the index is emptied first, as before every series above.
+forget_person
 for round in $(seq 1 "$latency_rounds"); do
     h2load --h1 -c "$latency_clients" -t 1 --rps "$(python3 -c "print(max(1, round($auth_half_rate / $latency_clients)))")" -D 10 \
         -H "Authorization: Bearer $access_token" --log-file "$work/h2load.log" "http://127.0.0.1:$relais_port/auth?session=1" >"$work/h2load.txt"
