@@ -39,6 +39,10 @@ final class CurlMulti {
     /// A TLS handshake has completed, so libcurl holds the CA store in memory (its cache never
     /// expires here): from then on a TLS connection reads no file and may be made on an event loop.
     private(set) var caStoreLoaded = false
+    /// Transfers in the multi handle that only the reactor may drive (``needsTheReactor(_:)``).
+    /// While there is one, callers drive nothing: any call into libcurl may run any transfer's
+    /// due steps, a TLS connection reading its files among them.
+    private var reactorOnly = 0
 
     init(configuration: HTTPClientConfiguration, logger: Logger, confinement: CurlConfinement, epoll: Int32, timer: Int32) {
         self.configuration = configuration
@@ -81,18 +85,29 @@ final class CurlMulti {
 
     var isIdle: Bool { inFlight.isEmpty && waiting.isEmpty }
     var waitingCount: Int { waiting.count }
+    var reactorOnlyCount: Int { reactorOnly }
 
-    /// Whether a transfer may be started by the calling thread (an event loop): not once the client
-    /// stops, and not when libcurl could read a file for it. A TLS connection reads the CA bundle
-    /// until a first handshake has cached it, and a client certificate and key at every handshake;
-    /// such transfers are handed to the reactor. A redirect or an HTTPS proxy may need TLS too.
+    /// Whether the calling thread (an event loop) may start this transfer and drive libcurl: not
+    /// once the client stops, not while a transfer only the reactor may drive is in flight, and
+    /// not for such a transfer.
     func mayStartOnCaller(_ job: CurlJob) -> Bool {
-        guard !stopping else { return false }
-        let tls =
-            job.request.url.utf8.starts(with: "https:".utf8) || configuration.followRedirects
-            || (configuration.proxy?.utf8.starts(with: "https:".utf8) ?? false)
-        guard tls else { return true }
-        return caStoreLoaded && configuration.tls.clientCertificatePath == nil && configuration.tls.clientKeyPath == nil
+        !stopping && reactorOnly == 0 && !needsTheReactor(job)
+    }
+
+    /// A transfer for which libcurl could read a file. A TLS connection reads the CA bundle until a
+    /// first handshake has cached it, and a client certificate and key at every handshake. A
+    /// redirect may lead to TLS; a connection through an HTTPS proxy reads the proxy's CA files
+    /// (kept apart from the providers' store) at every handshake.
+    private func needsTheReactor(_ job: CurlJob) -> Bool {
+        if Self.isHTTPS(configuration.proxy) { return true }
+        guard Self.isHTTPS(job.request.url) || configuration.followRedirects else { return false }
+        return !caStoreLoaded || configuration.tls.clientCertificatePath != nil || configuration.tls.clientKeyPath != nil
+    }
+
+    /// Schemes are case-insensitive (RFC 3986 §3.1), and so is libcurl.
+    private static func isHTTPS(_ url: String?) -> Bool {
+        guard let url else { return false }
+        return url.utf8.prefix(6).map { $0 | 0x20 }.elementsEqual("https:".utf8.map { $0 | 0x20 })
     }
 
     // MARK: - Calls in and out
@@ -116,10 +131,12 @@ final class CurlMulti {
         while true {
             if startWaiting(onCaller: onCaller) { leftForTheReactor = true }
             runDueTimer()
-            if completeFinished(onCaller: onCaller) { leftForTheReactor = true }
+            completeFinished()
             // Completions may have freed slots: go round again while a queued call can use one.
             guard inFlight.count < limit, waiting.contains(where: { !onCaller || mayStartOnCaller($0.job) }) else { break }
         }
+        // A free slot and a queued call the caller may not start: the reactor starts it now.
+        if onCaller && inFlight.count < limit && !waiting.isEmpty { leftForTheReactor = true }
         rearm()
         return leftForTheReactor
     }
@@ -176,6 +193,8 @@ final class CurlMulti {
             return completed.append((continuation, .failure(HTTPClientError.transport(curlCode: Int(code.rawValue), reason: reason))))
         }
         inFlight[transfer.easy.raw] = transfer
+        transfer.needsTheReactor = needsTheReactor(job)
+        if transfer.needsTheReactor { reactorOnly += 1 }
     }
 
     /// Takes the transfer out of libcurl at once: its connection is closed, the handle reused.
@@ -187,11 +206,11 @@ final class CurlMulti {
         }
     }
 
-    /// Completes what libcurl reports done; true when a retry was left for the reactor.
-    private func completeFinished(onCaller: Bool) -> Bool {
+    /// Completes what libcurl reports done. A caller meets only transfers it may drive (none other
+    /// is in flight while it holds the lock), so a retry starts wherever its first attempt ran.
+    private func completeFinished() {
         confinement.check("curl_multi_info_read")
         var left: Int32 = 0
-        var leftForTheReactor = false
         while let message = curl_multi_info_read(multi, &left) {
             // The message is libcurl's until the handle is removed: read it first.
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle, let transfer = inFlight[easy] else { continue }
@@ -200,17 +219,11 @@ final class CurlMulti {
             if transfer.deservesAFreshConnection(code) {
                 // Its slot passes to the second attempt: the bound on transfers holds.
                 release(transfer)
-                if onCaller && !mayStartOnCaller(transfer.job) {
-                    waiting.insert((transfer.job, transfer.continuation, true), at: 0)
-                    leftForTheReactor = true
-                } else {
-                    start(transfer.job, transfer.continuation, isRetry: true)
-                }
+                start(transfer.job, transfer.continuation, isRetry: true)
                 continue
             }
             finish(transfer, with: transfer.outcome(code, limit: configuration.maxResponseBytes).mapError { $0 as any Error })
         }
-        return leftForTheReactor
     }
 
     private func finish(_ transfer: CurlTransfer, with result: Result<HTTPClientResponse, any Error>) {
@@ -221,6 +234,7 @@ final class CurlMulti {
     private func release(_ transfer: CurlTransfer) {
         confinement.check("curl_multi_remove_handle")
         inFlight[transfer.easy.raw] = nil
+        if transfer.needsTheReactor { reactorOnly -= 1 }
         curl_multi_remove_handle(multi, transfer.easy.raw)
         handles.checkIn(transfer.easy)
     }

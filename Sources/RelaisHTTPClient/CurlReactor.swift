@@ -13,19 +13,24 @@ import Glibc
 /// the lock if it is free, adds its transfer and lets libcurl send the request there and then.
 /// The reactor thread waits for libcurl's sockets and timer, reads the answers and completes the
 /// calls, which resume on their callers' executors. NIO cannot watch a descriptor it does not own,
-/// so the waiting cannot move onto the loops; starting there saves the reactor a wake-up per call. A call goes through the mailbox instead when the lock is taken (an
-/// event loop never waits for it) or when libcurl could read a file for it (``CurlMulti/mayStartOnCaller(_:)``).
+/// so the waiting cannot move onto the loops; starting there saves the reactor a wake-up per call.
+/// A call goes through the mailbox instead when the lock is taken (an event loop never waits for
+/// it), or when libcurl could read a file for it or for a transfer in flight
+/// (``CurlMulti/mayStartOnCaller(_:)``).
 final class CurlEngine: Sendable {
     let mailbox = CurlMailbox()
     let epoll: Int32
     let timer: Int32
     let holder = CurlLockHolder()
     private let multi: Mutex<CurlMulti>
-    /// Calls waiting for a slot, as last seen (for tests).
+    /// Calls waiting for a slot, and transfers only the reactor may drive, as last seen (for tests).
     let waitingForSlot = Atomic<Int>(0)
-    /// Calls whose transfer their caller started, and calls handed to the reactor (for tests).
+    let reactorOnlyInFlight = Atomic<Int>(0)
+    /// Calls whose transfer their caller started, calls handed to the reactor, and of those the
+    /// ones that found the lock taken (for tests).
     let startedByCallers = Atomic<Int>(0)
     let handedToReactor = Atomic<Int>(0)
+    let foundTheLockTaken = Atomic<Int>(0)
 
     init(configuration: HTTPClientConfiguration, logger: Logger) {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -68,10 +73,12 @@ final class CurlEngine: Sendable {
             multi.submit(job, continuation)
             let wakeReactor = multi.advance(onCaller: true)
             waitingForSlot.store(multi.waitingCount, ordering: .relaxed)
+            reactorOnlyInFlight.store(multi.reactorOnlyCount, ordering: .relaxed)
             return (multi.takeCompleted(), wakeReactor)
         }
         guard let startedHere = here ?? nil else {
             handedToReactor.add(1, ordering: .relaxed)
+            if here == nil { foundTheLockTaken.add(1, ordering: .relaxed) }
             return mailbox.submit(job, continuation)
         }
         startedByCallers.add(1, ordering: .relaxed)
@@ -120,6 +127,7 @@ final class CurlReactor {
                 }
                 _ = multi.advance(onCaller: false)
                 engine.waitingForSlot.store(multi.waitingCount, ordering: .relaxed)
+                engine.reactorOnlyInFlight.store(multi.reactorOnlyCount, ordering: .relaxed)
                 let exiting = multi.stopping && multi.isIdle
                 if exiting { multi.tearDown() }
                 return (multi.takeCompleted(), exiting)

@@ -99,6 +99,8 @@ final class CurlTransfer {
     let state: CurlTransferState
     /// A second attempt, on a connection of its own (see `deservesAFreshConnection`).
     let isRetry: Bool
+    /// Only the reactor may drive it while it is in flight (``CurlMulti``).
+    var needsTheReactor = false
     private var headerList: UnsafeMutablePointer<curl_slist>?
 
     init(job: CurlJob, continuation: CurlContinuation, easy: CurlEasyHandle, maxBytes: Int, isRetry: Bool = false) {
@@ -166,6 +168,10 @@ final class CurlTransfer {
         try set(CURLOPT_PROTOCOLS_STR, "http,https")
         try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         try set(CURLOPT_NOSIGNAL, 1)  // timeouts must not use SIGALRM in a multi-threaded process
+        // A transfer given up while its host name is being resolved does not wait for the resolver
+        // thread's getaddrinfo (which may take seconds): whichever thread drives libcurl then, an
+        // event loop among them, never blocks on DNS. The abandoned lookup ends on its own thread.
+        try set(CURLOPT_QUICK_EXIT, 1)
         try check(relais_curl_setopt_pointer(curl, CURLOPT_ERRORBUFFER, state.errorBuffer))
 
         try set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeout.roundedUpMilliseconds)

@@ -10,10 +10,11 @@ import Glibc
 
 /// Outbound HTTP over libcurl.
 ///
-/// Every transfer runs through libcurl's multi interface, which never blocks: the caller's thread
-/// (an event loop) starts it and sends the request, and the client's one reactor thread waits for
-/// the answer and completes the call (``CurlEngine``), without a thread per request; callers simply
-/// `await`, and are resumed on their own executor. Connections, DNS answers, TLS sessions and the
+/// Every transfer runs through libcurl's multi interface, non-blocking (a DNS lookup given up is
+/// not waited for: `CURLOPT_QUICK_EXIT`): the caller's thread (an event loop) starts it and sends
+/// the request, and the client's one reactor thread waits for the answer and completes the call
+/// (``CurlEngine``), without a thread per request; callers simply `await`, and are resumed on
+/// their own executor. Connections, DNS answers, TLS sessions and the
 /// CA store are kept for reuse between requests.
 public final class HTTPClient: Sendable {
     public let configuration: HTTPClientConfiguration
@@ -28,8 +29,9 @@ public final class HTTPClient: Sendable {
 
     /// libcurl calls made by any client without its lock (on an event loop or anywhere else), each
     /// also logged as an error: 0 unless the confinement the client relies on is broken. Under the
-    /// lock only libcurl's multi interface is used, which never blocks, and a transfer that could
-    /// read a file (the CA bundle before it is cached, a client key) is started by the reactor.
+    /// lock only libcurl's multi interface is used, non-blocking, and while a transfer that could
+    /// read a file (the CA bundle before it is cached, a client key) is in flight, only the reactor
+    /// drives libcurl.
     public static var blockingCallsOnEventLoop: Int { unguardedCurlCalls.load(ordering: .relaxed) }
 
     /// - Parameter tracer: when set, each request is a client span, child of the caller's

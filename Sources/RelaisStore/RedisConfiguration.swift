@@ -30,7 +30,9 @@ public struct RedisConfiguration: Sendable, Equatable {
     public var cluster: [Node]?
 
     /// A Unix-domain socket (`unix:///run/redis/redis.sock`): a Redis on the same machine, spoken
-    /// to without TCP, which costs both sides less per command. `host` and `port` are then unused.
+    /// to without TCP, which costs both sides less per command. `host`, `port` and `tls` are then
+    /// unused; Sentinel and Cluster, whose nodes are TCP addresses, do not use it (the
+    /// configuration reader refuses a socket with either).
     public var socketPath: String?
 
     /// A server's address: `host[:port]` or `[ipv6]:port`.
@@ -145,16 +147,19 @@ public struct RedisConfiguration: Sendable, Equatable {
         case invalidDatabase(String)
         case invalidSocketPath(String)
         case unsupportedQuery(String)
+        case invalidEscape
 
         public var description: String {
             switch self {
             case .unsupportedScheme(let scheme):
                 "unsupported scheme '\(scheme)' (expected redis://, rediss:// for TLS, or unix:///path/to/redis.sock for a Unix-domain socket)"
             case .missingHost: "the URL has no host"
-            case .invalidPort(let port): "invalid port '\(port)'"
+            // Only digits are echoed: `redis://user:pa/ss@host` reads "pa" as a port.
+            case .invalidPort(let port): port.allSatisfy(\.isASCII) && port.allSatisfy(\.isNumber) ? "invalid port '\(port)'" : "invalid port (not a number)"
             case .invalidDatabase(let database): "invalid database index '\(database)' (expected 0-15 or more, a number)"
             case .invalidSocketPath(let reason): "invalid Unix-domain socket: \(reason) (expected unix://[user[:password]@]/path/to/redis.sock[?db=N])"
             case .unsupportedQuery(let name): "unsupported parameter '\(name)' in the URL (only db=N, with unix://)"
+            case .invalidEscape: "a %-escape in the URL is not two hexadecimal digits, or does not decode to UTF-8"
             }
         }
     }
@@ -164,7 +169,14 @@ public struct RedisConfiguration: Sendable, Equatable {
     /// `redis` turns it off. Other settings keep their current values.
     /// `unix://[user[:password]@]/path/to/redis.sock[?db=N]` (also `redis+unix://`, the form
     /// redis-py and redis-rs read) reaches a Redis on this machine through its Unix-domain socket.
+    /// A URL that is refused changes nothing.
     public mutating func apply(url: String) throws(URLError) {
+        var read = self
+        try read.read(url: url)
+        self = read
+    }
+
+    private mutating func read(url: String) throws(URLError) {
         let schemeParts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
         let scheme = schemeParts.count == 2 ? schemeParts[0].lowercased() : ""
         guard ["redis", "rediss", "unix", "redis+unix"].contains(scheme) else {
@@ -183,12 +195,12 @@ public struct RedisConfiguration: Sendable, Equatable {
             let credentials = rest[..<at]
             rest = rest[rest.index(after: at)...]
             if let colon = credentials.firstIndex(of: ":") {
-                let user = Self.percentDecoded(credentials[..<colon])
+                let user = try Self.percentDecoded(credentials[..<colon])
                 username = user.isEmpty ? nil : user
-                password = Self.percentDecoded(credentials[credentials.index(after: colon)...])
+                password = try Self.percentDecoded(credentials[credentials.index(after: colon)...])
             } else if !credentials.isEmpty {
                 // redis://secret@host is the conventional form for a password without a user.
-                password = Self.percentDecoded(credentials)
+                password = try Self.percentDecoded(credentials)
             }
         }
         var hostPart = rest
@@ -228,19 +240,21 @@ public struct RedisConfiguration: Sendable, Equatable {
         let credentials = rest[..<slash]
         if !credentials.isEmpty {
             // unix://host/path names a host, which a local socket has none of.
-            guard credentials.last == "@" else { throw .invalidSocketPath("'\(credentials)' before the path is not user[:password]@") }
+            // Not echoed: it may be a password whose `@` is missing.
+            guard credentials.last == "@" else { throw .invalidSocketPath("the text before the path is not user[:password]@") }
             let userInfo = credentials.dropLast()
             if let colon = userInfo.firstIndex(of: ":") {
-                let user = Self.percentDecoded(userInfo[..<colon])
+                let user = try Self.percentDecoded(userInfo[..<colon])
                 username = user.isEmpty ? nil : user
-                password = Self.percentDecoded(userInfo[userInfo.index(after: colon)...])
+                password = try Self.percentDecoded(userInfo[userInfo.index(after: colon)...])
             } else if !userInfo.isEmpty {
-                password = Self.percentDecoded(userInfo)
+                password = try Self.percentDecoded(userInfo)
             }
         }
-        let path = Self.percentDecoded(rest[slash...])
+        let path = try Self.percentDecoded(rest[slash...])
+        guard !path.utf8.contains(0) else { throw .invalidSocketPath("the path contains a NUL byte") }
         // sockaddr_un holds 108 bytes with the terminating zero.
-        guard path.utf8.count <= 107, !path.utf8.contains(0) else { throw .invalidSocketPath("the path is longer than 107 bytes") }
+        guard path.utf8.count <= 107 else { throw .invalidSocketPath("the path is longer than 107 bytes") }
         guard path.count > 1, !path.hasSuffix("/") else { throw .invalidSocketPath("the path names a directory, not a socket") }
         var database: Int?
         for parameter in query.isEmpty ? [] : query.split(separator: "&", omittingEmptySubsequences: false) {
@@ -255,18 +269,29 @@ public struct RedisConfiguration: Sendable, Equatable {
         tls = nil
     }
 
-    private static func percentDecoded(_ text: Substring) -> String {
+    /// Fails closed: a `%` not followed by two hexadecimal digits, or bytes that are not UTF-8,
+    /// refuse the URL rather than reach Redis as some other password or path.
+    private static func percentDecoded(_ text: Substring) throws(URLError) -> String {
         var bytes: [UInt8] = []
         var iterator = Array(text.utf8).makeIterator()
         while let byte = iterator.next() {
-            if byte == UInt8(ascii: "%"), let high = iterator.next(), let low = iterator.next(),
-                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
-            {
-                bytes.append(value)
-            } else {
+            guard byte == UInt8(ascii: "%") else {
                 bytes.append(byte)
+                continue
             }
+            guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue) else { throw .invalidEscape }
+            bytes.append(high << 4 | low)
         }
-        return String(decoding: bytes, as: UTF8.self)
+        guard let decoded = String(validating: bytes, as: UTF8.self) else { throw .invalidEscape }
+        return decoded
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }

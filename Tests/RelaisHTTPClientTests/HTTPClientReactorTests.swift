@@ -397,9 +397,12 @@ import Glibc
                 return onLoop
             }.value
             #expect(onLoop == Array(repeating: true, count: 10))
-            // Plain HTTP reads no file: each transfer was started by its caller, none by the reactor.
-            #expect(client.engine.startedByCallers.load(ordering: .relaxed) == 5)
-            #expect(client.engine.handedToReactor.load(ordering: .relaxed) == 0)
+            // Plain HTTP reads no file: each transfer was started by its caller, unless it found
+            // the lock taken (the reactor finishing the call before), and none for another reason.
+            let taken = client.engine.foundTheLockTaken.load(ordering: .relaxed)
+            #expect(client.engine.startedByCallers.load(ordering: .relaxed) == 5 - taken)
+            #expect(client.engine.handedToReactor.load(ordering: .relaxed) == taken)
+            #expect(taken < 5)
             #expect(HTTPClient.blockingCallsOnEventLoop == before)
 
             // A deliberate violation: easy handles of this client, used without its lock.
@@ -435,6 +438,41 @@ import Glibc
             #expect(second.status == 200)
             #expect(second.newConnections == 1)
             #expect(client.engine.startedByCallers.load(ordering: .relaxed) == 1)
+        }
+    }
+
+    /// While a call only the reactor may drive is in flight (a first TLS handshake, which reads
+    /// the CA bundle, here one the server never answers), every call goes to the reactor: any call
+    /// into libcurl may run that transfer's due steps. A scheme in capitals is HTTPS too.
+    @Test func whileACallOnlyTheReactorMayDriveIsInFlightEveryCallGoesToIt() async throws {
+        let silent = try SilentListener()
+        try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server async throws in
+            let client = client {
+                $0.connectTimeout = .seconds(30)
+                $0.totalTimeout = .seconds(60)
+            }
+            defer { Task { try? await client.shutdown() } }
+            let engine = client.engine
+            // A call that finds the lock taken (the reactor busy) goes to the reactor whatever the
+            // rule: plain calls are made until one was judged under the lock, and that one counts.
+            func judgedPlainCall() async throws -> (startedHere: Bool, handedOver: Bool) {
+                for _ in 0..<50 {
+                    let before = (engine.startedByCallers.load(ordering: .relaxed), engine.handedToReactor.load(ordering: .relaxed))
+                    let taken = engine.foundTheLockTaken.load(ordering: .relaxed)
+                    #expect(try await client.send(.init(url: server.baseURL + "/hello")).bodyText == "hello")
+                    guard engine.foundTheLockTaken.load(ordering: .relaxed) == taken else { continue }
+                    return (engine.startedByCallers.load(ordering: .relaxed) > before.0, engine.handedToReactor.load(ordering: .relaxed) > before.1)
+                }
+                throw CancellationError()
+            }
+            let hanging = Task { try await client.send(.init(url: "HTTPS://127.0.0.1:\(silent.port)/")) }
+            #expect(try await eventually { engine.reactorOnlyInFlight.load(ordering: .relaxed) == 1 })
+            #expect(try await judgedPlainCall() == (startedHere: false, handedOver: true))
+            hanging.cancel()
+            await #expect(throws: CancellationError.self) { try await hanging.value }
+            // Once it is gone, plain HTTP calls start on their caller again.
+            #expect(try await eventually { engine.reactorOnlyInFlight.load(ordering: .relaxed) == 0 })
+            #expect(try await judgedPlainCall() == (startedHere: true, handedOver: false))
         }
     }
 

@@ -307,7 +307,12 @@ import Testing
 
         let refusals: [(String, RedisConfiguration.URLError)] = [
             ("unix://relative.sock", .invalidSocketPath("the path must be absolute")),
-            ("unix://host/run/redis.sock", .invalidSocketPath("'host' before the path is not user[:password]@")),
+            ("unix://host/run/redis.sock", .invalidSocketPath("the text before the path is not user[:password]@")),
+            ("unix:///r%00.sock", .invalidSocketPath("the path contains a NUL byte")),
+            ("unix:///re%dis.sock", .invalidEscape),
+            ("unix:///r%ff.sock", .invalidEscape),
+            ("unix://u:p%4@/r.sock", .invalidEscape),
+            ("redis://u:p%zz@h", .invalidEscape),
             ("unix:///run/redis/", .invalidSocketPath("the path names a directory, not a socket")),
             ("unix:///", .invalidSocketPath("the path names a directory, not a socket")),
             ("unix:///" + String(repeating: "a", count: 107), .invalidSocketPath("the path is longer than 107 bytes")),
@@ -316,9 +321,25 @@ import Testing
             ("unix:///r.sock?db", .unsupportedQuery("db")),
             ("unix:///r.sock?db=x", .invalidDatabase("x")),
         ]
+        let before = configuration
         for (url, error) in refusals {
             #expect(throws: error, "\(url)") { try configuration.apply(url: url) }
         }
-        #expect(configuration.socketPath == nil)  // a refused URL changed nothing that was read
+        // A refused URL changes nothing, not even what it had read before the refusal.
+        #expect(throws: RedisConfiguration.URLError.invalidSocketPath("the path names a directory, not a socket")) {
+            try configuration.apply(url: "unix://other:pw@/run/")
+        }
+        #expect(configuration == before)
+        // An error never shows a password, whole or in part.
+        for url in ["unix://:s3cret/run/redis.sock", "redis://user:s3/cret@h:1"] {
+            #expect(throws: RedisConfiguration.URLError.self, "\(url)") {
+                do {
+                    try configuration.apply(url: url)
+                } catch {
+                    #expect(!"\(error)".contains("s3"), "\(error)")
+                    throw error
+                }
+            }
+        }
     }
 }

@@ -44,7 +44,9 @@ public final class RedisServerProcess: @unchecked Sendable {
     ) async throws -> RedisServerProcess {
         let port = try FreePort.find()
         var arguments = extraArguments
-        let socketPath = unixSocket ? FileManager.default.temporaryDirectory.appendingPathComponent("relais-redis-\(port).sock").path : nil
+        // In /tmp itself, whatever TMPDIR says: short (a socket's path has at most 107 bytes) and
+        // nothing in it to escape in the unix:// URL.
+        let socketPath = unixSocket ? "/tmp/relais-redis-\(port).sock" : nil
         if let socketPath { arguments += ["--unixsocket", socketPath, "--unixsocketperm", "700"] }
         if clusterBus { arguments += ["--cluster-port", String(try FreePort.find())] }
         if let tls {
