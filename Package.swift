@@ -115,6 +115,7 @@ let package = Package(
             dependencies: [
                 "CHiredis",
                 "RelaisClock",
+                "RelaisCrypto",
                 "COpenSSLTLS",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -106,8 +106,9 @@ final class CurlMulti {
 
     /// Schemes are case-insensitive (RFC 3986 §3.1), and so is libcurl.
     private static func isHTTPS(_ url: String?) -> Bool {
+        // Asked for every call: compared in place, ASCII letters folded to lower case.
         guard let url else { return false }
-        return url.utf8.prefix(6).map { $0 | 0x20 }.elementsEqual("https:".utf8.map { $0 | 0x20 })
+        return url.utf8.prefix(6).elementsEqual("https:".utf8) { $0 | 0x20 == $1 }
     }
 
     // MARK: - Calls in and out

@@ -54,26 +54,38 @@ final class CurlEngine: Sendable {
         close(timer)
     }
 
-    /// Runs `body` with the lock, recording the holder for ``CurlConfinement``.
+    /// Runs `body` with the lock, recording the holder for ``CurlConfinement`` and, as it ends,
+    /// the figures tests read.
     func locked<Result: Sendable>(_ body: (CurlMulti) -> Result) -> Result {
         multi.withLock { multi in
             holder.enter()
-            defer { holder.leave() }
+            defer { leave(multi) }
             return body(multi)
         }
+    }
+
+    /// As ``locked(_:)``, or nil at once when another thread holds the lock.
+    func lockedIfAvailable<Result: Sendable>(_ body: (CurlMulti) -> Result) -> Result? {
+        multi.withLockIfAvailable { multi in
+            holder.enter()
+            defer { leave(multi) }
+            return body(multi)
+        }
+    }
+
+    private func leave(_ multi: CurlMulti) {
+        waitingForSlot.store(multi.waitingCount, ordering: .relaxed)
+        reactorOnlyInFlight.store(multi.reactorOnlyCount, ordering: .relaxed)
+        holder.leave()
     }
 
     /// Starts the call here when the lock is free and no file may be read for it; otherwise hands
     /// it to the reactor.
     func submit(_ job: CurlJob, _ continuation: CurlContinuation) {
-        let here: (completions: [CurlCompletion], wakeReactor: Bool)?? = multi.withLockIfAvailable { multi in
-            holder.enter()
-            defer { holder.leave() }
+        let here: (completions: [CurlCompletion], wakeReactor: Bool)?? = lockedIfAvailable { multi in
             guard multi.mayStartOnCaller(job) else { return nil }
             multi.submit(job, continuation)
             let wakeReactor = multi.advance(onCaller: true)
-            waitingForSlot.store(multi.waitingCount, ordering: .relaxed)
-            reactorOnlyInFlight.store(multi.reactorOnlyCount, ordering: .relaxed)
             return (multi.takeCompleted(), wakeReactor)
         }
         guard let startedHere = here ?? nil else {
@@ -126,8 +138,6 @@ final class CurlReactor {
                     }
                 }
                 _ = multi.advance(onCaller: false)
-                engine.waitingForSlot.store(multi.waitingCount, ordering: .relaxed)
-                engine.reactorOnlyInFlight.store(multi.reactorOnlyCount, ordering: .relaxed)
                 let exiting = multi.stopping && multi.isIdle
                 if exiting { multi.tearDown() }
                 return (multi.takeCompleted(), exiting)

@@ -1,4 +1,5 @@
 import NIOCore
+import RelaisCrypto
 
 /// Where and how to reach Redis. Built from a `redis://` URL plus the timeout settings.
 public struct RedisConfiguration: Sendable, Equatable {
@@ -192,16 +193,8 @@ public struct RedisConfiguration: Sendable, Equatable {
             rest = rest[..<slash]
         }
         if let at = rest.lastIndex(of: "@") {
-            let credentials = rest[..<at]
+            try readCredentials(rest[..<at])
             rest = rest[rest.index(after: at)...]
-            if let colon = credentials.firstIndex(of: ":") {
-                let user = try Self.percentDecoded(credentials[..<colon])
-                username = user.isEmpty ? nil : user
-                password = try Self.percentDecoded(credentials[credentials.index(after: colon)...])
-            } else if !credentials.isEmpty {
-                // redis://secret@host is the conventional form for a password without a user.
-                password = try Self.percentDecoded(credentials)
-            }
         }
         var hostPart = rest
         if hostPart.hasPrefix("["), let close = hostPart.firstIndex(of: "]") {
@@ -242,14 +235,7 @@ public struct RedisConfiguration: Sendable, Equatable {
             // unix://host/path names a host, which a local socket has none of.
             // Not echoed: it may be a password whose `@` is missing.
             guard credentials.last == "@" else { throw .invalidSocketPath("the text before the path is not user[:password]@") }
-            let userInfo = credentials.dropLast()
-            if let colon = userInfo.firstIndex(of: ":") {
-                let user = try Self.percentDecoded(userInfo[..<colon])
-                username = user.isEmpty ? nil : user
-                password = try Self.percentDecoded(userInfo[userInfo.index(after: colon)...])
-            } else if !userInfo.isEmpty {
-                password = try Self.percentDecoded(userInfo)
-            }
+            try readCredentials(credentials.dropLast())
         }
         let path = try Self.percentDecoded(rest[slash...])
         guard !path.utf8.contains(0) else { throw .invalidSocketPath("the path contains a NUL byte") }
@@ -269,6 +255,18 @@ public struct RedisConfiguration: Sendable, Equatable {
         tls = nil
     }
 
+    /// `user:password`, `:password` or `password` (the conventional form for a password without a
+    /// user), percent-encoded.
+    private mutating func readCredentials(_ userInfo: Substring) throws(URLError) {
+        if let colon = userInfo.firstIndex(of: ":") {
+            let user = try Self.percentDecoded(userInfo[..<colon])
+            username = user.isEmpty ? nil : user
+            password = try Self.percentDecoded(userInfo[userInfo.index(after: colon)...])
+        } else if !userInfo.isEmpty {
+            password = try Self.percentDecoded(userInfo)
+        }
+    }
+
     /// Fails closed: a `%` not followed by two hexadecimal digits, or bytes that are not UTF-8,
     /// refuse the URL rather than reach Redis as some other password or path.
     private static func percentDecoded(_ text: Substring) throws(URLError) -> String {
@@ -279,19 +277,10 @@ public struct RedisConfiguration: Sendable, Equatable {
                 bytes.append(byte)
                 continue
             }
-            guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue) else { throw .invalidEscape }
+            guard let high = iterator.next().flatMap(Hex.value(of:)), let low = iterator.next().flatMap(Hex.value(of:)) else { throw .invalidEscape }
             bytes.append(high << 4 | low)
         }
         guard let decoded = String(validating: bytes, as: UTF8.self) else { throw .invalidEscape }
         return decoded
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -476,6 +476,19 @@ import Glibc
         }
     }
 
+    /// Through an HTTPS proxy every connection reads the proxy's CA files: every call goes to the
+    /// reactor, plain HTTP ones included (here the proxy refuses the connection).
+    @Test func throughAnHTTPSProxyEveryCallStartsOnTheReactor() async throws {
+        let closed = try FreePort.find()
+        let client = client { $0.proxy = "HTTPS://127.0.0.1:\(closed)" }
+        defer { Task { try? await client.shutdown() } }
+        for _ in 0..<2 {
+            await #expect(throws: HTTPClientError.self) { try await client.send(.init(url: "http://127.0.0.1:\(closed)/")) }
+        }
+        #expect(client.engine.handedToReactor.load(ordering: .relaxed) == 2)
+        #expect(client.engine.startedByCallers.load(ordering: .relaxed) == 0)
+    }
+
     /// A client certificate and key are read at every TLS handshake: such calls always go to the reactor.
     @Test func withAClientCertificateTLSCallsAlwaysStartOnTheReactor() async throws {
         let certificates = try await TestCertificates.make()

@@ -290,6 +290,20 @@ import Testing
         #expect(throws: RedisConfiguration.URLError.missingHost) { try configuration.apply(url: "redis://:1") }
     }
 
+    /// A socket nobody listens on fails the call as unavailable, naming the socket (never the URL's
+    /// credentials), and nothing is tried over TCP.
+    @Test func aMissingUnixSocketIsUnavailableAndNamed() async throws {
+        var configuration = RedisConfiguration(connectTimeout: .seconds(2), commandTimeout: .seconds(2))
+        let path = "/tmp/relais-no-redis-\(try FreePort.find()).sock"
+        try configuration.apply(url: "unix://relais:s3cret@\(path)")
+        let store = RedisStore(configuration: configuration)
+        await #expect { _ = try await store.get("k") } throws: { error in
+            guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
+            return reason.contains("unix:\(path)") && !reason.contains("s3cret")
+        }
+        try await store.shutdown()
+    }
+
     @Test func unixSocketURLParsing() throws {
         var configuration = RedisConfiguration()
         try configuration.apply(url: "rediss://cache.example:6380")

@@ -147,10 +147,24 @@ public final class RedisServerProcess: @unchecked Sendable {
         }
         for _ in 0..<400 {
             if process.hasExited() { throw failure("redis-server exited") }
-            if FreePort.isAccepting(port: port) { return }
+            // Redis listens on TCP before it creates its Unix socket: both are waited for.
+            if FreePort.isAccepting(port: port), socketPath.map(Self.isAccepting(socketPath:)) ?? true { return }
             try await Task.sleep(for: .milliseconds(25))
         }
         throw failure("not accepting after 10 s")
+    }
+
+    private static func isAccepting(socketPath: String) -> Bool {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(socketPath.utf8.prefix(107)) + [0]
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        } == 0
     }
 
     public static var executable: String {
