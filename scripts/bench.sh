@@ -677,8 +677,8 @@ mkdir -p bench
     healthz_step=$(phase_field healthz relais_ms)
     beyond() { python3 -c "print(f'{float($1) - float($healthz_step):.3f}')"; }
     echo "| /authorize | $(phase_field authorize relais_ms) ms | $(beyond "$(phase_field authorize relais_ms)") ms | validate the app's request, store the login transaction (1 Redis write) |"
-    echo "| /callback | $(phase_field callback relais_ms) ms | $(beyond "$(phase_field callback relais_ms)") ms | take the transaction; code exchange and userinfo at the provider (2 outbound HTTP exchanges); verify the id_token and the userinfo JWS (2 ES256 verifications); seal the identity (AES-GCM); store the code (1 Redis write) |"
-    echo "| /token | $(phase_field token relais_ms) ms | $(beyond "$(phase_field token relais_ms)") ms | read the code, check PKCE, open and reseal the identity, sign the access token (ES256) and the id_token (RS256, the default: one RSA-2048 signature), redeem the code, write the session and add it to the person's index (1 script), security event |"
+    echo "| /callback | $(phase_field callback relais_ms) ms | $(beyond "$(phase_field callback relais_ms)") ms | take the transaction; code exchange and userinfo at the provider (2 outbound HTTP exchanges); verify the id_token and the userinfo JWS (2 ES256 verifications); seal the identity and the code (AES-GCM; the code carries the sign-in, nothing is stored) |"
+    echo "| /token | $(phase_field token relais_ms) ms | $(beyond "$(phase_field token relais_ms)") ms | open the code and the identity (AES-GCM), check PKCE, sign the access token (ES256) and the id_token (RS256, the default: one RSA-2048 signature), claim the code's used-mark, write the session and add it to the person's index (1 script), security event |"
     echo "| sign-in (the three steps) | $phases_total ms | | |"
     echo "| calibration: GET /healthz | $healthz_step ms | 0 | |"
     echo "| calibration: GET /readyz | $(phase_field readyz relais_ms) ms | $(beyond "$(phase_field readyz relais_ms)") ms | one Redis round trip |"

@@ -155,14 +155,25 @@ public final class EmbeddedStore: KeyValueStore {
         }
     }
 
-    public func take(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
+    public func once(_ guarded: OneTimeKey, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
         try write { state, now in
             for membership in memberships {
                 if let entry = state.live(membership.key, now), case .bytes = entry.value { throw StoreError.wrongType(key: membership.key) }
             }
-            guard let value = try bytes(state.live(key, now), key: key) else { return nil }
+            let value: [UInt8]
+            switch guarded {
+            case .take(let key):
+                guard let taken = try bytes(state.live(key, now), key: key) else { return nil }
+                value = taken
+            case .claim(let key, let mark, _):
+                guard state.live(key, now) == nil else { return nil }
+                value = mark
+            }
             let sizes = try memberships.map { try state.add($0, now) }
-            state.entries[key] = nil
+            switch guarded {
+            case .take(let key): state.entries[key] = nil
+            case .claim(let key, let mark, let ttl): state.entries[key] = Entry(value: .bytes(mark), expiresAt: now + ttl)
+            }
             state.apply(writes, now)
             return IndexedTake(value: value, setSizes: sizes)
         }

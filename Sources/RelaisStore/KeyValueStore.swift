@@ -39,16 +39,18 @@ public protocol KeyValueStore: Sendable {
     /// share one hash tag (`{…}`), so the step runs on one node.
     func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]?
     /// ``take(_:applying:)`` for a record that must be found through indexes (a session through
-    /// its person's): each membership's member is added to its set too. Where every key lives on
-    /// one node (one Redis server, or one cluster hash slot), one atomic step, one round trip: when
-    /// `key` exists, the members are added, `key` deleted and the writes applied; otherwise nothing
-    /// changes. Across cluster nodes the members are added first and the take runs after, so a
-    /// record is never written before its indexes; when `key` turns out gone, the members (new
-    /// ones: this call is for records just created) are removed again, best effort, since readers
-    /// skip members whose record is missing. Returns the taken value and, in `indexing` order,
-    /// each set's size after the addition; nil when `key` was absent. A set key holding another
-    /// kind of value is refused (``StoreError/wrongType(key:)``) before `key` is taken.
-    func take(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake?
+    /// its person's), guarded by a one-time key (``OneTimeKey``): a key to take (a stored code),
+    /// or a key to claim (a used-mark, written only when absent). Each membership's member is added
+    /// to its set too. Where every key lives on one node (one Redis server, or one cluster hash
+    /// slot), one atomic step, one round trip: when the guard holds, the members are added, the
+    /// key taken or claimed and the writes applied; otherwise nothing changes. Across cluster nodes
+    /// the members are added first and the guarded step runs after, so a record is never written
+    /// before its indexes; when the guard turns out not to hold, the members (new ones: this call
+    /// is for records just created) are removed again, best effort, since readers skip members
+    /// whose record is missing. Returns the taken value (a claim: its mark) and, in `indexing`
+    /// order, each set's size after the addition; nil when the guard did not hold. A set key
+    /// holding another kind of value is refused (``StoreError/wrongType(key:)``) before anything changes.
+    func once(_ guarded: OneTimeKey, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake?
     /// Applies every write or none, in one atomic step (same hash-tag rule as ``take(_:applying:)``).
     func apply(_ writes: [StoreWrite]) async throws
     /// A compare-and-set: when `key` holds exactly `expected`, applies every write in the same atomic
@@ -65,6 +67,28 @@ public protocol KeyValueStore: Sendable {
     func ping() async throws
     /// Releases connections and threads; later calls fail.
     func shutdown() async throws
+}
+
+extension KeyValueStore {
+    /// ``once(_:applying:indexing:)`` taking `key`.
+    public func take(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
+        try await once(.take(key), applying: writes, indexing: memberships)
+    }
+}
+
+/// The key that lets a step run once: of concurrent callers exactly one sees its guard hold.
+public enum OneTimeKey: Sendable, Equatable {
+    /// The key must hold a value, which the step reads and deletes (a stored code, a device code).
+    case take(String)
+    /// The key must be absent; the step sets it to `mark` for `ttl` (a used-mark: what it guards
+    /// was carried by the caller, sealed, rather than stored).
+    case claim(String, mark: [UInt8], ttl: Duration)
+
+    public var key: String {
+        switch self {
+        case .take(let key), .claim(let key, _, _): key
+        }
+    }
 }
 
 /// One change inside ``KeyValueStore/take(_:applying:)`` or ``KeyValueStore/apply(_:)``.
@@ -91,7 +115,7 @@ public struct SetMembership: Sendable, Equatable {
     }
 }
 
-/// What ``KeyValueStore/take(_:applying:indexing:)`` took, and each set's size after it.
+/// What ``KeyValueStore/once(_:applying:indexing:)`` took (a claim: its mark), and each set's size after it.
 public struct IndexedTake: Sendable, Equatable {
     public var value: [UInt8]
     public var setSizes: [Int]

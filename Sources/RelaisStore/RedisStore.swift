@@ -142,24 +142,32 @@ public final class RedisStore: KeyValueStore {
         try await execute("EVAL", key: key, RedisWriteScript.arguments(.take(key), writes, prefixed: prefixed)).optionalBytes()
     }
 
-    public func take(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
+    public func once(_ guarded: OneTimeKey, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
+        let key = guarded.key
         if case .cluster = topology {
             let slot = RedisSlotMap.slot(of: prefixed(key))
             if !(memberships.map(\.key) + writes.map(\.key)).allSatisfy({ RedisSlotMap.slot(of: prefixed($0)) == slot }) {
-                return try await takeAcrossSlots(key, applying: writes, indexing: memberships)
+                return try await onceAcrossSlots(guarded, applying: writes, indexing: memberships)
             }
         }
-        let reply = try await execute("EVAL", key: key, RedisIndexedTakeScript.arguments(key, writes, memberships, prefixed: prefixed))
+        let reply = try await execute("EVAL", key: key, RedisIndexedTakeScript.arguments(guarded, writes, memberships, prefixed: prefixed))
         return try RedisIndexedTakeScript.outcome(reply, memberships)
     }
 
-    /// The indexes first, each in its own slot, then the take: a record is never without its indexes.
-    private func takeAcrossSlots(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
+    /// The indexes first, each in its own slot, then the guarded step: a record is never without its indexes.
+    private func onceAcrossSlots(_ guarded: OneTimeKey, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
         var sizes: [Int] = []
         for membership in memberships {
             sizes.append(try await setAdd(membership.key, member: membership.member, ttl: membership.ttl))
         }
-        guard let value = try await take(key, applying: writes) else {
+        let value: [UInt8]?
+        switch guarded {
+        case .take(let key): value = try await take(key, applying: writes)
+        case .claim(let key, let mark, let ttl):
+            let reply = try await execute("EVAL", key: key, RedisWriteScript.arguments(.claim(key, mark: mark, ttl: ttl), writes, prefixed: prefixed))
+            value = try reply.optionalBytes()
+        }
+        guard let value else {
             for membership in memberships { _ = try? await setRemove(membership.key, member: membership.member) }
             return nil
         }

@@ -1,6 +1,7 @@
 /// Several store writes as one atomic step: one Lua script, which Redis runs whole, so the writes
 /// land together or not at all. `take` also reads and deletes a key in the same step, and writes
-/// nothing when that key is absent; `ifeq` writes only when a key holds an expected value.
+/// nothing when that key is absent; `claim` sets a key that must be absent, and writes nothing when
+/// it exists; `ifeq` writes only when a key holds an expected value.
 enum RedisWriteScript {
     /// The writes, as both scripts end: KEYS from `first` on, each with three arguments from
     /// ARGV[a] on: `s` or `d`, the value, the TTL in milliseconds ('' for none).
@@ -16,7 +17,7 @@ enum RedisWriteScript {
         end
         """
 
-    /// `ifeq` puts the expected value before the writes' arguments.
+    /// `ifeq` puts the expected value before the writes' arguments, `claim` the mark and its TTL.
     static let source = """
         local first = 1
         local taken = 1
@@ -26,6 +27,11 @@ enum RedisWriteScript {
           if not taken then return false end
           redis.call('DEL', KEYS[1])
           first = 2
+        elseif ARGV[1] == 'claim' then
+          if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then return false end
+          taken = ARGV[2]
+          first = 2
+          a = 4
         elseif ARGV[1] == 'ifeq' then
           if redis.call('GET', KEYS[1]) ~= ARGV[2] then return false end
           first = 2
@@ -42,6 +48,8 @@ enum RedisWriteScript {
         case none
         /// Reads and deletes the key; nothing is written when it is absent.
         case take(String)
+        /// Sets the key to the mark for the TTL; nothing is written when it exists.
+        case claim(String, mark: [UInt8], ttl: Duration)
         /// Writes only when the key holds this value.
         case ifEqual(String, [UInt8])
     }
@@ -56,6 +64,9 @@ enum RedisWriteScript {
         case .take(let key):
             keys.insert(key, at: 0)
             mode = [bytes("take")]
+        case .claim(let key, let mark, let ttl):
+            keys.insert(key, at: 0)
+            mode = [bytes("claim"), mark, bytes(String(ttl.storeMilliseconds))]
         case .ifEqual(let key, let expected):
             keys.insert(key, at: 0)
             mode = [bytes("ifeq"), expected]
@@ -80,30 +91,39 @@ enum RedisWriteScript {
     }
 }
 
-/// ``KeyValueStore/take(_:applying:indexing:)`` on one node: the set keys' kinds are checked
+/// ``KeyValueStore/once(_:applying:indexing:)`` on one node: the set keys' kinds are checked
 /// first (a wrong one is answered with its position in KEYS, before anything changes), then the
-/// taken key is read (absent: nothing changes), the members added, the key deleted and the writes
-/// applied. The reply: the value, then each set's size.
+/// guard: a taken key is read (absent: nothing changes), a claimed key must be absent (present:
+/// nothing changes). Then the members are added, the key deleted (taken) or set (claimed) and the
+/// writes applied. The reply: the value (a claim: its mark), then each set's size.
 enum RedisIndexedTakeScript {
-    /// ARGV: the number of sets n; for each set its member and TTL in milliseconds ('' for none);
-    /// then the writes as ``RedisWriteScript`` encodes them. KEYS: the taken key, the n sets, the writes' keys.
+    /// ARGV: `take` or `claim`, the mark and its TTL in milliseconds ('' for a take), the number of
+    /// sets n; for each set its member and TTL in milliseconds ('' for none); then the writes as
+    /// ``RedisWriteScript`` encodes them. KEYS: the guarded key, the n sets, the writes' keys.
     static let source = """
-        local n = tonumber(ARGV[1])
+        local n = tonumber(ARGV[4])
         for i = 2, n + 1 do
           local kind = redis.call('TYPE', KEYS[i]).ok
           if kind ~= 'none' and kind ~= 'set' then return i end
         end
-        local taken = redis.call('GET', KEYS[1])
-        if not taken then return false end
+        local claim = ARGV[1] == 'claim'
+        local taken
+        if claim then
+          if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+          taken = ARGV[2]
+        else
+          taken = redis.call('GET', KEYS[1])
+          if not taken then return false end
+        end
         local reply = {taken}
-        local a = 2
+        local a = 5
         for i = 2, n + 1 do
           redis.call('SADD', KEYS[i], ARGV[a])
           if ARGV[a + 1] ~= '' then redis.call('PEXPIRE', KEYS[i], ARGV[a + 1]) end
           reply[#reply + 1] = redis.call('SCARD', KEYS[i])
           a = a + 2
         end
-        redis.call('DEL', KEYS[1])
+        if claim then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) else redis.call('DEL', KEYS[1]) end
         local first = n + 2
         \(RedisWriteScript.writesLoop)
         return reply
@@ -111,10 +131,14 @@ enum RedisIndexedTakeScript {
     /// Sent with every call: made once.
     static let sourceBytes = Array(source.utf8)
 
-    static func arguments(_ key: String, _ writes: [StoreWrite], _ memberships: [SetMembership], prefixed: (String) -> [UInt8]) -> [[UInt8]] {
+    static func arguments(_ guarded: OneTimeKey, _ writes: [StoreWrite], _ memberships: [SetMembership], prefixed: (String) -> [UInt8]) -> [[UInt8]] {
         let bytes = { (text: String) in Array(text.utf8) }
-        let keys = [key] + memberships.map(\.key) + writes.map(\.key)
+        let keys = [guarded.key] + memberships.map(\.key) + writes.map(\.key)
         var arguments = [bytes("EVAL"), sourceBytes, bytes(String(keys.count))] + keys.map(prefixed)
+        switch guarded {
+        case .take: arguments += [bytes("take"), [], []]
+        case .claim(_, let mark, let ttl): arguments += [bytes("claim"), mark, bytes(String(ttl.storeMilliseconds))]
+        }
         arguments.append(bytes(String(memberships.count)))
         for membership in memberships {
             arguments += [bytes(membership.member), bytes(membership.ttl.map { String($0.storeMilliseconds) } ?? "")]

@@ -56,8 +56,9 @@ public struct TracedStore: KeyValueStore {
     public func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? {
         try await traced("take", writes: writes.count) { try await base.take(key, applying: writes) }
     }
-    public func take(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
-        try await traced("take_indexing", writes: writes.count + memberships.count) { try await base.take(key, applying: writes, indexing: memberships) }
+    public func once(_ guarded: OneTimeKey, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
+        let operation = if case .take = guarded { "take_indexing" } else { "claim_indexing" }
+        return try await traced(operation, writes: writes.count + memberships.count) { try await base.once(guarded, applying: writes, indexing: memberships) }
     }
     public func apply(_ writes: [StoreWrite]) async throws { try await traced("apply", writes: writes.count) { try await base.apply(writes) } }
     public func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool {

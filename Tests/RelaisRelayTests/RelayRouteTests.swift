@@ -141,7 +141,7 @@ import Testing
             clientID: "app", redirectURI: Self.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
             providerID: "fc", acr: "eidas1", forceLogin: false
         )
-        let code = try await Self.saveCode(
+        let code = try await Self.mintCode(
             fixture, app: app, acr: "eidas1", identity: SessionIdentity(claims: ["given_name": .string("Angela")], amr: nil, authTime: nil, providerIDToken: "x")
         )
         fixture.clock.advance(by: .seconds(61))
@@ -160,7 +160,7 @@ import Testing
             clientID: "app", redirectURI: Self.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid", "profile"],
             nonce: "n-1", providerID: "fc", acr: "eidas1", forceLogin: false
         )
-        let code = try await Self.saveCode(
+        let code = try await Self.mintCode(
             fixture, app: app, acr: "eidas1", identity: SessionIdentity(claims: ["given_name": .string("Angela")], amr: ["fc"], authTime: 1, providerIDToken: "x")
         )
         fixture.clock.advance(by: .seconds(59))
@@ -242,18 +242,23 @@ import Testing
 
     // MARK: - Forward-auth
 
-    /// A code stored as /callback leaves it: derived from the secret sealed in its identity.
-    static func saveCode(
+    /// A code as /callback mints it: the sign-in sealed in it (``SealedCode``), nothing stored.
+    static func mintCode(
         _ fixture: Fixture, app: AppRequest, subject: String = "sub-1", acr: String?,
-        identity: SessionIdentity = SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x")
+        identity: SessionIdentity = SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x"), replaces: String? = nil, sid: String = RelayStore.newSessionID()
     ) async throws -> String {
-        let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions)).seal(identity)
-        let code = SessionTokens.code(sid: RelayStore.newSessionID(), secret: try #require(identity.tokenSecret))
-        try await fixture.sessions.saveCode(RelayCode(app: app, subject: subject, acr: acr, sealedIdentity: sealed, providerSessionID: nil), code: code)
-        return code
+        let vault = SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions))
+        let record = RelayCode(app: app, subject: subject, acr: acr, sealedIdentity: try vault.seal(identity), providerSessionID: nil, replaces: replaces)
+        let deadline = fixture.sessions.clock.now + Double(fixture.sessions.settings.codeLifetime.components.seconds)
+        return try SealedCode(sid: sid, record: record, expiresAt: deadline).seal(with: vault)
     }
 
-    /// A session opened through a stored code (as /callback leaves it) and its access token.
+    /// A code as versions before sealed codes stored it (Migration/BeforeSealedCodes.swift).
+    static func saveStoredCode(_ fixture: Fixture, _ record: RelayCode, code: String) async throws {
+        try await fixture.sessions.store.set(RelayStore.Key.code(code), StoredJSON.encode(record), ttl: fixture.sessions.settings.codeLifetime)
+    }
+
+    /// A session opened through a code (as /callback mints it) and its access token.
 
     static func accessToken(_ fixture: Fixture, _ client: any TestClientProtocol, provider: String = "fc", acr: String = "eidas1") async throws -> String {
         let verifier = SecureRandom.token(bits: 256)
@@ -261,7 +266,7 @@ import Testing
             clientID: "app", redirectURI: redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
             providerID: provider, acr: acr, forceLogin: false
         )
-        let code = try await saveCode(fixture, app: app, acr: acr)
+        let code = try await mintCode(fixture, app: app, acr: acr)
         let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", redirect), ("code_verifier", verifier)]
         let response = try await client.execute(uri: "/token", method: .post, headers: formHeaders, body: form(fields))
         return try #require(json(response)["access_token"]?.stringValue, "\(json(response))")

@@ -405,6 +405,67 @@ struct Stopwatch {
         }
     }
 
+    /// A claim is a take inverted: the step runs only while its key is absent, and leaves the key
+    /// set (a used-mark), so a sealed code that carries its own record is redeemed once.
+    @Test(arguments: StoreKind.allCases)
+    func indexedClaimRunsOnlyWhileItsMarkIsAbsent(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            for (tag, person, other) in [("c1", "person:{c1}", "idp:{c1}"), ("c2", "person:carol", "idp:session-7")] {
+                try await store.setAdd(person, member: "earlier", ttl: nil)
+                let indexes = [SetMembership(person, member: "s-\(tag)", ttl: .seconds(60)), SetMembership(other, member: "s-\(tag)", ttl: nil)]
+                let claim = OneTimeKey.claim("used:{\(tag)}", mark: bytes("1"), ttl: .seconds(90))
+                let claimed = try await store.once(claim, applying: [.set("session:{\(tag)}", bytes("session"), ttl: .seconds(30))], indexing: indexes)
+                #expect(claimed == IndexedTake(value: bytes("1"), setSizes: [2, 1]), "\(person)")
+                #expect(try await store.get("used:{\(tag)}") == bytes("1"))
+                guard case .expiresIn(let markTTL) = try await store.timeToLive("used:{\(tag)}") else { Issue.record("no TTL on the mark"); return }
+                #expect(markTTL <= .seconds(90) && markTTL > .seconds(60))
+                #expect(try await store.get("session:{\(tag)}") == bytes("session"))
+                #expect(try await store.setMembers(person) == ["earlier", "s-\(tag)"])
+                #expect(try await store.setMembers(other) == ["s-\(tag)"])
+
+                // Claimed already: no member is added (or none is left), nothing is written.
+                let again = [SetMembership(person, member: "late-\(tag)", ttl: nil), SetMembership(other, member: "late-\(tag)", ttl: nil)]
+                #expect(try await store.once(claim, applying: [.set("session:{\(tag)}", bytes("other"), ttl: nil)], indexing: again) == nil)
+                #expect(try await store.setMembers(person) == ["earlier", "s-\(tag)"])
+                #expect(try await store.setMembers(other) == ["s-\(tag)"])
+                #expect(try await store.get("session:{\(tag)}") == bytes("session"))
+
+                // A set key holding a value is refused before the mark is set: the claim stays open.
+                try await store.set("value:{\(tag)}", bytes("v"), ttl: nil)
+                let wrong = [SetMembership(person, member: "w-\(tag)", ttl: nil), SetMembership("value:{\(tag)}", member: "w-\(tag)", ttl: nil)]
+                let fresh = OneTimeKey.claim("used2:{\(tag)}", mark: bytes("1"), ttl: .seconds(90))
+                await #expect(throws: StoreError.wrongType(key: "value:{\(tag)}")) {
+                    try await store.once(fresh, applying: [.set("new:{\(tag)}", bytes("n"), ttl: nil)], indexing: wrong)
+                }
+                #expect(try await store.get("used2:{\(tag)}") == nil)
+                #expect(try await store.get("new:{\(tag)}") == nil)
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func concurrentIndexedClaimsLeaveOnlyTheWinnersMember(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            for round in 0..<5 {
+                let winners = try await withThrowingTaskGroup(of: [Int].self) { group in
+                    for caller in 0..<6 {
+                        group.addTask {
+                            let indexes = [SetMembership("person:k\(round)", member: "s\(caller)", ttl: nil)]
+                            let claim = OneTimeKey.claim("used:{k\(round)}", mark: bytes("\(caller)"), ttl: .seconds(30))
+                            let claimed = try await store.once(claim, applying: [.set("owner:{k\(round)}", bytes("\(caller)"), ttl: nil)], indexing: indexes)
+                            return claimed == nil ? [] : [caller]
+                        }
+                    }
+                    return try await group.reduce([], +)
+                }
+                try #require(winners.count == 1)
+                #expect(try await store.get("owner:{k\(round)}") == bytes("\(winners[0])"))
+                #expect(try await store.get("used:{k\(round)}") == bytes("\(winners[0])"))
+                #expect(try await store.setMembers("person:k\(round)") == ["s\(winners[0])"])
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func applyWritesEverythingAtOnce(kind: StoreKind) async throws {
         try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in

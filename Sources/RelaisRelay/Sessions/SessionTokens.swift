@@ -1,8 +1,9 @@
 import RelaisCrypto
 
-/// A session's authorization code and refresh tokens, derived from its own secret (sealed in its
-/// identity) rather than drawn at random and listed in the store: `<sid>.<mac>` for the code and
-/// `<sid>.<generation>.<mac>` for the refresh token of each rotation. Any token the session ever
+/// A session's refresh tokens, derived from its own secret (sealed in its identity) rather than
+/// drawn at random and listed in the store: `<sid>.<generation>.<mac>` for the refresh token of
+/// each rotation (its authorization code is sealed instead, ``SealedCode``; the derived codes of
+/// earlier versions are read in Migration/BeforeSealedCodes.swift). Any token the session ever
 /// issued is recognised, so a replayed one ends the session however old it is, while the store
 /// keeps one record per session whatever the number of refreshes, and a reader of the store alone
 /// cannot mint a token (the secret is sealed with the relay's session key).
@@ -14,17 +15,8 @@ enum SessionTokens {
 
     static func newSecret() -> [UInt8] { SecureRandom.bytes(secretBytes) }
 
-    static func code(sid: String, secret: [UInt8]) -> String {
-        sid + "." + mac(secret, "code", sid)
-    }
-
     static func refreshToken(sid: String, generation: Int, secret: [UInt8]) -> String {
         sid + "." + String(generation) + "." + mac(secret, "refresh \(generation)", sid)
-    }
-
-    /// True when `code` is this session's code (constant time).
-    static func isCode(_ code: String, sid: String, secret: [UInt8]) -> Bool {
-        ConstantTime.equals(Array(code.utf8), Array(self.code(sid: sid, secret: secret).utf8))
     }
 
     /// A refresh token of the derived shape: its session and generation. Nil for anything else,
@@ -42,7 +34,7 @@ enum SessionTokens {
         ConstantTime.equals(Array(token.utf8), Array(refreshToken(sid: sid, generation: generation, secret: secret).utf8))
     }
 
-    private static func mac(_ secret: [UInt8], _ purpose: String, _ sid: String) -> String {
+    static func mac(_ secret: [UInt8], _ purpose: String, _ sid: String) -> String {
         Base64URL.encode(HMAC.sha256(key: secret, Array("\(purpose) \(sid)".utf8)).prefix(macBytes))
     }
 }

@@ -47,11 +47,20 @@ struct SessionVault: Sendable {
     }
 
     func seal(_ identity: SessionIdentity) throws -> String {
-        try JWE.encrypt(identity.plaintext, to: keys.ring.activeSessionKey, keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
+        try seal(bytes: identity.plaintext)
     }
 
     func open(_ type: SessionIdentity.Type, _ sealed: String) -> SessionIdentity? {
-        guard let decrypted = try? JWE.parse(sealed).decrypt(with: keys.ring.sessionKeys) else { return nil }
-        return SessionIdentity(plaintext: decrypted.plaintext)
+        open(bytes: sealed).flatMap(SessionIdentity.init(plaintext:))
+    }
+
+    /// Any payload, sealed as identities are (an authorization code's sign-in, ``SealedCode``).
+    func seal(bytes plaintext: [UInt8]) throws -> String {
+        try JWE.encrypt(plaintext, to: keys.ring.activeSessionKey, keyAlgorithm: .direct, contentAlgorithm: .a256GCM)
+    }
+
+    /// The plaintext, when one of this instance's session keys opens `sealed` (authenticated).
+    func open(bytes sealed: String) -> [UInt8]? {
+        try? JWE.parse(sealed).decrypt(with: keys.ring.sessionKeys).plaintext
     }
 }

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import Logging
+import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
@@ -114,22 +115,23 @@ struct CallbackRoute: RelayRoutes {
                 return fail(RelayError(.temporarilyUnavailable, "Relais cannot read the app's session right now; try again shortly"), outcome: "store_unavailable")
             }
         }
-        // The code names the session it will open, so both live under one store hash tag; it is
-        // derived from the session's secret, so a replay is recognised once the session exists.
+        // The code carries the sign-in sealed and names the session it will open (``SealedCode``):
+        // nothing is stored until /token opens that session.
         let secret = SessionTokens.newSecret()
         let sealedIdentity = SessionIdentity(
             claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken, tokenSecret: secret
         )
-        let relayCode = SessionTokens.code(sid: RelayStore.newSessionID(), secret: secret)
+        let relayCode: String
         do {
-            let sealed = try vault.seal(sealedIdentity)
             let record = RelayCode(
-                app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: sealed, providerSessionID: identity.sessionID, replaces: replaces
+                app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: try vault.seal(sealedIdentity), providerSessionID: identity.sessionID,
+                replaces: replaces
             )
-            try await sessions.saveCode(record, code: relayCode)
+            let deadline = sessions.clock.now + Double(sessions.settings.codeLifetime.components.seconds)
+            relayCode = try SealedCode(sid: RelayStore.newSessionID(), record: record, expiresAt: deadline).seal(with: vault)
         } catch {
-            context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])
-            return fail(RelayError(.temporarilyUnavailable, "Relais cannot store the sign-in right now; try again shortly"), outcome: "store_unavailable")
+            context.logger.error("the sign-in could not be sealed", metadata: ["error": "\(error)"])
+            return fail(RelayError(.serverError, "Relais cannot seal the sign-in right now; try again shortly"), outcome: "server_error")
         }
         context.logger.info("sign-in completed at the provider", metadata: ["provider": "\(app.upstream.providerID)", "client_id": "\(app.clientID)"])
         RelayMetrics.signIn(provider: app.upstream.providerID, client: app.clientID, outcome: "ok")

@@ -105,7 +105,7 @@ extension RelayStore {
     func redeemDevice(_ deviceCode: String, opening session: SessionRecord, sid: String, providerSessionID: String?) async throws -> [String]? {
         let hash = SHA256.hexHash(deviceCode)
         return try await open(
-            session, sid: sid, providerSessionID: providerSessionID, consuming: Key.deviceCode(sid: sid, hash: hash),
+            session, sid: sid, providerSessionID: providerSessionID, once: .take(Key.deviceCode(sid: sid, hash: hash)),
             also: [.set(Key.usedDeviceCode(sid: sid, hash: hash), [1], ttl: settings.deviceCodeLifetime), .delete(Key.deviceDecision(sid))]
         )
     }

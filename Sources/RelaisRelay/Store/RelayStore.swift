@@ -17,6 +17,9 @@ struct RelayStore: Sendable {
     /// codes and refresh tokens start with that id (`<sid>.<random>`) so it can be found from them.
     enum Key {
         static func transaction(_ state: String) -> String { "tx:\(SHA256.hexHash(state))" }
+        /// A sealed code's used-mark (``SealedCode``): set when the code opens its session, or is burned.
+        static func usedCode(_ sid: String) -> String { "code-used:{\(sid)}" }
+        /// A code stored by a version before sealed codes (Migration/BeforeSealedCodes.swift).
         static func code(_ code: String) -> String { "code:\(tag(of: code)):\(SHA256.hexHash(code))" }
         static func session(_ sid: String) -> String { "session:{\(sid)}" }
         /// Written by versions before derived tokens (``SessionTokens``): the last refresh, and one
@@ -88,19 +91,20 @@ struct RelayStore: Sendable {
         StoredJSON.decode(LoginTransaction.self, try await store.getAndDelete(Key.transaction(state)))
     }
 
-    /// Stores a sign-in's code; the session it will open is already named in it.
-    func saveCode(_ record: RelayCode, code: String) async throws {
-        try await store.set(Key.code(code), StoredJSON.encode(record), ttl: settings.codeLifetime)
+    /// What makes a sealed code (``SealedCode``) good once: its used-mark, claimed by the step that
+    /// opens its session. The mark outlives the code's deadline by a minute of clock difference
+    /// between instances; after that the code itself is refused as expired.
+    func usedMark(ofCodeFor sid: String) -> OneTimeKey {
+        .claim(Key.usedCode(sid), mark: [1], ttl: settings.codeLifetime + .seconds(60))
     }
 
-    /// Reads a code without consuming it: ``redeem(code:opening:sid:providerSessionID:refresh:)`` consumes it.
-    func peekCode(_ code: String) async throws -> RelayCode? {
-        StoredJSON.decode(RelayCode.self, try await store.get(Key.code(code)))
-    }
-
-    /// Burns a code that failed its checks (wrong client, redirect or verifier).
-    func discardCode(_ code: String) async throws {
-        try await store.delete(Key.code(code))
+    /// Burns a code that failed its checks (wrong client, redirect or verifier): its used-mark is
+    /// set (a stored code of an earlier version: deleted). False when the code was used already.
+    func burnCode(_ once: OneTimeKey) async throws -> Bool {
+        switch once {
+        case .take(let key): try await store.delete(key)
+        case .claim(let key, let mark, let ttl): try await store.setIfAbsent(key, mark, ttl: ttl)
+        }
     }
 
     // MARK: - Sessions
@@ -112,30 +116,24 @@ struct RelayStore: Sendable {
         return min(settings.sessionIdleTimeout, .seconds(Int(remaining)))
     }
 
-    /// Opens session `sid` for `code` in one atomic step: the code is consumed and the session
-    /// written, or neither. A replayed code is then recognised by the session it opened (the code
-    /// is derived from the session's secret, ``SessionTokens``).
+    /// Opens session `sid` in one atomic step with what lets it open once (`once`: a sealed code's
+    /// used-mark claimed, a device code taken): both happen, or neither. A replayed code is then
+    /// recognised by its mark, or by the session it opened.
     /// The person's indexes are written in the same step on one Redis server (one round trip), and
     /// before it on a cluster, where they live on other nodes: an index entry without its session
     /// is harmless (readers skip ended sessions), a session missing from its index could not be
     /// found by a back-channel logout. The session's own keys carry its hash tag.
-    /// Nil when another request consumed the code first; otherwise the sessions ended to keep the
-    /// person within `sessions.max_per_subject`.
-    func redeem(code: String, opening session: SessionRecord, sid: String, providerSessionID: String?) async throws -> [String]? {
-        try await open(session, sid: sid, providerSessionID: providerSessionID, consuming: Key.code(code), also: [])
-    }
-
-    /// Opens session `sid` by consuming `key` (a code, a device code), writing `writes` with it.
-    /// Nil when `key` was gone; otherwise the sessions ended to keep the person within the limit.
+    /// Nil when `once` did not hold (another request opened or burned it first); otherwise the
+    /// sessions ended to keep the person within `sessions.max_per_subject`.
     func open(
-        _ session: SessionRecord, sid: String, providerSessionID: String?, consuming key: String, also writes: [StoreWrite]
+        _ session: SessionRecord, sid: String, providerSessionID: String?, once: OneTimeKey, also writes: [StoreWrite]
     ) async throws -> [String]? {
         var indexes = [SetMembership(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime)]
         if let providerSessionID {
             indexes.append(SetMembership(Key.providerSessions(provider: session.providerID, sid: providerSessionID), member: sid, ttl: settings.sessionLifetime))
         }
         let lifetime = ttl(for: session) ?? .seconds(1)
-        guard let opened = try await store.take(key, applying: [.set(Key.session(sid), session.stored, ttl: lifetime)] + writes, indexing: indexes) else {
+        guard let opened = try await store.once(once, applying: [.set(Key.session(sid), session.stored, ttl: lifetime)] + writes, indexing: indexes) else {
             return nil
         }
         guard opened.setSizes[0] > settings.maxSessionsPerSubject else { return [] }

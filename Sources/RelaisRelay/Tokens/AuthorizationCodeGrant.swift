@@ -3,6 +3,7 @@ import RelaisClock
 import RelaisConfig
 import RelaisHTTPClient
 import RelaisJOSE
+import RelaisStore
 
 /// `grant_type=authorization_code` with PKCE: the code from /callback opens the session.
 struct AuthorizationCodeGrant: TokenGrant {
@@ -19,33 +20,45 @@ struct AuthorizationCodeGrant: TokenGrant {
         guard let verifier = form["code_verifier"], !verifier.isEmpty else { throw RelayError.invalidRequest("code_verifier is missing (PKCE)") }
         let requester = TokenRequester(app: app, proof: proof, attested: attested)
         let presented = Presented(requester: requester, code: code, redirectURI: redirectURI, verifier: verifier)
-        let record = try await sessions.peekCode(code)
-        let openedBy = record == nil ? try await sessionOpened(by: code) : nil
-        switch Self.decide(record, openedBy: openedBy, presented, now: sessions.clock.now, lifetime: sessions.settings.sessionLifetime) {
+        let found = try await find(code)
+        let openedBy = found == nil ? try await sessionOpened(by: code) : nil
+        switch Self.decide(found?.record, openedBy: openedBy, presented, now: sessions.clock.now, lifetime: sessions.settings.sessionLifetime) {
         case .refuse(let error): throw error
         case .burn(let error):
-            try await sessions.discardCode(code)
+            // Burned by its mark; a mark already set means the code was used: a replay.
+            if let found, try await !sessions.burnCode(found.once), let sid = try await sessionOpened(by: code) {
+                throw try await replayed(sid, app: app, logger: logger)
+            }
             throw error
         case .endAsReplayed(let sid): throw try await replayed(sid, app: app, logger: logger)
         case .open(let sid, let session):
-            guard let record else { throw Self.unknown }
-            return try await open(session, sid: sid, code: code, record: record, presented, app: app, logger: logger)
+            guard let found else { throw Self.unknown }
+            return try await open(session, sid: sid, found, presented, app: app, logger: logger)
         }
     }
 
-    /// Performs `.open`. The code is consumed in the same atomic step that writes the session: a
-    /// request that lost the race finds the session the code opened, and ends it (RFC 6749 §4.1.2),
-    /// in every interleaving.
+    /// A presented code's sign-in and what lets it open a session once; nil when the code is
+    /// unknown, forged, expired, or (a stored code) consumed.
+    private func find(_ code: String) async throws -> (record: RelayCode, once: OneTimeKey)? {
+        guard SealedCode.hasSealedShape(code) else { return try await sessions.storedCode(code) }
+        guard let sealed = await SealedCode.open(code, vault: vault), sealed.expiresAt > sessions.clock.now else { return nil }
+        return (sealed.record, sessions.usedMark(ofCodeFor: sealed.sid))
+    }
+
+    /// Performs `.open`. The code's used-mark is claimed in the same atomic step that writes the
+    /// session: a request that lost the race finds the session the code opened, and ends it
+    /// (RFC 6749 §4.1.2), in every interleaving.
     private func open(
-        _ session: SessionRecord, sid: String, code: String, record: RelayCode, _ presented: Presented, app: AppSettings, logger: Logger
+        _ session: SessionRecord, sid: String, _ found: (record: RelayCode, once: OneTimeKey), _ presented: Presented, app: AppSettings, logger: Logger
     ) async throws -> JSONValue {
         let opening = SessionOpening(sessions: sessions, vault: vault, tokens: tokens, events: events)
+        let record = found.record
         let response = try await opening.open(session, sid: sid, app: app, nonce: record.app.nonce, what: "the sign-in", via: "code", logger: logger) {
-            try await sessions.redeem(code: code, opening: $0, sid: sid, providerSessionID: record.providerSessionID)
+            try await sessions.open($0, sid: sid, providerSessionID: record.providerSessionID, once: found.once, also: [])
         }
         guard let response else {
             // Lost the race: decided again on what the winner left.
-            let again = Self.decide(nil, openedBy: try await sessionOpened(by: code), presented, now: sessions.clock.now, lifetime: sessions.settings.sessionLifetime)
+            let again = Self.decide(nil, openedBy: try await sessionOpened(by: presented.code), presented, now: sessions.clock.now, lifetime: sessions.settings.sessionLifetime)
             if case .endAsReplayed(let winner) = again { throw try await replayed(winner, app: app, logger: logger) }
             throw Self.unknown
         }
@@ -63,10 +76,15 @@ struct AuthorizationCodeGrant: TokenGrant {
         return response
     }
 
-    /// The live session `code` opened, when it is that session's code (derived from its secret).
+    /// The live session `code` opened: a sealed code names it (authenticated, expired or not), so
+    /// the session exists only if this code opened it; a stored code is derived from its secret.
     private func sessionOpened(by code: String) async throws -> String? {
+        if SealedCode.hasSealedShape(code) {
+            guard let sid = await SealedCode.open(code, vault: vault)?.sid, try await sessions.session(sid) != nil else { return nil }
+            return sid
+        }
         guard let sid = RelayStore.sessionID(in: code), let session = try await sessions.session(sid),
-            let secret = await vault.openIdentityAfterSync(session.sealedIdentity)?.tokenSecret, SessionTokens.isCode(code, sid: sid, secret: secret)
+            let secret = await vault.openIdentityAfterSync(session.sealedIdentity)?.tokenSecret, SessionTokens.isStoredCode(code, sid: sid, secret: secret)
         else { return nil }
         return sid
     }

@@ -4,7 +4,7 @@ import RelaisJOSE
 
 /// Opening a session, the one step the code and device grants share: the sign-in's identity gets
 /// its token secret, the tokens are minted, and `commit` writes the session and consumes what
-/// opened it (a code, a device code) atomically with its indexes (``RelayStore/open(_:sid:providerSessionID:consuming:also:)``).
+/// opened it (a code, a device code) atomically with its indexes (``RelayStore/open(_:sid:providerSessionID:once:also:)``).
 struct SessionOpening: Sendable {
     let sessions: RelayStore
     let vault: SessionVault

@@ -50,7 +50,7 @@ import Testing
         )
         app.redemption.dpopJKT = dpopJKT
         app.deviceName = deviceName
-        let code = try await RelayRouteTests.saveCode(fixture, app: app, subject: subject, acr: "eidas1")
+        let code = try await RelayRouteTests.mintCode(fixture, app: app, subject: subject, acr: "eidas1")
         var all = Route.formHeaders
         all.append(contentsOf: headers)
         let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", Route.redirect), ("code_verifier", verifier)]

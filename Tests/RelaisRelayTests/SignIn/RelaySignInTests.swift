@@ -22,7 +22,11 @@ extension RelaySignInAndTokensChain {
             let callback = try RelayHarness.query(try #require(callbackResponse.header("location")))
             #expect(callback["state"] == request.state)
             #expect(callback["iss"] == harness.issuer)
-            let response = try await harness.exchange(try #require(callback["code"]), request)
+            // The code carries the sign-in sealed: nothing of the person reads in it, and it stays
+            // well within what browsers, app links and proxies carry in a URL.
+            let code = try #require(callback["code"])
+            #expect(!code.contains("DUBOIS") && !code.contains("Angela") && code.utf8.count <= 4096, "\(code.utf8.count) bytes")
+            let response = try await harness.exchange(code, request)
             #expect(response.status == 200)
             #expect(response.header("cache-control") == "no-store")
             let tokens = try #require(JSONValue.object(from: response.body))

@@ -7,7 +7,7 @@ import Testing
 /// the app presented and the time, to the action. No store, no clock.
 @Suite(.tags(.fast)) struct CodeRedemptionDecisionTests {
     static let sid = RelayStore.newSessionID()
-    static let code = SessionTokens.code(sid: sid, secret: SessionTokens.newSecret())
+    static let code = sid + ".sealed-sign-in"
     static let verifier = PKCE.makeVerifier()
     static let redirect = "https://app.example/callback"
     static let lifetime = Duration.seconds(3600)

@@ -19,7 +19,7 @@ import Testing
             clientID: "app", redirectURI: RelayRouteTests.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"],
             nonce: nil, providerID: "fc", acr: "eidas1", forceLogin: false
         )
-        let code = try await RelayRouteTests.saveCode(fixture, app: app, acr: "eidas1")
+        let code = try await RelayRouteTests.mintCode(fixture, app: app, acr: "eidas1")
         return [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", RelayRouteTests.redirect), ("code_verifier", verifier)]
     }
 
@@ -212,8 +212,8 @@ final class InterposedStore: KeyValueStore {
     func setRemove(_ key: String, member: String) async throws -> Bool { try await call { try await base.setRemove(key, member: member) } }
     func setMembers(_ key: String) async throws -> Set<String> { try await call { try await base.setMembers(key) } }
     func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? { try await call { try await base.take(key, applying: writes) } }
-    func take(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
-        try await call { try await base.take(key, applying: writes, indexing: memberships) }
+    func once(_ guarded: OneTimeKey, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
+        try await call { try await base.once(guarded, applying: writes, indexing: memberships) }
     }
     func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool {
         try await call { losesEverySwap ? false : try await base.apply(writes, ifEqual: key, expected) }
@@ -248,12 +248,7 @@ final class InterposedStore: KeyValueStore {
                     clientID: "app", redirectURI: RelayRouteTests.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"],
                     nonce: nil, providerID: "fc", acr: "eidas2", forceLogin: false
                 )
-                let identity = SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x")
-                let sealed = try SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions)).seal(identity)
-                let code = SessionTokens.code(sid: RelayStore.newSessionID(), secret: try #require(identity.tokenSecret))
-                try await fixture.sessions.saveCode(
-                    RelayCode(app: app, subject: "sub-1", acr: "eidas2", sealedIdentity: sealed, providerSessionID: nil, replaces: oldSID), code: code
-                )
+                let code = try await RelayRouteTests.mintCode(fixture, app: app, acr: "eidas2", replaces: oldSID)
                 let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", RelayRouteTests.redirect), ("code_verifier", verifier)]
                 let (first, tokens) = try await CodeRedemptionTests.redeem(client, fields, failingCall: call)
                 if first == .ok, gate.calls.withLock({ $0 }) >= call {

@@ -240,7 +240,7 @@ import Testing
             providerID: "fc", acr: "eidas1", forceLogin: false
         )
         let code = RelayStore.newToken(for: RelayStore.newSessionID())
-        try await fixture.sessions.saveCode(RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: code)
+        try await Route.saveStoredCode(fixture, RelayCode(app: app, subject: "sub-1", acr: "eidas1", sealedIdentity: sealed, providerSessionID: nil), code: code)
         try await fixture.test { client in
             let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", Route.redirect), ("code_verifier", verifier)]
             let signed = try Sessions.Signed(try await client.execute(uri: "/token", method: .post, headers: Route.formHeaders, body: Route.form(fields)))

@@ -36,7 +36,7 @@ import Testing
                 clientID: "app", redirectURI: Route.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
                 providerID: "fc", acr: "eidas1", forceLogin: false
             )
-            let code = try await Route.saveCode(fixture, app: request, acr: "eidas1")
+            let code = try await Route.mintCode(fixture, app: request, acr: "eidas1")
             let asOther = [("grant_type", "authorization_code"), ("client_id", "other"), ("code", code), ("redirect_uri", Route.redirect), ("code_verifier", verifier)]
             let refused = try await client.execute(uri: "/token", method: .post, headers: Route.formHeaders, body: Route.form(asOther))
             #expect(refused.status == .badRequest && Route.json(refused)["error"] == .string("invalid_grant"))
