@@ -13,8 +13,9 @@ public import RelaisStore
 /// (`SignIn/`, `Tokens/`, `Sessions/`, `Resource/`, `Logout/`, `UserSessions/`, `Discovery/`, `Demo/`).
 public struct Relay: Sendable {
     private let routes: [any RelayRoutes]
-    /// Apart from `routes`: its checks answered from memory must not pay their per-request middleware.
-    private let forwardAuth: ForwardAuthRoute
+    /// Apart from `routes` (forward-auth, /userinfo): their answers from memory must not pay the
+    /// flows' per-request middleware; each binds its events' origin on its full path itself.
+    private let hotRoutes: [any RelayRoutes]
     private let trustedProxies: [IPNetwork]
     /// The operator's look and the default language of Relais' pages (`pages.*`).
     private let pages: PageRenderer
@@ -78,10 +79,6 @@ public struct Relay: Sendable {
                 apps: apps, attesters: attesters + extensions.attesters, limiter: limiter, sessions: sessions,
                 attestations: ClientAttestationIssuer(issuer: issuer, keys: keys, clock: clock), events: events
             ),
-            UserinfoRoute(
-                bearer: bearer, sessions: sessions, vault: vault, acrOrders: providerSettings.mapValues(\.acrOrder),
-                bodies: MemoryCache(maxBytes: configuration.memory.userinfoBodies)
-            ),
             IntrospectRoute(bearer: bearer, sessions: sessions, resourceServers: configuration.resourceServers),
             UserSessionRoutes(bearer: bearer, sessions: sessions, events: events),
             AdminSessionRoutes(token: configuration.adminToken, providers: configuration.providers.map(\.id), sessions: sessions, limiter: limiter, events: events),
@@ -105,19 +102,26 @@ public struct Relay: Sendable {
             routes.append(DemoDesktopRoutes(apps: configuration.apps))
         }
         self.routes = routes
-        forwardAuth = ForwardAuthRoute(
-            bearer: bearer, webSessions: webSessions, apps: apps, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder),
-            trustedProxies: trustedProxies
-        )
+        hotRoutes = [
+            ForwardAuthRoute(
+                bearer: bearer, webSessions: webSessions, apps: apps, settings: configuration.forwardAuth, acrOrders: providerSettings.mapValues(\.acrOrder),
+                trustedProxies: trustedProxies
+            ),
+            UserinfoRoute(
+                bearer: bearer, sessions: sessions, vault: vault, acrOrders: providerSettings.mapValues(\.acrOrder),
+                bodies: MemoryCache(maxBytes: configuration.memory.userinfoBodies), trustedProxies: trustedProxies
+            ),
+        ]
         self.trustedProxies = trustedProxies
         self.keys = keys
         pages = PageRenderer(configuration.pages)
     }
 
     public func register(on router: Router<RelaisRequestContext>) {
-        // Forward-auth binds its events' origin itself, on its full path only: the checks it answers
-        // from memory record no event, and a binding per request is a measurable share of them.
-        forwardAuth.register(on: router)
+        // Forward-auth and /userinfo bind their events' origin themselves, on their full path only:
+        // the answers from memory record no event, and each middleware layer is a measurable share
+        // of them (about seven executor switches per request).
+        for route in hotRoutes { route.register(on: router) }
         let flows = router.group()
             .add(middleware: EventOriginMiddleware(trustedProxies: trustedProxies))
             .add(middleware: PageContextMiddleware(renderer: pages))

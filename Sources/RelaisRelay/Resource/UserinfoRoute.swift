@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import RelaisClock
 import RelaisHTTPClient
@@ -17,11 +18,37 @@ struct UserinfoRoute: RelayRoutes {
     /// on every call (one TTL lookup instead of reading, parsing and rendering the record).
     /// Bounded in bytes (`memory.userinfo_bodies`).
     let bodies: MemoryCache<String, [UInt8]>
+    let trustedProxies: [IPNetwork]
 
+    /// Registered outside the flows' middleware (``Relay/register(on:)``): the answer from memory
+    /// is synchronous; the full path binds its events' origin and renders its refusals itself.
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        let api = router.surface(.bearer)
-        api.get("/userinfo") { request, _ in RelayResponse.json(.ok, serialized: try await userinfo(request)) }
-        api.post("/userinfo") { request, _ in RelayResponse.json(.ok, serialized: try await userinfo(request)) }
+        for method in [HTTPRequest.Method.get, .post] {
+            router.on("/userinfo", method: method) { request, context in
+                if let body = bodyFromMemory(request) { return RelayResponse.json(.ok, serialized: body) }
+                return try await EventOrigin.binding(request, context, trustedProxies: trustedProxies) {
+                    do {
+                        return RelayResponse.json(.ok, serialized: try await userinfo(request))
+                    } catch {
+                        return try RelayError.rendered(error, .bearer, context)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The body when memory alone gives it: a Bearer token verified before, its session known
+    /// live, no query, and this token's body rendered before. nil means "take the full path",
+    /// never "refused": every refusal is the full path's to word.
+    private func bodyFromMemory(_ request: Request) -> [UInt8]? {
+        guard request.uri.query.map(\.isEmpty) ?? true, let access = bearer.authenticateFromMemory(request, session: .alive),
+            access.scopes.contains("openid"), access.facts.audiences.contains(bearer.issuer)
+        else { return nil }
+        return bodies.get(Self.bodyKey(access), now: sessions.clock.now)
+    }
+
+    private static func bodyKey(_ access: BearerAuthenticator.AccessToken) -> String {
+        [access.sid, access.clientID, access.subject, access.facts.scope].joined(separator: "\u{0}")
     }
 
     private func userinfo(_ request: Request) async throws -> [UInt8] {
@@ -41,7 +68,7 @@ struct UserinfoRoute: RelayRoutes {
             )
         }
         guard access.facts.audiences.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais' /userinfo (aud)") }
-        let key = [access.sid, access.clientID, access.subject, access.facts.scope].joined(separator: "\u{0}")
+        let key = Self.bodyKey(access)
         let now = sessions.clock.now
         if let body = bodies.get(key, now: now) { return body }
         guard let session = try await sessions.session(access.sid), session.subject == access.subject, session.clientID == access.clientID,
