@@ -326,12 +326,20 @@ public struct WellKnownSettings: Sendable, Equatable {
     public init() {}
 }
 
+/// `relay.code_format`.
+public enum CodeFormat: String, Sendable, CaseIterable {
+    case sealed, stored
+}
+
 /// Lifetimes and limits of the relay flow (`relay.*`, `sessions.*`).
 public struct RelaySettings: Sendable, Equatable {
     /// The sign-in transaction between /authorize and /callback.
     public var transactionLifetime: Duration = .seconds(600)
     /// Relais' authorization code, from /callback to /token.
     public var codeLifetime: Duration = .seconds(60)
+    /// What /callback mints: a code carrying its sign-in sealed, or (while instances of a version
+    /// before 2026-11-27 still run beside this one) a code whose sign-in is stored, which both read.
+    public var codeFormat = CodeFormat.sealed
     /// A rotated refresh token presented again within this window gets the same new pair.
     public var refreshGrace: Duration = .seconds(30)
     /// A session unused for this long ends.

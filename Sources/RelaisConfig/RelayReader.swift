@@ -65,6 +65,7 @@ extension ValueReader {
         var relay = result.relay
         relay.transactionLifetime = duration("relay.transaction_lifetime") ?? relay.transactionLifetime
         relay.codeLifetime = duration("relay.code_lifetime") ?? relay.codeLifetime
+        relay.codeFormat = choice("relay.code_format", default: relay.codeFormat)
         relay.refreshGrace = duration("relay.refresh_grace") ?? relay.refreshGrace
         relay.deviceCodeLifetime = duration("relay.device_code_lifetime") ?? relay.deviceCodeLifetime
         relay.devicePollInterval = duration("relay.device_poll_interval") ?? relay.devicePollInterval

@@ -166,7 +166,9 @@ public final class EmbeddedStore: KeyValueStore {
                 guard let taken = try bytes(state.live(key, now), key: key) else { return nil }
                 value = taken
             case .claim(let key, let mark, _):
-                guard state.live(key, now) == nil else { return nil }
+                guard state.live(key, now) == nil, !writes.contains(where: { if case .set(let written, _, _) = $0 { state.live(written, now) != nil } else { false } }) else {
+                    return nil
+                }
                 value = mark
             }
             let sizes = try memberships.map { try state.add($0, now) }

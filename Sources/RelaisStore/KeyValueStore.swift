@@ -80,8 +80,10 @@ extension KeyValueStore {
 public enum OneTimeKey: Sendable, Equatable {
     /// The key must hold a value, which the step reads and deletes (a stored code, a device code).
     case take(String)
-    /// The key must be absent; the step sets it to `mark` for `ttl` (a used-mark: what it guards
-    /// was carried by the caller, sealed, rather than stored).
+    /// The key must be absent, and so must every key the step sets (it creates them); the step
+    /// sets the key to `mark` for `ttl`. A used-mark: what it guards was carried by the caller,
+    /// sealed, rather than stored, and a record it created is never overwritten by a second claim,
+    /// even once the mark has gone.
     case claim(String, mark: [UInt8], ttl: Duration)
 
     public var key: String {

@@ -28,7 +28,10 @@ enum RedisWriteScript {
           redis.call('DEL', KEYS[1])
           first = 2
         elseif ARGV[1] == 'claim' then
-          if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then return false end
+          for i = 1, #KEYS do
+            if redis.call('EXISTS', KEYS[i]) == 1 and (i == 1 or ARGV[4 + 3 * (i - 2)] == 's') then return false end
+          end
+          redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
           taken = ARGV[2]
           first = 2
           a = 4
@@ -48,7 +51,7 @@ enum RedisWriteScript {
         case none
         /// Reads and deletes the key; nothing is written when it is absent.
         case take(String)
-        /// Sets the key to the mark for the TTL; nothing is written when it exists.
+        /// Sets the key to the mark for the TTL; nothing is written when it, or a key set by the writes, exists.
         case claim(String, mark: [UInt8], ttl: Duration)
         /// Writes only when the key holds this value.
         case ifEqual(String, [UInt8])
@@ -93,8 +96,8 @@ enum RedisWriteScript {
 
 /// ``KeyValueStore/once(_:applying:indexing:)`` on one node: the set keys' kinds are checked
 /// first (a wrong one is answered with its position in KEYS, before anything changes), then the
-/// guard: a taken key is read (absent: nothing changes), a claimed key must be absent (present:
-/// nothing changes). Then the members are added, the key deleted (taken) or set (claimed) and the
+/// guard: a taken key is read (absent: nothing changes), a claimed key and the keys the writes
+/// set must be absent (one present: nothing changes). Then the members are added, the key deleted (taken) or set (claimed) and the
 /// writes applied. The reply: the value (a claim: its mark), then each set's size.
 enum RedisIndexedTakeScript {
     /// ARGV: `take` or `claim`, the mark and its TTL in milliseconds ('' for a take), the number of
@@ -110,6 +113,11 @@ enum RedisIndexedTakeScript {
         local taken
         if claim then
           if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+          local w = 5 + 2 * n
+          for i = n + 2, #KEYS do
+            if ARGV[w] == 's' and redis.call('EXISTS', KEYS[i]) == 1 then return false end
+            w = w + 3
+          end
           taken = ARGV[2]
         else
           taken = redis.call('GET', KEYS[1])

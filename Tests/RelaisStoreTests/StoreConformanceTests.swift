@@ -430,6 +430,21 @@ struct Stopwatch {
                 #expect(try await store.setMembers(other) == ["s-\(tag)"])
                 #expect(try await store.get("session:{\(tag)}") == bytes("session"))
 
+                // A record the step would set exists (its mark gone, say): nothing is overwritten and
+                // no member added; a deleted key is no creation, and does not stop a claim.
+                let unmarked = OneTimeKey.claim("used3:{\(tag)}", mark: bytes("1"), ttl: .seconds(90))
+                #expect(try await store.once(unmarked, applying: [.set("session:{\(tag)}", bytes("overwritten"), ttl: nil)], indexing: again) == nil)
+                #expect(try await store.get("used3:{\(tag)}") == nil)
+                #expect(try await store.get("session:{\(tag)}") == bytes("session"))
+                #expect(try await store.setMembers(person) == ["earlier", "s-\(tag)"])
+                try await store.set("old:{\(tag)}", bytes("o"), ttl: nil)
+                let deleting = OneTimeKey.claim("used4:{\(tag)}", mark: bytes("1"), ttl: .seconds(90))
+                let claimedAgain = try await store.once(deleting, applying: [.delete("old:{\(tag)}"), .set("fresh:{\(tag)}", bytes("f"), ttl: nil)], indexing: again)
+                #expect(claimedAgain == IndexedTake(value: bytes("1"), setSizes: [3, 2]))
+                #expect(try await store.get("old:{\(tag)}") == nil)
+                #expect(try await store.get("fresh:{\(tag)}") == bytes("f"))
+                #expect(try await store.setMembers(person) == ["earlier", "s-\(tag)", "late-\(tag)"])
+
                 // A set key holding a value is refused before the mark is set: the claim stays open.
                 try await store.set("value:{\(tag)}", bytes("v"), ttl: nil)
                 let wrong = [SetMembership(person, member: "w-\(tag)", ttl: nil), SetMembership("value:{\(tag)}", member: "w-\(tag)", ttl: nil)]

@@ -121,17 +121,31 @@ struct CallbackRoute: RelayRoutes {
         let sealedIdentity = SessionIdentity(
             claims: identity.claims, amr: identity.amr, authTime: identity.authTime, providerIDToken: identity.idToken, tokenSecret: secret
         )
+        // The app's state goes back beside the code, and /token needs no idp_hint: neither is sealed in.
+        var request = app
+        (request.state, request.upstream.idpHint) = (nil, nil)
+        let sid = RelayStore.newSessionID()
         let relayCode: String
         do {
             let record = RelayCode(
-                app: app, subject: identity.subject, acr: identity.acr, sealedIdentity: try vault.seal(sealedIdentity), providerSessionID: identity.sessionID,
+                app: request, subject: identity.subject, acr: identity.acr, sealedIdentity: try vault.seal(sealedIdentity), providerSessionID: identity.sessionID,
                 replaces: replaces
             )
-            let deadline = sessions.clock.now + Double(sessions.settings.codeLifetime.components.seconds)
-            relayCode = try SealedCode(sid: RelayStore.newSessionID(), record: record, expiresAt: deadline).seal(with: vault)
+            switch sessions.settings.codeFormat {
+            case .sealed:
+                let deadline = sessions.clock.now + Double(sessions.settings.codeLifetime.components.seconds)
+                relayCode = try SealedCode(sid: sid, record: record, expiresAt: deadline).seal(with: vault)
+            case .stored:
+                do {
+                    relayCode = try await sessions.saveStoredCode(record, sid: sid, secret: secret)
+                } catch {
+                    context.logger.error("store unavailable at callback", metadata: ["error": "\(error)"])
+                    return fail(RelayError(.temporarilyUnavailable, "Relais cannot store the sign-in right now; try again shortly"), outcome: "store_unavailable")
+                }
+            }
         } catch {
             context.logger.error("the sign-in could not be sealed", metadata: ["error": "\(error)"])
-            return fail(RelayError(.serverError, "Relais cannot seal the sign-in right now; try again shortly"), outcome: "server_error")
+            return fail(RelayError(.serverError, "Relais could not seal the sign-in with its session key"), outcome: "server_error")
         }
         context.logger.info("sign-in completed at the provider", metadata: ["provider": "\(app.upstream.providerID)", "client_id": "\(app.clientID)"])
         RelayMetrics.signIn(provider: app.upstream.providerID, client: app.clientID, outcome: "ok")

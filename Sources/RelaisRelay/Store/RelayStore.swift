@@ -4,7 +4,8 @@ import RelaisCrypto
 import RelaisStore
 
 /// The relay's only door to the store: every key, TTL and index is named here and nowhere else.
-/// Codes, tokens and states are stored under their SHA-256, never as themselves.
+/// Tokens and states are stored under their SHA-256, never as themselves; codes are not stored at
+/// all (``SealedCode``), only their used-marks.
 struct RelayStore: Sendable {
     let store: any KeyValueStore
     let settings: RelaySettings
@@ -14,7 +15,7 @@ struct RelayStore: Sendable {
 
     /// The key layout (docs/operations.md describes it for operators). The keys of one session carry
     /// its id as a hash tag (`{sid}`), so the multi-key steps below stay on one Redis Cluster node;
-    /// codes and refresh tokens start with that id (`<sid>.<random>`) so it can be found from them.
+    /// codes and refresh tokens start with that id (`<sid>.…`) so it can be found from them.
     enum Key {
         static func transaction(_ state: String) -> String { "tx:\(SHA256.hexHash(state))" }
         /// A sealed code's used-mark (``SealedCode``): set when the code opens its session, or is burned.
@@ -68,10 +69,10 @@ struct RelayStore: Sendable {
     static func newSessionID() -> String { Hex.encode(SecureRandom.bytes(16)) }
 
     /// A random one-time token for session `sid` (a device code): the id, a dot, 256 random bits.
-    /// Codes and refresh tokens are derived instead (``SessionTokens``).
+    /// Codes are sealed (``SealedCode``) and refresh tokens derived (``SessionTokens``) instead.
     static func newToken(for sid: String) -> String { sid + "." + SecureRandom.token(bits: 256) }
 
-    /// The session id a code or refresh token starts with, when it has the shape Relais mints.
+    /// The session id a code or refresh token starts with, when it has a shape Relais mints.
     static func sessionID(in token: String) -> String? {
         let utf8 = token.utf8
         guard utf8.count > 33, let dot = utf8.firstIndex(of: UInt8(ascii: ".")), utf8.distance(from: utf8.startIndex, to: dot) == 32,
@@ -92,10 +93,11 @@ struct RelayStore: Sendable {
     }
 
     /// What makes a sealed code (``SealedCode``) good once: its used-mark, claimed by the step that
-    /// opens its session. The mark outlives the code's deadline by a minute of clock difference
-    /// between instances; after that the code itself is refused as expired.
+    /// opens its session (which also refuses to write over a session that exists). The mark
+    /// outlives the code's deadline by five minutes of clock difference between instances; after
+    /// that the code itself is refused as expired.
     func usedMark(ofCodeFor sid: String) -> OneTimeKey {
-        .claim(Key.usedCode(sid), mark: [1], ttl: settings.codeLifetime + .seconds(60))
+        .claim(Key.usedCode(sid), mark: [1], ttl: settings.codeLifetime + .seconds(300))
     }
 
     /// Burns a code that failed its checks (wrong client, redirect or verifier): its used-mark is

@@ -21,8 +21,8 @@ extension AuthorizationCodeGrant {
         var verifier: String
     }
 
-    /// `record`: the code's sign-in, nil when the code is not (or no longer) stored; `openedBy`:
-    /// the live session the code opened, read only when the code is gone.
+    /// `record`: the code's sign-in, nil when the code is unknown, expired or (stored) consumed;
+    /// `openedBy`: the live session the code opened, read only when there is no record.
     static func decide(_ record: RelayCode?, openedBy: String?, _ presented: Presented, now: Double, lifetime: Duration) -> CodeRedemption {
         guard let record else { return openedBy.map { .endAsReplayed(sid: $0) } ?? .refuse(unknown) }
         let requester = presented.requester
@@ -34,7 +34,7 @@ extension AuthorizationCodeGrant {
         if let bound = record.app.redemption.dpopJKT, requester.proofKey != bound {
             return .burn(.invalidGrant("the code is bound to a DPoP key (dpop_jkt): send a proof by that key"))
         }
-        // Found under its session's tag, so the code names its session.
+        // Sealed with its session id (or stored under its session's tag): the code names its session.
         guard let sid = RelayStore.sessionID(in: presented.code) else { return .refuse(unknown) }
         var session = SessionRecord(opening: record, at: now, lifetime: lifetime)
         session.origin.attested = requester.attested

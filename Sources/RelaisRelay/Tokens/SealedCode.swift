@@ -6,8 +6,9 @@ import RelaisJOSE
 /// session, which also claims the code's used-mark (``RelayStore/Key/usedCode(_:)``): the code is
 /// good once, and a second use finds the mark, or the session the first opened, and ends it.
 /// Sealed (AES-256-GCM), the code shows nothing of the person to the browser or app that carries
-/// it, and cannot be forged or altered without the session key. About 2 KB long: RFC 6749 leaves a
-/// code's size to the server, and apps must not assume one (§4.1.2).
+/// it, and cannot be forged or altered without the session key. About 2 KB long for a
+/// FranceConnect identity: RFC 6749 leaves a code's size to the server (§4.1.2). An instance of a
+/// version before 2026-11-27 cannot read one: `relay.code_format: stored` during such an upgrade.
 struct SealedCode: Sendable {
     var sid: String
     var record: RelayCode
@@ -23,7 +24,7 @@ struct SealedCode: Sendable {
     }
 
     /// True for a code of this shape (the session id, a dot, a compact JWE); false for the stored
-    /// codes of earlier versions (``RelayStore/peekStoredCode(_:)``).
+    /// codes of earlier versions (``RelayStore/storedCode(_:)``).
     static func hasSealedShape(_ code: String) -> Bool {
         RelayStore.sessionID(in: code) != nil && code.utf8.lazy.filter { $0 == UInt8(ascii: ".") }.count == 5
     }

@@ -22,10 +22,15 @@ extension RelaySignInAndTokensChain {
             let callback = try RelayHarness.query(try #require(callbackResponse.header("location")))
             #expect(callback["state"] == request.state)
             #expect(callback["iss"] == harness.issuer)
-            // The code carries the sign-in sealed: nothing of the person reads in it, and it stays
-            // well within what browsers, app links and proxies carry in a URL.
+            // The code carries the sign-in sealed: nothing of the person or the app's request reads
+            // in it, decoded or not, and it stays well within what browsers, app links and proxies
+            // carry in a URL.
             let code = try #require(callback["code"])
-            #expect(!code.contains("DUBOIS") && !code.contains("Angela") && code.utf8.count <= 4096, "\(code.utf8.count) bytes")
+            let decoded = code.split(separator: ".").compactMap { Base64URL.decode(String($0)) }.map { String(decoding: $0, as: UTF8.self) }.joined()
+            for readable in ["DUBOIS", "Angela", "75107", request.state, request.nonce] {
+                #expect(!code.contains(readable) && !decoded.contains(readable), "\(readable) reads in the code")
+            }
+            #expect(decoded.contains("A256GCM") && code.utf8.count <= 4096, "\(code.utf8.count) bytes")
             let response = try await harness.exchange(code, request)
             #expect(response.status == 200)
             #expect(response.header("cache-control") == "no-store")
@@ -62,6 +67,22 @@ extension RelaySignInAndTokensChain {
             #expect(claims["sub"] == .string(try #require(idClaims.subject)))
             #expect(claims["given_name"] == .string("Angela Claire Louise"))
             #expect(claims["birthcountry"] == .string("99100"))
+        }
+
+        /// During a rolling upgrade from a version before sealed codes (`relay.code_format: stored`),
+        /// the code names a stored record that the older instances read too; it opens its session
+        /// once, and its replay ends that session.
+        @Test func aStoredFormatCodeOpensItsSessionOnce() async throws {
+            let harness = try await RelayHarness.launch(relayExtra: "relay:\n  code_format: stored")
+            let request = RelayHarness.AppRequest()
+            let code = try #require(try await harness.signIn(request)["code"])
+            #expect(code.utf8.count < 80 && code.split(separator: ".").count == 2, "\(code)")
+            let first = try await harness.exchange(code, request)
+            #expect(first.status == 200, "\(first.bodyText)")
+            let replay = try await harness.exchange(code, request)
+            #expect(replay.status == 400 && replay.bodyText.contains("the code was already used; the session it opened is revoked"), "\(replay.bodyText)")
+            let access = try #require(JSONValue.object(from: first.body)?["access_token"]?.stringValue)
+            #expect(try await harness.userinfo(access).status == 401)
         }
 
         @Test func scopesLimitTheReleasedClaims() async throws {

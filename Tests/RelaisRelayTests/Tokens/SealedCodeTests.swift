@@ -147,6 +147,24 @@ import Testing
         }
     }
 
+    /// A mark gone early (a Redis failover, instances' clocks far apart) does not let a code open
+    /// its session twice: the step refuses to write over the live session, and the replay ends it.
+    @Test func aCodeWhoseMarkIsGoneStillCannotOverwriteItsSession() async throws {
+        let fixture = Route.Fixture()
+        let verifier = PKCE.makeVerifier()
+        let sid = RelayStore.newSessionID()
+        let code = try await Route.mintCode(fixture, app: Self.app(verifier), acr: "eidas1", sid: sid)
+        try await fixture.test { client in
+            #expect(try await Self.redeem(client, code, verifier).0 == .ok)
+            let session = try await fixture.store.get(RelayStore.Key.session(sid))
+            #expect(try await fixture.store.delete(RelayStore.Key.usedCode(sid)))
+            let (status, answer) = try await Self.redeem(client, code, verifier)
+            #expect(status == .badRequest && answer == Self.replayed, "\(answer)")
+            #expect(session != nil)
+            #expect(try await fixture.sessions.session(sid) == nil)
+        }
+    }
+
     /// During a rolling upgrade an older instance may still store a code: it opens its session
     /// once, and its replay ends it (Migration/BeforeSealedCodes.swift).
     @Test func aStoredCodeOfAnEarlierVersionOpensItsSessionOnce() async throws {
@@ -159,7 +177,14 @@ import Testing
         #expect(!SealedCode.hasSealedShape(code))
         let record = RelayCode(app: Self.app(verifier), subject: "sub-1", acr: "eidas1", sealedIdentity: try vault.seal(identity), providerSessionID: nil)
         try await Route.saveStoredCode(fixture, record, code: code)
+        let burned = SessionTokens.storedCode(sid: RelayStore.newSessionID(), secret: SessionTokens.newSecret())
+        try await Route.saveStoredCode(fixture, record, code: burned)
         try await fixture.test { client in
+            // Burned by a wrong verifier: the record goes, the right verifier then finds nothing.
+            #expect(try await Self.redeem(client, burned, PKCE.makeVerifier()).0 == .badRequest)
+            #expect(try await fixture.store.get(RelayStore.Key.code(burned)) == nil)
+            #expect(try await Self.redeem(client, burned, verifier).1 == Self.unknown)
+
             #expect(try await Self.redeem(client, code, verifier).0 == .ok)
             #expect(try await fixture.store.get(RelayStore.Key.code(code)) == nil)
             #expect(try await fixture.sessions.session(sid) != nil)
