@@ -1,7 +1,7 @@
 import COpenSSL
 
 /// HMAC-SHA-256 through OpenSSL (for values Relais derives and checks itself, such as DPoP nonces,
-/// derived codes and refresh tokens, and security events' keyed hashes).
+/// derived refresh tokens, and security events' keyed hashes).
 public enum HMAC {
     public static func sha256(key: [UInt8], _ data: [UInt8]) -> [UInt8] {
         // A copy of a context already bound to SHA-256: OpenSSL's one-shot EVP_Q_mac fetches the

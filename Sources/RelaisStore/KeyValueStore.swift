@@ -47,7 +47,8 @@ public protocol KeyValueStore: Sendable {
     /// the members are added first and the guarded step runs after, so a record is never written
     /// before its indexes; when the guard turns out not to hold, the members (new ones: this call
     /// is for records just created) are removed again, best effort, since readers skip members
-    /// whose record is missing. Returns the taken value (a claim: its mark) and, in `indexing`
+    /// whose record is missing; but not for a claim whose records exist: the caller that wrote
+    /// them added the same members (one code redeemed twice at once names one session). Returns the taken value (a claim: its mark) and, in `indexing`
     /// order, each set's size after the addition; nil when the guard did not hold. A set key
     /// holding another kind of value is refused (``StoreError/wrongType(key:)``) before anything changes.
     func once(_ guarded: OneTimeKey, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake?

@@ -168,6 +168,11 @@ public final class RedisStore: KeyValueStore {
             value = try reply.optionalBytes()
         }
         guard let value else {
+            // A claim refused because its records exist lost to the caller that wrote them, with
+            // these same members (one session id): they are that caller's, and stay.
+            if case .claim = guarded {
+                for case .set(let key, _, _) in writes where (try? await get(key)) != nil { return nil }
+            }
             for membership in memberships { _ = try? await setRemove(membership.key, member: membership.member) }
             return nil
         }

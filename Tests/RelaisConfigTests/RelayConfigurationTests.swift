@@ -55,6 +55,7 @@ import Testing
                 redirect_uris: ["com.example.app:/cb", "http://127.0.0.1/cb", "https://app.example.fr/cb"]
             relay:
               refresh_grace: 10s
+              code_format: stored
             sessions:
               idle_timeout: 7d
             """
@@ -69,6 +70,13 @@ import Testing
         #expect(app.providers == ["fc", "plus", "google"] && app.scopes == ["openid", "profile", "email"])
         #expect(app.accessTokenLifetime == .seconds(300))
         #expect(configuration.relay.refreshGrace == .seconds(10) && configuration.relay.sessionIdleTimeout == .seconds(7 * 86400))
+        #expect(configuration.relay.codeFormat == .stored && RelaySettings().codeFormat == .sealed)
+    }
+
+    /// A code format Relais does not know is refused, never taken for the default.
+    @Test func anUnknownCodeFormatIsRefused() async throws {
+        let found = try await problems("relay:\n  code_format: opaque\n")
+        #expect(found.contains("relay.code_format: expected one of sealed, stored; got 'opaque'"), "\(found)")
     }
 
     @Test func theProConnectPresetFollowsProConnect() async throws {

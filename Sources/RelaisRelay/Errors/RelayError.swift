@@ -131,7 +131,7 @@ struct RelayError: Error, Sendable, Equatable {
     /// A route's refusal `error`, rendered on `surface`: a store failure is `temporarily_unavailable`
     /// (the details go to the log); anything else is rethrown, for the server's error middleware
     /// (413 for a body over the limit, 500 otherwise). The routes' groups call it through
-    /// ``RelayErrorMiddleware``; the hot forward-auth route calls it itself, without a middleware's
+    /// ``RelayErrorMiddleware``; the hot routes (forward-auth, /userinfo) call it themselves, without a middleware's
     /// async frame (docs/capacity.md, "The session check's path").
     static func rendered(_ error: any Error, _ surface: Surface, _ context: RelaisRequestContext) throws -> Response {
         switch error {

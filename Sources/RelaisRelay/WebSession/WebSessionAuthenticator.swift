@@ -3,7 +3,7 @@ import RelaisServer
 
 /// The web session cookie a session code opens in the app's webview: `__Host-` (Secure, Path=/, no
 /// Domain: only this host ever receives it), HttpOnly, SameSite=Lax. Its value names the Relais
-/// session (`sid.random`, as codes and refresh tokens do) and is stored by hash. It is the same
+/// session (`sid.random`, as device codes do; codes and refresh tokens start with it too) and is stored by hash. It is the same
 /// session the app's tokens belong to: when that session ends (app logout, revocation, back-channel
 /// logout, idle or absolute expiry), the cookie stops working at once.
 ///

@@ -76,6 +76,39 @@ import Testing
         }
     }
 
+    /// `/userinfo` answered from memory (a body rendered before, its session known live) answers
+    /// as the full path does, and leaves every requirement of a query to the full path: a step-up
+    /// asked with `?acr=` or `?max_age=` is never answered from the body in memory.
+    @Test func repeatedUserinfoCallsAnswerAsTheFirstAndKeepTheirRequirements() async throws {
+        let fixture = RelayRouteTests.Fixture()
+        try await fixture.test { client in
+            let token = try await RelayRouteTests.accessToken(fixture, client)
+            let bearer: HTTPFields = [.authorization: "Bearer \(token)"]
+            let first = try await client.execute(uri: "/userinfo", method: .get, headers: bearer)
+            #expect(first.status == .ok && first.headers[.cacheControl] == "no-store")
+            for method in [HTTPRequest.Method.get, .post] {
+                let again = try await client.execute(uri: "/userinfo", method: method, headers: bearer)
+                #expect(again.status == .ok && again.body == first.body && again.headers[.cacheControl] == "no-store", "\(method)")
+            }
+            #expect(try await client.execute(uri: "/userinfo?acr=eidas1", method: .get, headers: bearer).status == .ok)
+            let refusals: [(String, HTTPResponse.Status, String)] = [
+                ("/userinfo?acr=eidas3", .unauthorized, "insufficient_user_authentication"), ("/userinfo?max_age=x", .badRequest, "invalid_request"),
+                ("/userinfo?acr=eidas1&acr=eidas1", .badRequest, "invalid_request"),
+            ]
+            for (uri, status, code) in refusals {
+                let response = try await client.execute(uri: uri, method: .get, headers: bearer)
+                #expect(response.status == status && RelayRouteTests.json(response)["error"] == .string(code), "\(uri)")
+            }
+            let revoke = try await client.execute(
+                uri: "/revoke", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form([("token", token), ("client_id", "app")])
+            )
+            #expect(revoke.status == .ok)
+            let ended = try await client.execute(uri: "/userinfo", method: .get, headers: bearer)
+            #expect(ended.status == .unauthorized && RelayRouteTests.json(ended)["error_description"] == .string("the session has ended"))
+            #expect(ended.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true)
+        }
+    }
+
     /// A token's forward-auth headers are built once, and again only for other header names
     /// (a reload that renames them).
     @Test func aTokensForwardHeadersAreBuiltOncePerSetOfNames() {
