@@ -10,11 +10,17 @@ import Synchronization
 /// connection), so the listener is current while the last answered PING was sent less than
 /// ``window`` ago. A lost connection makes it not current at once, and ``onReset`` tells the
 /// owner to drop what it cached, since announcements may have been missed.
+///
+/// The PINGs go only while someone relies on them: after ``quietAfter`` without a call to
+/// ``isCurrent`` the subscription stops proving itself (an idle instance then wakes no thread and
+/// sends Redis nothing), and the next call, answered false, sets it going again.
 public final class AnnouncementListener: Sendable {
     /// How often the Redis subscription proves itself.
     public static let proofInterval: Duration = .milliseconds(200)
     /// How old the last proof may be: a revocation is acted on by every instance within it.
     public static let window: Duration = .milliseconds(800)
+    /// How long the subscription goes on proving itself after the last call to ``isCurrent``.
+    public static let quietAfter: Duration = .seconds(5)
 
     let onMessage: @Sendable (String) -> Void
     let onReset: @Sendable () -> Void
@@ -22,6 +28,8 @@ public final class AnnouncementListener: Sendable {
     private let provenAt = Mutex<ContinuousClock.Instant?>(nil)
     /// The embedded store delivers in-process: always current.
     private let alwaysCurrent = Atomic<Bool>(false)
+    /// Tells the subscription that a reader relies on it.
+    let demand = ReaderDemand()
 
     public init(onMessage: @escaping @Sendable (String) -> Void, onReset: @escaping @Sendable () -> Void) {
         self.onMessage = onMessage
@@ -30,6 +38,7 @@ public final class AnnouncementListener: Sendable {
 
     public var isCurrent: Bool {
         if alwaysCurrent.load(ordering: .relaxed) { return true }
+        demand.readerAsked()
         guard let proven = provenAt.withLock({ $0 }) else { return false }
         return ContinuousClock.now - proven < Self.window
     }
@@ -61,14 +70,60 @@ final class AnnouncementListeners: Sendable {
     }
 
     private let references = Mutex<[Reference]>([])
+    /// While the subscription rests (``restUntilAsked()``): what wakes it.
+    private let resting = Mutex<(@Sendable () -> Void)?>(nil)
 
     func add(_ listener: AnnouncementListener) {
         references.withLock { references in
             references.removeAll { $0.listener == nil }
             references.append(Reference(listener: listener))
         }
+        if let wake = resting.withLock({ $0 }) { listener.demand.onAsk(wake) }
+    }
+
+    /// Returns at the next call of any listener's ``AnnouncementListener/isCurrent``, one added
+    /// meanwhile included (or when the task is cancelled): no thread wakes for the subscription
+    /// until then.
+    func restUntilAsked() async {
+        let resumed = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let resume: @Sendable () -> Void = { resumed.withLock { $0.take() }?.resume() }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                resumed.withLock { $0 = continuation }
+                resting.withLock { $0 = resume }
+                for listener in all { listener.demand.onAsk(resume) }
+                if Task.isCancelled { resume() }
+            }
+        } onCancel: {
+            resume()
+        }
+        resting.withLock { $0 = nil }
+        for listener in all { listener.demand.onAsk(nil) }
     }
 
     /// The listeners still alive.
     var all: [AnnouncementListener] { references.withLock { $0.compactMap(\.listener) } }
+}
+
+/// Whether a listener's reader asked since the subscription last looked, and how to wake the
+/// subscription resting after a quiet spell. A reader's call costs one relaxed load once the flag
+/// is set; setting it (at most once per proof interval) takes a lock.
+final class ReaderDemand: Sendable {
+    private let asked = Atomic<Bool>(false)
+    private let wake = Mutex<(@Sendable () -> Void)?>(nil)
+
+    func readerAsked() {
+        guard !asked.load(ordering: .relaxed) else { return }
+        asked.store(true, ordering: .relaxed)
+        wake.withLock { $0 }?()
+    }
+
+    /// Whether a reader asked since the last call, clearing it.
+    func take() -> Bool { asked.exchange(false, ordering: .relaxed) }
+
+    /// `action` runs at the next reader's call (at once if one came since ``take()``); nil: no longer.
+    func onAsk(_ action: (@Sendable () -> Void)?) {
+        wake.withLock { $0 = action }
+        if action != nil, asked.load(ordering: .relaxed) { action?() }
+    }
 }

@@ -5,7 +5,8 @@ import Synchronization
 
 /// The store's subscription to its announcement channel, on a connection of its own in subscriber
 /// mode (``RedisPushMode``): it delivers messages to the listeners and proves itself with a PING
-/// every ``AnnouncementListener/proofInterval`` (see ``AnnouncementListener``). A lost connection
+/// every ``AnnouncementListener/proofInterval`` while a reader relies on it (see
+/// ``AnnouncementListener``, ``AnnouncementListener/quietAfter``). A lost connection
 /// makes every listener not current at once; the subscription reconnects every 250 ms until it is
 /// back.
 ///
@@ -87,12 +88,20 @@ final class RedisSubscriber: Sendable {
         _ = try await connection.replies([[Array("SUBSCRIBE".utf8), channel]], deadline: deadline)
         subscribed()
         let pings = PingsInFlight()
+        let listeners = self.listeners
         let pinger = Task {
+            var lastAsked = ContinuousClock.now
             while !Task.isCancelled {
-                let now = ContinuousClock.now
+                var now = ContinuousClock.now
                 if let oldest = pings.oldest, now - oldest > AnnouncementListener.window * 3 {
                     pings.stall(now - oldest)
                     return connection.close()
+                }
+                if listeners.all.map({ $0.demand.take() }).contains(true) {
+                    lastAsked = now
+                } else if now - lastAsked > AnnouncementListener.quietAfter, pings.oldest == nil {
+                    await listeners.restUntilAsked()
+                    (now, lastAsked) = (ContinuousClock.now, ContinuousClock.now)
                 }
                 pings.sent(at: now)
                 _ = try? await connection.replies([[Array("PING".utf8)]], deadline: now + connection.commandTimeout)

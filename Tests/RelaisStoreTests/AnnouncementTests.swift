@@ -79,6 +79,44 @@ import Testing
         try await store.shutdown()
     }
 
+    /// A subscription nobody relies on stops proving itself: an idle instance sends Redis no PING
+    /// and wakes no thread for it. The next reader is answered "not current" (it asks the store
+    /// instead), and sets the proofs going again; a listener added meanwhile wakes it too.
+    @Test func aSubscriptionNobodyReadsGoesQuietUntilAsked() async throws {
+        let redis = try await RedisServerProcess.launch()
+        defer { redis.stop() }
+        let store = try Self.store(redis.url)
+        let heard = Heard(), listener = heard.makeListener()
+        store.listen(listener)
+        #expect(try await eventually { listener.isCurrent })
+        func pings() async -> Int? {
+            guard let stats = await redis.cli(["INFO", "commandstats"]),
+                let line = stats.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cmdstat_ping:") }),
+                let calls = line.split(separator: ",").first?.split(separator: "=").last
+            else { return nil }
+            return Int(calls)
+        }
+        // Real time: the quiet spell is what is tested.
+        try await Task.sleep(for: AnnouncementListener.quietAfter + AnnouncementListener.window)
+        let quiet = try #require(await pings())
+        try await Task.sleep(for: AnnouncementListener.proofInterval * 5)
+        #expect(await pings() == quiet, "PINGs went on with nobody reading")
+        #expect(!listener.isCurrent)
+        #expect(try await eventually { listener.isCurrent }, "the next reader did not set the proofs going")
+        #expect(try #require(await pings()) > quiet)
+        // Announcements still arrive, quiet or not.
+        try await store.set("k", [1], ttl: nil)
+        #expect(try await store.deleteAnnouncing("k", "after"))
+        #expect(try await eventually { heard.all == ["after"] }, "\(heard.all)")
+
+        // Quiet again; a listener added meanwhile (a relay rebuilt on reload) wakes the subscription.
+        try await Task.sleep(for: AnnouncementListener.quietAfter + AnnouncementListener.window)
+        let second = Heard(), added = second.makeListener()
+        store.listen(added)
+        #expect(try await eventually { added.isCurrent }, "the added listener's reader did not wake the subscription")
+        try await store.shutdown()
+    }
+
     /// On a cluster, a deletion on any master reaches a listener subscribed at another node.
     @Test func clusterAnnouncementsReachEveryInstance() async throws {
         let cluster = try await RedisClusterProcess.launch(masters: 3, replicasPerMaster: 0)
