@@ -29,6 +29,22 @@ import Testing
         return RedisStore(configuration: configuration)
     }
 
+    /// A store on `redis` and a listener of its announcements, once the subscription is proven.
+    private static func listening(to redis: RedisServerProcess) async throws -> (RedisStore, Heard, AnnouncementListener) {
+        let store = try Self.store(redis.url)
+        let heard = Heard(), listener = heard.makeListener()
+        store.listen(listener)
+        #expect(try await eventually { listener.isCurrent }, "the subscription never proved itself")
+        return (store, heard, listener)
+    }
+
+    /// A deletion announced now is heard (the listener had heard nothing before).
+    private static func expectAnnouncementHeard(_ store: RedisStore, _ heard: Heard) async throws {
+        try await store.set("k", [1], ttl: nil)
+        #expect(try await store.deleteAnnouncing("k", "after"))
+        #expect(try await eventually { heard.all == ["after"] }, "\(heard.all)")
+    }
+
     @Test func everyInstanceHearsADeletionAndOnlyAnActualOne() async throws {
         let redis = try await RedisServerProcess.launch()
         defer { redis.stop() }
@@ -58,10 +74,7 @@ import Testing
     func aListenerIsNotCurrentWhileRedisIsGone(killed: Bool) async throws {
         let redis = try await RedisServerProcess.launch()
         defer { redis.stop() }
-        let store = try Self.store(redis.url)
-        let heard = Heard(), listener = heard.makeListener()
-        store.listen(listener)
-        #expect(try await eventually { listener.isCurrent })
+        let (store, heard, listener) = try await Self.listening(to: redis)
         if killed { redis.stop(abruptly: true) } else { redis.pause() }
         // A fixed wait, as it is what is tested: once the listener's window has passed.
         try await Task.sleep(for: AnnouncementListener.window + .milliseconds(50))
@@ -73,9 +86,7 @@ import Testing
             redis.resume()
         }
         #expect(try await eventually { listener.isCurrent }, "never current again")
-        try await store.set("k", [1], ttl: nil)
-        #expect(try await store.deleteAnnouncing("k", "after"))
-        #expect(try await eventually { heard.all == ["after"] }, "\(heard.all)")
+        try await Self.expectAnnouncementHeard(store, heard)
         try await store.shutdown()
     }
 
@@ -85,10 +96,7 @@ import Testing
     @Test func aSubscriptionNobodyReadsGoesQuietUntilAsked() async throws {
         let redis = try await RedisServerProcess.launch()
         defer { redis.stop() }
-        let store = try Self.store(redis.url)
-        let heard = Heard(), listener = heard.makeListener()
-        store.listen(listener)
-        #expect(try await eventually { listener.isCurrent })
+        let (store, heard, listener) = try await Self.listening(to: redis)
         func pings() async -> Int? {
             guard let stats = await redis.cli(["INFO", "commandstats"]),
                 let line = stats.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cmdstat_ping:") }),
@@ -114,9 +122,7 @@ import Testing
         #expect(try await eventually { listener.isCurrent }, "the next reader did not set the proofs going")
         #expect(try #require(await pings()) > quiet)
         // Announcements still arrive, quiet or not.
-        try await store.set("k", [1], ttl: nil)
-        #expect(try await store.deleteAnnouncing("k", "after"))
-        #expect(try await eventually { heard.all == ["after"] }, "\(heard.all)")
+        try await Self.expectAnnouncementHeard(store, heard)
 
         // At rest again: a listener added meanwhile (a relay rebuilt on reload) is heard too, its
         // reader's first check setting the proofs going.

@@ -55,22 +55,15 @@ import Testing
                 let again = try await client.execute(uri: "/auth", method: .get, headers: bearer)
                 #expect(again.status == .ok && identity(again) == identity(first))
             }
-            let refusals: [(String, HTTPResponse.Status, String)] = [
-                ("/auth?scope=openid+orders", .forbidden, "insufficient_scope"), ("/auth?attested=1", .forbidden, "attestation_required"),
-                ("/auth?acr=eidas3", .unauthorized, "insufficient_user_authentication"), ("/auth?max_age=x", .badRequest, "invalid_request"),
-                ("/auth?via=other", .badRequest, "invalid_request"), ("/auth?aud=orders-api", .unauthorized, "invalid_token"),
-            ]
-            for (uri, status, code) in refusals {
-                let response = try await client.execute(uri: uri, method: .get, headers: bearer)
-                #expect(response.status == status && RelayRouteTests.json(response)["error"] == .string(code), "\(uri)")
-            }
+            try await Self.expectRefusals(
+                client, bearer,
+                [
+                    ("/auth?scope=openid+orders", .forbidden, "insufficient_scope"), ("/auth?attested=1", .forbidden, "attestation_required"),
+                    ("/auth?acr=eidas3", .unauthorized, "insufficient_user_authentication"), ("/auth?max_age=x", .badRequest, "invalid_request"),
+                    ("/auth?via=other", .badRequest, "invalid_request"), ("/auth?aud=orders-api", .unauthorized, "invalid_token"),
+                ])
             // The session known live a moment ago ends: the next check is refused at once.
-            let revoke = try await client.execute(
-                uri: "/revoke", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form([("token", token), ("client_id", "app")])
-            )
-            #expect(revoke.status == .ok)
-            let ended = try await client.execute(uri: "/auth", method: .get, headers: bearer)
-            #expect(ended.status == .unauthorized && RelayRouteTests.json(ended)["error_description"] == .string("the session has ended"))
+            try await Self.expectEndedAfterRevoking(token, client, bearer, at: "/auth")
             // Without the session check the token alone still answers, until it expires.
             #expect(try await client.execute(uri: "/auth?session=0", method: .get, headers: bearer).status == .ok)
         }
@@ -91,22 +84,33 @@ import Testing
                 #expect(again.status == .ok && again.body == first.body && again.headers[.cacheControl] == "no-store", "\(method)")
             }
             #expect(try await client.execute(uri: "/userinfo?acr=eidas1", method: .get, headers: bearer).status == .ok)
-            let refusals: [(String, HTTPResponse.Status, String)] = [
-                ("/userinfo?acr=eidas3", .unauthorized, "insufficient_user_authentication"), ("/userinfo?max_age=x", .badRequest, "invalid_request"),
-                ("/userinfo?acr=eidas1&acr=eidas1", .badRequest, "invalid_request"),
-            ]
-            for (uri, status, code) in refusals {
-                let response = try await client.execute(uri: uri, method: .get, headers: bearer)
-                #expect(response.status == status && RelayRouteTests.json(response)["error"] == .string(code), "\(uri)")
-            }
-            let revoke = try await client.execute(
-                uri: "/revoke", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form([("token", token), ("client_id", "app")])
-            )
-            #expect(revoke.status == .ok)
-            let ended = try await client.execute(uri: "/userinfo", method: .get, headers: bearer)
-            #expect(ended.status == .unauthorized && RelayRouteTests.json(ended)["error_description"] == .string("the session has ended"))
-            #expect(ended.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true)
+            try await Self.expectRefusals(
+                client, bearer,
+                [
+                    ("/userinfo?acr=eidas3", .unauthorized, "insufficient_user_authentication"), ("/userinfo?max_age=x", .badRequest, "invalid_request"),
+                    ("/userinfo?acr=eidas1&acr=eidas1", .badRequest, "invalid_request"),
+                ])
+            try await Self.expectEndedAfterRevoking(token, client, bearer, at: "/userinfo")
         }
+    }
+
+    /// Each request refused with its status and error code.
+    static func expectRefusals(_ client: any TestClientProtocol, _ headers: HTTPFields, _ refusals: [(String, HTTPResponse.Status, String)]) async throws {
+        for (uri, status, code) in refusals {
+            let response = try await client.execute(uri: uri, method: .get, headers: headers)
+            #expect(response.status == status && RelayRouteTests.json(response)["error"] == .string(code), "\(uri)")
+        }
+    }
+
+    /// The token's session revoked: `uri` refuses it at once, with the Bearer challenge.
+    static func expectEndedAfterRevoking(_ token: String, _ client: any TestClientProtocol, _ headers: HTTPFields, at uri: String) async throws {
+        let revoke = try await client.execute(
+            uri: "/revoke", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form([("token", token), ("client_id", "app")])
+        )
+        #expect(revoke.status == .ok)
+        let ended = try await client.execute(uri: uri, method: .get, headers: headers)
+        #expect(ended.status == .unauthorized && RelayRouteTests.json(ended)["error_description"] == .string("the session has ended"), "\(uri)")
+        #expect(ended.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true, "\(uri)")
     }
 
     /// A token's forward-auth headers are built once, and again only for other header names

@@ -31,6 +31,12 @@ import Testing
         return (response.status, answer)
     }
 
+    /// A code as /callback mints it for the app, the session it names and its PKCE verifier.
+    static func mint(_ fixture: Route.Fixture, verifier: String = PKCE.makeVerifier()) async throws -> (code: String, sid: String, verifier: String) {
+        let sid = RelayStore.newSessionID()
+        return (try await Route.mintCode(fixture, app: app(verifier), acr: "eidas1", sid: sid), sid, verifier)
+    }
+
     static let unknown: [String: JSONValue] = ["error": .string("invalid_grant"), "error_description": .string("the code is unknown or expired")]
     static let replayed: [String: JSONValue] = [
         "error": .string("invalid_grant"), "error_description": .string("the code was already used; the session it opened is revoked"),
@@ -60,9 +66,7 @@ import Testing
     /// and something else sealed with the session key: each refused, with nothing written.
     @Test func anAlteredOrForeignCodeIsRefusedAndWritesNothing() async throws {
         let fixture = Route.Fixture()
-        let verifier = PKCE.makeVerifier()
-        let sid = RelayStore.newSessionID()
-        let code = try await Route.mintCode(fixture, app: Self.app(verifier), acr: "eidas1", sid: sid)
+        let (code, sid, verifier) = try await Self.mint(fixture)
         var parts = code.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         let other = RelayStore.newSessionID()
         var altered = parts
@@ -96,9 +100,7 @@ import Testing
     /// The mark is a key of its own: a code whose session has ended cannot open another.
     @Test func aUsedCodeCannotOpenASecondSessionAfterTheFirstEnds() async throws {
         let fixture = Route.Fixture()
-        let verifier = PKCE.makeVerifier()
-        let sid = RelayStore.newSessionID()
-        let code = try await Route.mintCode(fixture, app: Self.app(verifier), acr: "eidas1", sid: sid)
+        let (code, sid, verifier) = try await Self.mint(fixture)
         try await fixture.test { client in
             #expect(try await Self.redeem(client, code, verifier).0 == .ok)
             #expect(try await fixture.sessions.revoke(sid, reason: .logout))
@@ -111,9 +113,7 @@ import Testing
     /// Past its deadline a code opens nothing, but its replay still ends the session it opened.
     @Test func aReplayAfterTheDeadlineStillEndsTheSession() async throws {
         let fixture = Route.Fixture()
-        let verifier = PKCE.makeVerifier()
-        let sid = RelayStore.newSessionID()
-        let code = try await Route.mintCode(fixture, app: Self.app(verifier), acr: "eidas1", sid: sid)
+        let (code, sid, verifier) = try await Self.mint(fixture)
         try await fixture.test { client in
             #expect(try await Self.redeem(client, code, verifier).0 == .ok)
             fixture.clock.advance(by: .seconds(600))
@@ -128,11 +128,8 @@ import Testing
     /// A used code presented with a wrong verifier is a replay: the session it opened ends.
     @Test func aCodeThatFailedACheckIsBurnedAndAUsedOneIsAReplay() async throws {
         let fixture = Route.Fixture()
-        let verifier = PKCE.makeVerifier()
-        let burned = RelayStore.newSessionID()
-        let code = try await Route.mintCode(fixture, app: Self.app(verifier), acr: "eidas1", sid: burned)
-        let used = RelayStore.newSessionID()
-        let second = try await Route.mintCode(fixture, app: Self.app(verifier), acr: "eidas1", sid: used)
+        let (code, burned, verifier) = try await Self.mint(fixture)
+        let (second, used, _) = try await Self.mint(fixture, verifier: verifier)
         try await fixture.test { client in
             let (status, answer) = try await Self.redeem(client, code, PKCE.makeVerifier())
             #expect(status == .badRequest && answer["error_description"] == .string("code_verifier does not match the code_challenge"))
@@ -151,9 +148,7 @@ import Testing
     /// its session twice: the step refuses to write over the live session, and the replay ends it.
     @Test func aCodeWhoseMarkIsGoneStillCannotOverwriteItsSession() async throws {
         let fixture = Route.Fixture()
-        let verifier = PKCE.makeVerifier()
-        let sid = RelayStore.newSessionID()
-        let code = try await Route.mintCode(fixture, app: Self.app(verifier), acr: "eidas1", sid: sid)
+        let (code, sid, verifier) = try await Self.mint(fixture)
         try await fixture.test { client in
             #expect(try await Self.redeem(client, code, verifier).0 == .ok)
             let session = try await fixture.store.get(RelayStore.Key.session(sid))
