@@ -85,6 +85,28 @@ extension RelaySignInAndTokensChain {
             #expect(try await harness.userinfo(access).status == 401)
         }
 
+        /// A stored-format code the store will not take (here a Redis ACL that lets Relais write
+        /// transactions but not codes) sends the app back with `temporarily_unavailable`: no code
+        /// that names nothing, and the app may start the sign-in again.
+        @Test func aStoredFormatCodeTheStoreRefusesSendsTheAppBackUnavailable() async throws {
+            let redis = try await RedisServerProcess.launch(extraArguments: [
+                "--user", "default", "on", "nopass", "~*", "&*", "+@all", "--user", "relais", "on", ">relais-test-pass", "%R~*", "~relais:tx:*", "~relais:relay:*", "~relais:rl:*",
+                "&*", "+@all",
+            ])
+            defer { redis.stop() }
+            let harness = try await RelayHarness.launch(
+                store: "  kind: redis\n  redis:\n    url: redis://relais:relais-test-pass@127.0.0.1:\(redis.port)", relayExtra: "relay:\n  code_format: stored"
+            )
+            let request = RelayHarness.AppRequest()
+            let response = try await harness.callback(try await harness.throughProvider(request))
+            let denied = await redis.cli(["ACL", "LOG"]) ?? ""
+            let back = try RelayHarness.query(try #require(response.header("location"), "\(denied)"))
+            #expect(back["error"] == "temporarily_unavailable" && back["code"] == nil && back["state"] == request.state, "\(response.header("location") ?? "")")
+            #expect(back["error_description"] == "Relais cannot store the sign-in right now; try again shortly")
+            // Refused at the code, and nowhere before it (Redis' log of what the ACL denied).
+            #expect(denied.contains("relais:code:{") && !denied.contains("relais:tx:"), "\(denied)")
+        }
+
         @Test func scopesLimitTheReleasedClaims() async throws {
             let harness = try await RelayHarness.launch()
             var request = RelayHarness.AppRequest()
