@@ -268,11 +268,23 @@ final class CurlMulti {
             act(on: CURL_SOCKET_TIMEOUT, flags: 0)
             // libcurl calls the timer function only when its earliest expiry changes, and the
             // milliseconds it gives are rounded down: woken a little early, it finds nothing due
-            // and says nothing. Not moved then, the timer would never fire again (a connect
-            // timeout missed for good); so it is tried again shortly.
-            if curlDeadline == deadline { curlDeadline = .now + .milliseconds(1) }
+            // and says nothing. Then it is asked when it is next due. Retrying every millisecond
+            // instead spun an idle client's reactor at 1 kHz for good whenever libcurl had dropped
+            // its expiry without saying so (seen with gdb: `curl_multi_timeout` answering -1).
+            if curlDeadline == deadline { curlDeadline = nextDeadlineFromLibcurl() }
         }
     }
+
+    /// When libcurl next wants a timeout action, asked: nil for never, a millisecond at least.
+    private func nextDeadlineFromLibcurl() -> ContinuousClock.Instant? {
+        confinement.check("curl_multi_timeout")
+        var milliseconds = -1
+        guard curl_multi_timeout(multi, &milliseconds) == CURLM_OK, milliseconds >= 0 else { return nil }
+        return .now + .milliseconds(max(milliseconds, 1))
+    }
+
+    /// libcurl's deadline as this object holds it (tests).
+    var timerDeadline: ContinuousClock.Instant? { curlDeadline }
 
     /// Sets the timer descriptor to libcurl's deadline or, when calls wait for a slot, the earliest
     /// of theirs. Only an earlier deadline is written: a timer left early wakes the reactor once,
@@ -320,7 +332,7 @@ final class CurlMulti {
     }
 
     /// Called by libcurl: when it next wants a timeout action; -1 for none.
-    fileprivate func setTimer(milliseconds: Int) {
+    func setTimer(milliseconds: Int) {
         curlDeadline = milliseconds < 0 ? nil : .now + .milliseconds(milliseconds)
     }
 

@@ -509,3 +509,32 @@ import Glibc
         }
     }
 }
+
+/// libcurl's timer as the reactor keeps it.
+@Suite(.tags(.fast)) struct CurlTimerTests {
+    /// A deadline libcurl dropped without saying so (it calls its timer function only when its
+    /// earliest expiry changes) is asked about once due, and cleared: an idle client's reactor is
+    /// not woken every millisecond for good, as it was (seen at 1 kHz with gdb on an idle relay).
+    @Test func aDeadlineLibcurlNoLongerHasIsClearedNotRetriedForever() throws {
+        let holder = CurlLockHolder()
+        holder.enter()
+        defer { holder.leave() }
+        let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        let timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC) | Int32(TFD_NONBLOCK))
+        try #require(epoll >= 0 && timer >= 0)
+        defer { (close(epoll), close(timer)) }
+        let logger = Logger(label: "curl-timer-test")
+        let before = HTTPClient.unguardedCurlCalls.load(ordering: .relaxed)
+        let multi = CurlMulti(
+            configuration: HTTPClientConfiguration(), logger: logger, confinement: CurlConfinement(holder: holder, logger: logger), epoll: epoll, timer: timer
+        )
+        multi.setUp()
+        defer { multi.tearDown() }
+        // libcurl asked for a timeout action now, then dropped that expiry (nothing is in flight).
+        multi.setTimer(milliseconds: 0)
+        #expect(multi.timerDeadline != nil)
+        _ = multi.advance(onCaller: false)
+        #expect(multi.timerDeadline == nil, "the reactor would wake again in a millisecond, and again")
+        #expect(HTTPClient.unguardedCurlCalls.load(ordering: .relaxed) == before)
+    }
+}
