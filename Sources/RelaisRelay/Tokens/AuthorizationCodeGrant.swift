@@ -19,14 +19,15 @@ struct AuthorizationCodeGrant: TokenGrant {
         guard let redirectURI = form["redirect_uri"], !redirectURI.isEmpty else { throw RelayError.invalidRequest("redirect_uri is missing") }
         guard let verifier = form["code_verifier"], !verifier.isEmpty else { throw RelayError.invalidRequest("code_verifier is missing (PKCE)") }
         let requester = TokenRequester(app: app, proof: proof, attested: attested)
-        let presented = Presented(requester: requester, code: code, redirectURI: redirectURI, verifier: verifier)
-        let found = try await find(code)
-        let openedBy = found == nil ? try await sessionOpened(by: code) : nil
+        var presented = Presented(requester: requester, code: code, redirectURI: redirectURI, verifier: verifier)
+        if SealedCode.hasSealedShape(code) { presented.sealed = await SealedCode.open(code, vault: vault) }
+        let found = try await find(presented)
+        let openedBy = found == nil ? try await sessionOpened(by: presented) : nil
         switch Self.decide(found?.record, openedBy: openedBy, presented, now: sessions.clock.now, lifetime: sessions.settings.sessionLifetime) {
         case .refuse(let error): throw error
         case .burn(let error):
             // Burned by its mark; a mark already set means the code was used: a replay.
-            if let found, try await !sessions.burnCode(found.once), let sid = try await sessionOpened(by: code) {
+            if let found, try await !sessions.burnCode(found.once), let sid = try await sessionOpened(by: presented) {
                 throw try await replayed(sid, app: app, logger: logger)
             }
             throw error
@@ -39,9 +40,9 @@ struct AuthorizationCodeGrant: TokenGrant {
 
     /// A presented code's sign-in and what lets it open a session once; nil when the code is
     /// unknown, forged, expired, or (a stored code) consumed.
-    private func find(_ code: String) async throws -> (record: RelayCode, once: OneTimeKey)? {
-        guard SealedCode.hasSealedShape(code) else { return try await sessions.storedCode(code) }
-        guard let sealed = await SealedCode.open(code, vault: vault), sealed.expiresAt > sessions.clock.now else { return nil }
+    private func find(_ presented: Presented) async throws -> (record: RelayCode, once: OneTimeKey)? {
+        guard SealedCode.hasSealedShape(presented.code) else { return try await sessions.storedCode(presented.code) }
+        guard let sealed = presented.sealed, sealed.expiresAt > sessions.clock.now else { return nil }
         return (sealed.record, sessions.usedMark(ofCodeFor: sealed.sid))
     }
 
@@ -58,7 +59,7 @@ struct AuthorizationCodeGrant: TokenGrant {
         }
         guard let response else {
             // Lost the race: decided again on what the winner left.
-            let again = Self.decide(nil, openedBy: try await sessionOpened(by: presented.code), presented, now: sessions.clock.now, lifetime: sessions.settings.sessionLifetime)
+            let again = Self.decide(nil, openedBy: try await sessionOpened(by: presented), presented, now: sessions.clock.now, lifetime: sessions.settings.sessionLifetime)
             if case .endAsReplayed(let winner) = again { throw try await replayed(winner, app: app, logger: logger) }
             throw Self.unknown
         }
@@ -78,9 +79,10 @@ struct AuthorizationCodeGrant: TokenGrant {
 
     /// The live session `code` opened: a sealed code names it (authenticated, expired or not), so
     /// the session exists only if this code opened it; a stored code is derived from its secret.
-    private func sessionOpened(by code: String) async throws -> String? {
+    private func sessionOpened(by presented: Presented) async throws -> String? {
+        let code = presented.code
         if SealedCode.hasSealedShape(code) {
-            guard let sid = await SealedCode.open(code, vault: vault)?.sid, try await sessions.session(sid) != nil else { return nil }
+            guard let sid = presented.sealed?.sid, try await sessions.session(sid) != nil else { return nil }
             return sid
         }
         guard let sid = RelayStore.sessionID(in: code), let session = try await sessions.session(sid),

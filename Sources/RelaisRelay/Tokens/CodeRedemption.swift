@@ -19,6 +19,8 @@ extension AuthorizationCodeGrant {
         var code: String
         var redirectURI: String
         var verifier: String
+        /// The code opened, once per request, when it is sealed and a session key opens it.
+        var sealed: SealedCode? = nil
     }
 
     /// `record`: the code's sign-in, nil when the code is unknown, expired or (stored) consumed;
