@@ -43,6 +43,10 @@ final class CurlMulti {
     /// While there is one, callers drive nothing: any call into libcurl may run any transfer's
     /// due steps, a TLS connection reading its files among them.
     private var reactorOnly = 0
+    /// The sockets libcurl wants watched, as epoll has them.
+    private var sockets: CurlSockets
+    /// Connections a caller found made and sent its request on (for tests).
+    private(set) var connectionsMadeOnCaller = 0
 
     init(configuration: HTTPClientConfiguration, logger: Logger, confinement: CurlConfinement, epoll: Int32, timer: Int32) {
         self.configuration = configuration
@@ -50,6 +54,7 @@ final class CurlMulti {
         self.confinement = confinement
         self.epoll = epoll
         self.timer = timer
+        sockets = CurlSockets(epoll: epoll, logger: logger)
         limit = max(1, configuration.maxConcurrentRequests)
         handles = CurlEasyHandles(capacity: limit, confinement: confinement)
         guard let multi = curl_multi_init(), let share = curl_share_init() else {
@@ -128,16 +133,19 @@ final class CurlMulti {
     /// says whether any did, so that the caller wakes the reactor to start them.
     func advance(onCaller: Bool) -> Bool {
         expireWaiting()
+        sockets.deferringConnections = onCaller
         var leftForTheReactor = false
         while true {
             if startWaiting(onCaller: onCaller) { leftForTheReactor = true }
             runDueTimer()
+            if onCaller { driveMadeConnections() }
             completeFinished()
             // Completions may have freed slots: go round again while a queued call can use one.
             guard inFlight.count < limit, waiting.contains(where: { !onCaller || mayStartOnCaller($0.job) }) else { break }
         }
         // A free slot and a queued call the caller may not start: the reactor starts it now.
         if onCaller && inFlight.count < limit && !waiting.isEmpty { leftForTheReactor = true }
+        sockets.registerDeferred()
         rearm()
         return leftForTheReactor
     }
@@ -156,6 +164,15 @@ final class CurlMulti {
             start(job, continuation, isRetry: isRetry)
         }
         return skipped
+    }
+
+    /// Lets libcurl go on, on the caller, with the connections it started that are already made
+    /// (``CurlSockets``); the others are left to the reactor.
+    private func driveMadeConnections() {
+        for (socket, flags) in sockets.madeConnections() {
+            act(on: socket, flags: flags)
+            connectionsMadeOnCaller += 1
+        }
     }
 
     /// The completions made under the lock, to resume once it is released.
@@ -317,18 +334,7 @@ final class CurlMulti {
     /// Called by libcurl from within `curl_multi_socket_action`: which events to wait for on a
     /// socket. epoll_ctl may be called while the reactor waits: the change applies to that wait.
     fileprivate func watch(_ socket: curl_socket_t, what: Int32) {
-        guard what != CURL_POLL_REMOVE else {
-            _ = epoll_ctl(epoll, EPOLL_CTL_DEL, socket, nil)  // libcurl may have closed it already
-            return
-        }
-        var event = epoll_event()
-        event.events = (what & CURL_POLL_IN != 0 ? EPOLLIN.rawValue : 0) | (what & CURL_POLL_OUT != 0 ? EPOLLOUT.rawValue : 0)
-        event.data.fd = socket
-        if epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event) != 0, errno == ENOENT {
-            if epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event) != 0 {
-                logger.error("epoll_ctl failed for a libcurl socket", metadata: ["errno": "\(errno)"])
-            }
-        }
+        sockets.watch(socket, what: what)
     }
 
     /// Called by libcurl: when it next wants a timeout action; -1 for none.

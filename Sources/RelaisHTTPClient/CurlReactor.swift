@@ -31,6 +31,8 @@ final class CurlEngine: Sendable {
     let startedByCallers = Atomic<Int>(0)
     let handedToReactor = Atomic<Int>(0)
     let foundTheLockTaken = Atomic<Int>(0)
+    /// Connections a caller found made and sent its request on (for tests).
+    let connectionsMadeByCallers = Atomic<Int>(0)
 
     init(configuration: HTTPClientConfiguration, logger: Logger) {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -76,6 +78,7 @@ final class CurlEngine: Sendable {
     private func leave(_ multi: CurlMulti) {
         waitingForSlot.store(multi.waitingCount, ordering: .relaxed)
         reactorOnlyInFlight.store(multi.reactorOnlyCount, ordering: .relaxed)
+        connectionsMadeByCallers.store(multi.connectionsMadeOnCaller, ordering: .relaxed)
         holder.leave()
     }
 
