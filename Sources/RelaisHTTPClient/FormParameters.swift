@@ -100,7 +100,7 @@ public struct FormParameters: Sendable, Equatable {
 
     /// Appends parameters to a URL that may already hold a query.
     public static func url(_ base: String, adding pairs: [(String, String)]) -> String {
-        base + (base.contains("?") ? "&" : "?") + encode(pairs)
+        base + (base.utf8.contains(UInt8(ascii: "?")) ? "&" : "?") + encode(pairs)
     }
 
     /// One form-encoded component (`+` a space, `%XX` a byte), decoded; nil when an escape or the

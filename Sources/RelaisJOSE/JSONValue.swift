@@ -91,15 +91,15 @@ public enum JSONValue: Sendable, Equatable, Codable {
 
     private func write(to output: inout [UInt8]) {
         switch self {
-        case .null: output += Array("null".utf8)
-        case .bool(let value): output += Array((value ? "true" : "false").utf8)
+        case .null: output.append(contentsOf: "null".utf8)
+        case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
         case .number(let value):
             if !value.isFinite {
-                output += Array("null".utf8)
+                output.append(contentsOf: "null".utf8)
             } else if value == value.rounded(), abs(value) < 1e15 {
-                output += Array(String(Int64(value)).utf8)
+                output.append(contentsOf: String(Int64(value)).utf8)
             } else {
-                output += Array(value.description.utf8)
+                output.append(contentsOf: value.description.utf8)
             }
         case .string(let value): Self.writeString(value, to: &output)
         case .array(let values):
@@ -111,12 +111,13 @@ public enum JSONValue: Sendable, Equatable, Codable {
             output.append(UInt8(ascii: "]"))
         case .object(let members):
             output.append(UInt8(ascii: "{"))
-            // Sorted by UTF-8 bytes, as JSONEncoder's .sortedKeys does for these keys.
-            for (index, key) in members.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+            // Sorted by UTF-8 bytes, as JSONEncoder's .sortedKeys does for these keys; the members
+            // themselves are sorted, so that no value is looked up again.
+            for (index, member) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }).enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
-                Self.writeString(key, to: &output)
+                Self.writeString(member.key, to: &output)
                 output.append(UInt8(ascii: ":"))
-                members[key]!.write(to: &output)
+                member.value.write(to: &output)
             }
             output.append(UInt8(ascii: "}"))
         }
@@ -124,20 +125,30 @@ public enum JSONValue: Sendable, Equatable, Codable {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
+    /// Copies each run of bytes that needs no escape at once (tokens and sealed values of a few
+    /// kilobytes pass through here whole).
     private static func writeString(_ value: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): output += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x0A: output += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0D: output += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x09: output += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0x08: output += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
-            case 0x0C: output += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
-            case 0..<0x20: output += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]]
-            default: output.append(byte)
+        var value = value
+        value.withUTF8 { bytes in
+            var runStart = 0
+            for index in bytes.indices {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                runStart = index + 1
+                output.append(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): output.append(byte)
+                case 0x0A: output.append(UInt8(ascii: "n"))
+                case 0x0D: output.append(UInt8(ascii: "r"))
+                case 0x09: output.append(UInt8(ascii: "t"))
+                case 0x08: output.append(UInt8(ascii: "b"))
+                case 0x0C: output.append(UInt8(ascii: "f"))
+                default: output.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
+                }
             }
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
         }
         output.append(UInt8(ascii: "\""))
     }

@@ -59,6 +59,10 @@ import Tracing
         ("https://[::1]/x", "[::1]", "::1", 443, "/x"),
         ("http://example.org", "example.org", "example.org", 80, "/"),
         ("HTTPS://example.org?q", "example.org", "example.org", 443, "/"),
+        ("https://a@b@idp.example/x#y", "idp.example", "idp.example", 443, "/x"),
+        ("http:///p?x", "invalid", "", 80, "/p"),
+        ("garbage", "invalid", "", 443, "/"),
+        ("http://h\u{E9}te.example:99999999999999999999/", "h\u{E9}te.example:99999999999999999999", "h\u{E9}te.example", 80, "/"),
     ])
     func theTargetKeepsOnlyServerAndPath(url: String, authority: String, host: String, port: Int, path: String) {
         let target = HTTPClientTarget(url)

@@ -15,6 +15,7 @@ import Testing
             ]),
             .array([.string("x"), .number(3.25)]),
             .string("plain"),
+            .string("\"\u{1}runs between escapes\u{1F}\\"),
         ]
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -72,14 +72,22 @@ struct CompactWriter {
         for segment in decoded { raw(segment) }
     }
 
-    /// The decoded segments when re-encoding each gives back exactly the text.
+    /// The decoded segments when re-encoding each gives back exactly the text: Base64URL's decoder
+    /// refuses padding and nonzero leftover bits, so a segment it decodes is that encoding.
     private static func canonicalSegments(_ compact: String) -> [[UInt8]]? {
-        var decoded: [[UInt8]] = []
-        for part in compact.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
-            guard let bytes = Base64URL.decode(bytes: ArraySlice(part)), Base64URL.encode(bytes).utf8.elementsEqual(part) else { return nil }
-            decoded.append(bytes)
+        var compact = compact
+        return compact.withUTF8 { text in
+            var decoded: [[UInt8]] = []
+            var start = 0
+            for end in text.indices where text[end] == UInt8(ascii: ".") {
+                guard let segment = Base64URL.decode(buffer: UnsafeBufferPointer(rebasing: text[start..<end])) else { return nil }
+                decoded.append(segment)
+                start = end + 1
+            }
+            guard let last = Base64URL.decode(buffer: UnsafeBufferPointer(rebasing: text[start...])) else { return nil }
+            decoded.append(last)
+            return decoded
         }
-        return decoded
     }
 }
 
