@@ -158,3 +158,18 @@ public enum Base64 {
         return bytes.withUnsafeBufferPointer { Base64URL.decode(buffer: $0) }
     }
 }
+
+/// Compact JOSE serializations: what their shape is, read without decoding them.
+public enum CompactSerialization {
+    /// The dots in `text` (4 in a JWE, 2 in a JWS): one pass over its bytes. A lazy filter over a
+    /// String's UTF-8 view costs about 30 instructions a byte, which for a 2 KB code read three
+    /// times per sign-in was 2% of it.
+    public static func dots(in text: String) -> Int {
+        var text = text
+        return text.withUTF8 { bytes in
+            var count = 0
+            for byte in bytes where byte == UInt8(ascii: ".") { count += 1 }
+            return count
+        }
+    }
+}

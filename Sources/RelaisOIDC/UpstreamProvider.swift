@@ -265,7 +265,7 @@ public actor UpstreamProvider {
 
     /// Decrypts a FranceConnect+ JWE with our keys, then returns the signed token inside.
     private func signedToken(_ token: String) throws(JOSEError) -> String {
-        guard token.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count == 4 else { return token }
+        guard CompactSerialization.dots(in: token) == 4 else { return token }
         let decrypted = try JWE.parse(token).decrypt(with: JWKSet(keys: settings.decryptionKeys))
         guard decrypted.isNestedJWT else { throw .malformedToken(reason: "the JWE does not hold a signed JWT (cty: JWT)") }
         return decrypted.plaintextString
@@ -299,7 +299,7 @@ public actor UpstreamProvider {
 
     func verifyIDToken(_ raw: String, nonce: String, requestedACR: String?) async throws(UpstreamError) -> VerifiedClaims {
         do throws(JOSEError) {
-            if settings.requireEncryptedIDToken && raw.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count != 4 {
+            if settings.requireEncryptedIDToken && CompactSerialization.dots(in: raw) != 4 {
                 throw JOSEError.malformedToken(reason: "the id_token is expected encrypted (JWE): require_encrypted_id_token")
             }
             let jws = try JWS.parse(try signedToken(raw))
@@ -349,7 +349,7 @@ public actor UpstreamProvider {
             // nothing, where a Character filter broke the whole body into graphemes. Anything else
             // left in it fails the base64url parse below.
             let text = String(decoding: response.body.filter { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
-            if settings.userinfoFormat == .jwe && text.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count != 4 {
+            if settings.userinfoFormat == .jwe && CompactSerialization.dots(in: text) != 4 {
                 throw JOSEError.malformedToken(reason: "userinfo is expected encrypted (JWE)")
             }
             let jws = try JWS.parse(try signedToken(text))

@@ -21,6 +21,15 @@ import Testing
         #expect(Hex.encode(SHA256.hash([UInt8]())) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
+    @Test func theDotsOfACompactSerializationAreCounted() {
+        #expect(CompactSerialization.dots(in: "") == 0)
+        #expect(CompactSerialization.dots(in: "a.b.c") == 2)
+        #expect(CompactSerialization.dots(in: "h..i.c.t") == 4)
+        #expect(CompactSerialization.dots(in: "....") == 4)
+        #expect(CompactSerialization.dots(in: "é.😀.") == 2)
+        #expect(CompactSerialization.dots(in: String(repeating: "ab.", count: 700)) == 700)
+    }
+
     @Test func base64URLRoundTripsEveryLength() {
         for length in 0..<70 {
             let bytes = SecureRandom.bytes(length)

@@ -1,3 +1,4 @@
+import RelaisCrypto
 import RelaisJOSE
 
 /// An authorization code that carries its sign-in: `<sid>.<JWE>`, the ``RelayCode`` with the
@@ -26,7 +27,7 @@ struct SealedCode: Sendable {
     /// True for a code of this shape (the session id, a dot, a compact JWE); false for the stored
     /// codes of earlier versions (``RelayStore/storedCode(_:)``).
     static func hasSealedShape(_ code: String) -> Bool {
-        RelayStore.sessionID(in: code) != nil && code.utf8.lazy.filter { $0 == UInt8(ascii: ".") }.count == 5
+        RelayStore.sessionID(in: code) != nil && CompactSerialization.dots(in: code) == 5
     }
 
     /// The code's content when a session key of this instance opens it (after one check of the
