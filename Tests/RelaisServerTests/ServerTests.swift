@@ -168,6 +168,11 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
         try await withApplication(store: store) { client in
             try await client.execute(uri: "/readyz", method: .get) { #expect($0.status == .ok) }
             try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
+            // A method of the client's invention is counted, as "other": it cannot add series.
+            for invented in ["BREW", "WHEN"] {
+                try await client.execute(uri: "/healthz", method: HTTPRequest.Method(invented)!) { #expect($0.status.code >= 400) }
+            }
             // An outbound request through the libcurl client lands in the same registry.
             let outbound = HTTPClient(configuration: .init(maxConcurrentRequests: 1))
             _ = try? await outbound.send(.init(url: "http://127.0.0.1:\(try FreePort.find())/"))
@@ -176,7 +181,8 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
                 #expect(response.status == .ok)
                 #expect(response.headers[.contentType]?.hasPrefix("text/plain; version=0.0.4") == true)
                 let text = String(buffer: response.body)
-                #expect(text.contains(#"relais_http_requests_total{route="/healthz",method="GET",status="200"}"#))
+                #expect(text.contains(#"relais_http_requests_total{route="/healthz",method="GET",status="200"} "#))
+                #expect(text.contains(#"method="other""#) && !text.contains("BREW") && !text.contains("WHEN"))
                 #expect(text.contains(#"relais_http_request_duration_seconds_bucket{route="/readyz",method="GET",status="200""#))
                 #expect(text.contains(#"relais_store_command_duration_seconds_bucket{command="PING",outcome="ok""#))
                 #expect(text.contains(#"relais_http_client_request_duration_seconds_bucket{host="127.0.0.1:"#))
