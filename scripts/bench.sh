@@ -23,6 +23,7 @@ redis_tls_port=$(free_port)
 relais_port=$(free_port)
 relais_tls_port=$(free_port)
 relais_unix_port=$(free_port)
+relais_count_port=$(free_port)
 provider_port=$(free_port)
 anchor_port=$(free_port)
 anchor_redis_port=$(free_port)
@@ -62,7 +63,7 @@ provider: {identities_file: $PWD/config/dev-identities.yaml}
 clients:
   relais:
     secret: bench-provider-secret-0123456789-0123456789
-    redirect_uris: [http://127.0.0.1:$relais_port/callback, http://127.0.0.1:$relais_unix_port/callback]
+    redirect_uris: [http://127.0.0.1:$relais_port/callback, http://127.0.0.1:$relais_unix_port/callback, http://127.0.0.1:$relais_count_port/callback]
   mod-auth-openidc:
     secret: bench-provider-secret-0123456789-0123456789
     redirect_uris: [http://127.0.0.1:$anchor_port/protected/redirect_uri]
@@ -476,16 +477,19 @@ echo "App Attest verification..."
 .build/release/relais-bench app-attest --count 400 >"$work/appattest.txt"
 appattest_field() { awk -v f="$1" '{for (i=1;i<=NF;i++) if (index($i, f"=")==1) print substr($i, length(f)+2)}' "$work/appattest.txt"; }
 
-# Allocations per request: a third relay, the same public URL and store (so the token above is
-# valid there), with scripts/malloc-count.c preloaded; wrk's requests divide the allocations counted
-# during each run.
-echo "Allocations per request (a relay with a malloc counter preloaded)..."
+# Allocations per request and per sign-in: another relay on the same store, its own port and public
+# URL (the provider knows its callback), with scripts/malloc-count.c preloaded; the requests wrk sent,
+# or the sign-ins relais-bench made, divide the allocations counted during each run.
+echo "Allocations per request and per sign-in (a relay with a malloc counter preloaded)..."
 gcc -O2 -shared -fPIC -o "$work/malloc-count.so" scripts/malloc-count.c -lpthread
-relais_count_port=$(free_port)
-sed -e "s|port: $relais_port,|port: $relais_count_port,|" "$work/relais.yaml" >"$work/relais-count.yaml"
+sed -e "s|port: $relais_port, public_base_url: \"http://127.0.0.1:$relais_port\"|port: $relais_count_port, public_base_url: \"http://127.0.0.1:$relais_count_port\"|" \
+    "$work/relais.yaml" >"$work/relais-count.yaml"
+grep -q "port: $relais_count_port" "$work/relais-count.yaml" || { echo "the counting relay's configuration kept the first relay's port" >&2; exit 1; }
 MALLOC_COUNT_FILE="$work/allocations" LD_PRELOAD="$work/malloc-count.so" .build/release/relais serve --config "$work/relais-count.yaml" >"$work/relais-count.log" 2>&1 &
 relais_count_pid=$!
 wait_for "http://127.0.0.1:$relais_count_port/readyz"
+count_token=$(.build/release/relais-bench signin --relay "http://127.0.0.1:$relais_count_port" --print-tokens | awk -F= '$1=="access_token" {print $2}')
+sed -e "s|token=$access_token|token=$count_token|" "$work/introspect.lua" >"$work/introspect-count.lua"
 allocations_now() { sleep 0.2; awk '{print $1 + 0}' "$work/allocations"; }
 allocations_per_request() {  # URL and wrk arguments; prints allocations per request
     local url=$1; shift
@@ -498,9 +502,17 @@ allocations_per_request() {  # URL and wrk arguments; prints allocations per req
     python3 -c "print(f'{($after - $before) / $requests:.1f}')"
 }
 alloc_healthz=$(allocations_per_request "http://127.0.0.1:$relais_count_port/healthz")
-alloc_auth=$(allocations_per_request "http://127.0.0.1:$relais_count_port/auth?session=1" -H "Authorization: Bearer $access_token")
-alloc_userinfo=$(allocations_per_request "http://127.0.0.1:$relais_count_port/userinfo" -H "Authorization: Bearer $access_token")
-alloc_introspect=$(allocations_per_request "http://127.0.0.1:$relais_count_port/introspect" -s "$work/introspect.lua")
+alloc_auth=$(allocations_per_request "http://127.0.0.1:$relais_count_port/auth?session=1" -H "Authorization: Bearer $count_token")
+alloc_userinfo=$(allocations_per_request "http://127.0.0.1:$relais_count_port/userinfo" -H "Authorization: Bearer $count_token")
+alloc_introspect=$(allocations_per_request "http://127.0.0.1:$relais_count_port/introspect" -s "$work/introspect-count.lua")
+# A sign-in: /authorize, /callback (two provider exchanges) and /token, 8 in flight for 5 s.
+forget_person
+.build/release/relais-bench signin --relay "http://127.0.0.1:$relais_count_port" --seconds 2 >/dev/null
+alloc_before=$(allocations_now)
+.build/release/relais-bench signin --relay "http://127.0.0.1:$relais_count_port" --seconds 5 >"$work/signin-count.txt"
+alloc_after=$(allocations_now)
+alloc_signins=$(awk '{for (i=1;i<=NF;i++) if (index($i, "signins=")==1) print substr($i, 9)}' "$work/signin-count.txt")
+alloc_signin=$(python3 -c "print(f'{($alloc_after - $alloc_before) / $alloc_signins:.0f}')")
 kill "$relais_count_pid"; wait "$relais_count_pid" 2>/dev/null || true
 
 # The main relay's memory after every phase above (thousands of sign-ins, wrk, 3,500 slow connections).
@@ -760,7 +772,8 @@ mkdir -p bench
     echo "## Allocations per request"
     echo
     echo 'Heap allocations (malloc, calloc, realloc, aligned) counted by scripts/malloc-count.c preloaded into a second relay'
-    echo 'on the same store, over a 5 s wrk run (8 connections, after 2 s of warm-up), divided by the requests wrk sent.'
+    echo 'on the same store, over a 5 s wrk run (8 connections, after 2 s of warm-up), divided by the requests wrk sent; for'
+    echo 'sign-ins, over 5 s of relais-bench signin (after 2 s of warm-up), divided by the sign-ins.'
     echo
     echo "| request | allocations per request |"
     echo "|---|---:|"
@@ -768,6 +781,7 @@ mkdir -p bench
     echo "| GET /auth, session checked | $alloc_auth |"
     echo "| GET /userinfo | $alloc_userinfo |"
     echo "| POST /introspect | $alloc_introspect |"
+    echo "| a sign-in: /authorize, /callback with its two provider exchanges, /token ($alloc_signins sign-ins, 8 in flight) | $alloc_signin |"
     echo
     echo "## Resident memory: a fresh relay, one token hammered by wrk"
     echo

@@ -271,24 +271,25 @@ let curlHeaderCallback: relais_curl_data_callback = { data, size, count, userDat
         state.exceededLimit = true
         return 0  // as for the body: libcurl aborts with CURLE_WRITE_ERROR
     }
-    let line = data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
-        String(decoding: UnsafeBufferPointer(start: bytes, count: length), as: UTF8.self)
-    }
-    if line.hasPrefix("HTTP/") {
-        state.headers.removeAll()  // a new response (after a redirect or a 100 Continue) starts over
-    } else if let colon = line.firstIndex(of: ":") {
-        let name = String(line[..<colon]).trimmingWhitespace()
-        let value = String(line[line.index(after: colon)...]).trimmingWhitespace()
-        state.headers.append((name: name, value: value))
+    data.withMemoryRebound(to: UInt8.self, capacity: length) { start in
+        // Read as bytes: names and values are split at the first colon and trimmed of HTTP's
+        // whitespace (and the line's CRLF) without walking Characters.
+        let line = UnsafeBufferPointer(start: start, count: length)
+        if line.starts(with: "HTTP/".utf8) {
+            state.headers.removeAll()  // a new response (after a redirect or a 100 Continue) starts over
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            state.headers.append((name: trimmedText(line, 0..<colon), value: trimmedText(line, colon + 1..<length)))
+        }
     }
     return length
 }
 
-extension String {
-    func trimmingWhitespace() -> String {
-        var scalars = Substring(self)
-        while let first = scalars.first, first.isWhitespace { scalars.removeFirst() }
-        while let last = scalars.last, last.isWhitespace { scalars.removeLast() }
-        return String(scalars)
-    }
+/// The bytes in `range` without leading or trailing spaces, tabs, CR or LF, as text.
+private func trimmedText(_ line: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String {
+    func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+    var lower = range.lowerBound
+    var upper = range.upperBound
+    while lower < upper, isSpace(line[lower]) { lower += 1 }
+    while upper > lower, isSpace(line[upper - 1]) { upper -= 1 }
+    return String(decoding: UnsafeBufferPointer(rebasing: line[lower..<upper]), as: UTF8.self)
 }

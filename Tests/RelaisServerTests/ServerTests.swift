@@ -289,4 +289,18 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
         let parsed = try JSONSerialization.jsonObject(with: Data(("[" + quoted + "]").utf8)) as? [String]
         #expect(parsed == ["a\"\u{301}b\u{2028}"])
     }
+
+    /// Escaped scalar by scalar as before the byte-wise writer: every C0 and C1 control, DEL, the
+    /// line separators, overrides and isolates; any other scalar of one to four bytes as it is.
+    @Test func everyScalarIsEscapedOrKeptAsItIs() {
+        let kept = "plain é © \u{A0} € … \u{2027} \u{202F} \u{2065} \u{206A} 😀 \u{10FFFF} \u{FFFD}"
+        #expect(LogText.escaped(kept) == kept)
+        let samples: [(String, String)] = [
+            ("\u{0}\u{1F}\u{7F}", #"\u0000\u001f\u007f"#), ("\u{80}\u{9F}", #"\u0080\u009f"#),
+            ("x\u{2028}y\u{2029}\u{202A}\u{202E}z", #"x\u2028y\u2029\u202a\u202ez"#), ("\u{2066}\u{2069}", #"\u2066\u2069"#),
+            ("é\\\"😀\n", #"é\\"😀\n"#),
+        ]
+        for (input, expected) in samples { #expect(LogText.escaped(input) == expected) }
+        #expect(LogText.escaped("\"", quotes: true) == #"\""#)
+    }
 }

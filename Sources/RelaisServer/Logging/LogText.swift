@@ -19,20 +19,56 @@ public enum LogText {
         return output
     }
 
-    /// ``escaped(_:quotes:)`` written at the end of `output`: a line is built in one string.
+    /// ``escaped(_:quotes:)`` written at the end of `output`: a line is built in one string. Read as
+    /// UTF-8 and copied a run at a time: only 0xC2 and 0xE2 lead the multibyte scalars it escapes.
+    /// (Appending scalar by scalar made a String per scalar, 370 per sign-in for its two events.)
     public static func appendEscaped(_ string: String, quotes: Bool = false, to output: inout String) {
-        for scalar in string.unicodeScalars {
-            switch scalar.value {
-            case 0x5C: output += "\\\\"
-            case 0x22 where quotes: output += "\\\""
-            case 0x0A: output += "\\n"
-            case 0x0D: output += "\\r"
-            case 0x09: output += "\\t"
-            case 0..<0x20, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
-                let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: output.unicodeScalars.append(scalar)
+        let utf8 = string.utf8
+        var runStart = utf8.startIndex
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            var scalar: UInt32?
+            var width = 1
+            switch byte {
+            case 0x5C, 0x7F, 0..<0x20: scalar = UInt32(byte)
+            case 0x22 where quotes: scalar = 0x22
+            case 0xC2:  // U+0080 to U+00BF, the C1 controls up to U+009F (a String's UTF-8 is valid)
+                width = 2
+                let next = utf8[utf8.index(after: index)]
+                if next <= 0x9F { scalar = UInt32(next) }
+            case 0xE2:  // U+2000 to U+2FFF
+                width = 3
+                let second = utf8.index(after: index)
+                let value = 0x2000 | UInt32(utf8[second] & 0x3F) << 6 | UInt32(utf8[utf8.index(after: second)] & 0x3F)
+                if (0x2028...0x202E).contains(value) || (0x2066...0x2069).contains(value) { scalar = value }
+            default: break
             }
+            let next = utf8.index(index, offsetBy: width)
+            if let scalar {
+                // Sliced as scalars: a String's own range subscript would round to Characters, and a
+                // combining mark after an escaped quote starts no Character.
+                output += Substring(string.unicodeScalars[runStart..<index])
+                appendEscape(of: scalar, to: &output)
+                runStart = next
+            }
+            index = next
+        }
+        output += Substring(string.unicodeScalars[runStart...])
+    }
+
+    private static let hexDigits: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f"]
+
+    private static func appendEscape(of scalar: UInt32, to output: inout String) {
+        switch scalar {
+        case 0x5C: output += "\\\\"
+        case 0x22: output += "\\\""
+        case 0x0A: output += "\\n"
+        case 0x0D: output += "\\r"
+        case 0x09: output += "\\t"
+        default:
+            output += "\\u"
+            for shift: UInt32 in [12, 8, 4, 0] { output.append(hexDigits[Int(scalar >> shift & 0xF)]) }
         }
     }
 
