@@ -13,7 +13,7 @@ RELAIS_COMMIT := $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 RELAIS_DIRTY := $(if $(RELAIS_COMMIT),$(shell git diff --quiet HEAD -- 2>/dev/null && echo 0000 || echo 2d44))
 RELAIS_VERSION_FLAGS := $(if $(RELAIS_COMMIT),-Xlinker --build-id=0x524c$(RELAIS_COMMIT)$(RELAIS_DIRTY))
 
-.PHONY: deps bench-deps e2e-deps build release test test-fast lint format e2e demo bench check-config clean image image-test link-order
+.PHONY: deps bench-deps e2e-deps build release test test-fast lint format e2e demo bench check-config clean image image-test link-order instructions
 
 ## The release binary `make demo` and `make release` build, rebuilt only when a source, the
 ## manifest, the pinned versions or the version flags changed: SwiftPM alone recompiles part of
@@ -96,6 +96,12 @@ bench: bench-deps
 link-order: bench-deps
 	@scripts/ensure-debian-packages.sh valgrind
 	scripts/link-order.sh
+
+## Instructions per sign-in and per request (callgrind, the image's build; about three minutes):
+## the figure to compare two builds by, steady within 0.2% where CPU time moves by 10%.
+instructions: bench-deps
+	@scripts/ensure-debian-packages.sh valgrind
+	scripts/instructions.sh
 
 ## The container image (docker/Dockerfile) with podman, at most 150 MB, non-root, read-only root.
 ## IMAGE_BASE=local (default) builds FROM a Debian base made here with debootstrap and the host's

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Instructions per sign-in and per request of a relay, counted by valgrind's callgrind: the measure
+# to compare two builds by. CPU time on a shared machine moves by 10% from run to run; these counts
+# stay within 0.2%, so a change of 1% shows. Each figure is the instructions executed by every
+# thread of the relay between two dumps (counters zeroed after a warm-up), divided by the sign-ins
+# (one at a time) or the requests (wrk, 4 connections) made in between. Split by object: under
+# valgrind OpenSSL sees a CPU without AVX-512 or SHA-NI and takes its generic paths, so libcrypto's
+# share says nothing of real hardware; compare "the rest" (Relais, the Swift runtime, libc, libcurl).
+#
+# Runs the image's build (static Swift runtime; valgrind cannot read the shared build's debug
+# information). Needs valgrind, redis-server, wrk and python3; about two minutes.
+# Usage: scripts/instructions.sh [seconds of each measurement, default 15]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-15}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+wait_for() { for _ in $(seq 1 600); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.2; done; echo "timed out waiting for $1" >&2; return 1; }
+
+command -v valgrind >/dev/null || { echo "instructions: valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
+echo "Building the image's binary and the tools..." >&2
+swift build -c release --product relais --static-swift-stdlib --scratch-path .build-static >/dev/null
+swift build -c release --product relais >/dev/null
+swift build -c release --product relais-bench >/dev/null
+
+work=$(mktemp -d)
+cleanup() {
+    for pid in ${relais_pid:-} ${provider_pid:-} ${redis_pid:-}; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# valgrind 3.19 (Debian 12) cannot read the DWARF 5 the toolchain writes: symbols are enough.
+binary="$work/relais"
+cp "$(swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path)/relais" "$binary"
+strip --strip-debug "$binary"
+
+redis_port=$(free_port)
+relais_port=$(free_port)
+provider_port=$(free_port)
+redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --loglevel warning >"$work/redis.log" 2>&1 &
+redis_pid=$!
+cat >"$work/provider.yaml" <<YAML
+server: {environment: development, port: $provider_port}
+log: {level: warning}
+provider: {identities_file: $PWD/config/dev-identities.yaml}
+clients:
+  relais:
+    secret: instructions-provider-secret-0123456789-0123456789
+    redirect_uris: [http://127.0.0.1:$relais_port/callback]
+YAML
+# As make bench's relay: a FranceConnect-like provider, sessions in Redis, security events on.
+cat >"$work/relais.yaml" <<YAML
+server: {environment: development, port: $relais_port, public_base_url: "http://127.0.0.1:$relais_port"}
+log: {level: warning}
+store: {kind: redis, redis: {url: "redis://127.0.0.1:$redis_port"}}
+rate_limit: {enabled: false}
+sessions: {max_per_subject: 10000}
+providers:
+  fc:
+    preset: franceconnect-v2
+    issuer: http://127.0.0.1:$provider_port/api/v2
+    client_id: relais
+    client_secret: instructions-provider-secret-0123456789-0123456789
+apps:
+  bench-app:
+    redirect_uris: [http://127.0.0.1/cb]
+    scopes: [openid, profile, email]
+    access_token_lifetime: 30m
+YAML
+.build/release/relais dev-provider --config "$work/provider.yaml" >"$work/provider.log" 2>&1 &
+provider_pid=$!
+echo "Running a relay under callgrind..." >&2
+valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.%p" --dump-instr=no --compress-strings=no --compress-pos=no \
+    --demangle=no "$binary" serve --config "$work/relais.yaml" >"$work/relais.log" 2>&1 &
+relais_pid=$!
+wait_for "http://127.0.0.1:$provider_port/readyz"
+wait_for "http://127.0.0.1:$relais_port/readyz"
+relay="http://127.0.0.1:$relais_port"
+
+# The figures of the run between a zero and a dump: per object, divided by the count.
+measure() {  # label count-command...; the command prints the count on its last line
+    local label=$1; shift
+    callgrind_control -z "$relais_pid" >/dev/null 2>&1
+    local count
+    count=$("$@" | tail -1)
+    callgrind_control -d "$relais_pid" >/dev/null 2>&1
+    sleep 0.5
+    python3 - "$label" "$count" "$work" <<'PY'
+import collections, glob, os, sys
+label, count, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+dump = max(glob.glob(os.path.join(work, "callgrind.*.*")), key=os.path.getmtime)
+cost, obj, current, skip = collections.Counter(), None, None, False
+for line in open(dump, errors="replace"):
+    if line.startswith("ob="):
+        obj = line[3:].strip()
+    elif line.startswith("fn="):
+        current = obj
+    elif line.startswith("calls="):
+        skip = True  # the next line is the call's inclusive cost, not this function's own
+    elif line[:1].isdigit() or line[:1] in "+-*":
+        if skip:
+            skip = False
+            continue
+        fields = line.split()
+        if len(fields) >= 2:
+            cost[current] += int(fields[1])
+os.remove(dump)
+if count <= 0:
+    sys.exit(f"instructions: no {label} counted")
+crypto = sum(c for o, c in cost.items() if o and "libcrypto" in o)
+total = sum(cost.values())
+print(f"{label}: {count} made, {total / count / 1e6:.3f}M instructions each, "
+      f"libcrypto {crypto / count / 1e6:.3f}M, the rest {(total - crypto) / count / 1e6:.3f}M")
+PY
+}
+signins() {
+    .build/release/relais-bench signin --relay "$relay" --seconds "$seconds" --concurrency 1 \
+        | awk '{for (i=1;i<=NF;i++) if (index($i, "signins=")==1) print substr($i, 9)}'
+}
+requests() {  # path [header]
+    wrk -t1 -c4 -d"${seconds}s" ${2:+-H "$2"} "$relay$1" | awk '/requests in/ {print $1}'
+}
+.build/release/relais-bench signin --relay "$relay" --seconds 5 --concurrency 1 >/dev/null  # warm up
+measure "sign-ins" signins
+token=$(.build/release/relais-bench signin --relay "$relay" --print-tokens | awk -F= '$1=="access_token" {print $2}')
+for path in /healthz "/auth?session=1" /userinfo; do
+    requests "$path" "Authorization: Bearer $token" >/dev/null  # warm up: the token seen, the body rendered
+    measure "GET $path" requests "$path" "Authorization: Bearer $token"
+done
