@@ -23,7 +23,6 @@ final class CurlMulti {
     private let limit: Int
     private let multi: UnsafeMutableRawPointer
     private let share: UnsafeMutableRawPointer
-    private let epoll: Int32
     private let timer: Int32
     private let handles: CurlEasyHandles
     /// When libcurl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`; nil when it does not.
@@ -52,7 +51,6 @@ final class CurlMulti {
         self.configuration = configuration
         self.logger = logger
         self.confinement = confinement
-        self.epoll = epoll
         self.timer = timer
         sockets = CurlSockets(epoll: epoll, logger: logger)
         limit = max(1, configuration.maxConcurrentRequests)
