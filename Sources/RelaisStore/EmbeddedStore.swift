@@ -49,6 +49,10 @@ public final class EmbeddedStore: KeyValueStore {
         try read { state, now in try bytes(state.live(key, now), key: key) }
     }
 
+    public func getMany(_ keys: [String]) async throws -> [[UInt8]?] {
+        try read { state, now in try keys.map { key in try bytes(state.live(key, now), key: key) } }
+    }
+
     public func getAndDelete(_ key: String) async throws -> [UInt8]? {
         try write { state, now in
             let value = try bytes(state.live(key, now), key: key)

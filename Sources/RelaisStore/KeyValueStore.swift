@@ -7,6 +7,10 @@ public protocol KeyValueStore: Sendable {
     /// Stores `value`, replacing any previous value; with a `ttl`, the key disappears after it.
     func set(_ key: String, _ value: [UInt8], ttl: Duration?) async throws
     func get(_ key: String) async throws -> [UInt8]?
+    /// The values of `keys`, in their order (nil where missing), as ``get(_:)`` reads them one by
+    /// one, but in few round trips: on one Redis server, pipelined in batches. Not one atomic step:
+    /// each value is as it was when read. For reading many records at once (a person's sessions).
+    func getMany(_ keys: [String]) async throws -> [[UInt8]?]
     /// Reads and removes in one atomic step: of several concurrent callers, exactly one gets the value.
     func getAndDelete(_ key: String) async throws -> [UInt8]?
     /// Returns whether the key existed.

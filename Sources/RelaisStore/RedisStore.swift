@@ -66,6 +66,36 @@ public final class RedisStore: KeyValueStore {
         try await execute("GET", key: key, [bytes("GET"), prefixed(key)]).optionalBytes()
     }
 
+    /// GETs pipelined in one round trip: a person's sessions at `sessions.max_per_subject`'s
+    /// default of 50 in one, and what a batch's replies hold in memory stays bounded.
+    public static let readBatch = 128
+
+    public func getMany(_ keys: [String]) async throws -> [[UInt8]?] {
+        var values: [[UInt8]?] = []
+        values.reserveCapacity(keys.count)
+        guard case .single = topology else {
+            // On a cluster each key may live on another node: side by side, a batch at a time.
+            for start in stride(from: 0, to: keys.count, by: Self.readBatch) {
+                let batch = keys[start..<min(start + Self.readBatch, keys.count)]
+                values += try await withThrowingTaskGroup(of: (Int, [UInt8]?).self) { group in
+                    for (index, key) in batch.enumerated() { group.addTask { (index, try await self.get(key)) } }
+                    var read = [[UInt8]?](repeating: nil, count: batch.count)
+                    for try await (index, value) in group { read[index] = value }
+                    return read
+                }
+            }
+            return values
+        }
+        for start in stride(from: 0, to: keys.count, by: Self.readBatch) {
+            let batch = Array(keys[start..<min(start + Self.readBatch, keys.count)])
+            // Its own label: one duration for the batch, which GET's latency would misreport.
+            for reply in try await execute("GET_PIPELINE", batch.map { [bytes("GET"), prefixed($0)] }, key: { batch[$0] }) {
+                values.append(try reply.optionalBytes())
+            }
+        }
+        return values
+    }
+
     public func getAndDelete(_ key: String) async throws -> [UInt8]? {
         try await execute("GETDEL", key: key, [bytes("GETDEL"), prefixed(key)]).optionalBytes()
     }
@@ -218,6 +248,13 @@ public final class RedisStore: KeyValueStore {
     /// Runs one command; `key` (unprefixed) names the key in errors and, on a cluster, picks the
     /// node (every key of a multi-key script shares its hash tag).
     private func execute(_ name: String, key: String? = nil, _ arguments: [[UInt8]]) async throws -> RedisReply {
+        try await execute(name, [arguments]) { _ in key }.first ?? .null
+    }
+
+    /// Runs `commands` (the one at index i on key `key(i)`, if any): on one server in one round
+    /// trip, pipelined; on a cluster one after another, each on its key's node. Throws for the
+    /// first that Redis refused.
+    private func execute(_ name: String, _ commands: [[[UInt8]]], key: (Int) -> String?) async throws -> [RedisReply] {
         guard !isShutdown.load(ordering: .acquiring) else { throw StoreError.shutdown }
         let start = ContinuousClock.now
         var deadline = start + configuration.commandTimeout
@@ -233,13 +270,16 @@ public final class RedisStore: KeyValueStore {
                 preferredDisplayUnit: .seconds
             ).recordNanoseconds((ContinuousClock.now - start).nanoseconds)
         }
-        let reply: RedisReply
+        var replies: [RedisReply] = []
         do {
             switch topology {
             case .single(let node):
-                reply = try await node.run([arguments], deadline: deadline).first ?? .null
+                replies = try await node.run(commands, deadline: deadline)
             case .cluster(let cluster):
-                reply = try await cluster.run(arguments, slot: key.map { RedisSlotMap.slot(of: prefixed($0)) }, deadline: deadline)
+                for (index, command) in commands.enumerated() {
+                    let slot = key(index).map { RedisSlotMap.slot(of: prefixed($0)) }
+                    replies.append(try await cluster.run(command, slot: slot, deadline: deadline))
+                }
             }
         } catch let error as StoreError {
             outcome = error.code
@@ -249,16 +289,17 @@ public final class RedisStore: KeyValueStore {
             outcome = "cancelled"
             throw error
         }
-        if case .error(let message) = reply {
+        for (index, reply) in replies.enumerated() {
+            guard case .error(let message) = reply else { continue }
             let error: StoreError =
                 message.contains("WRONGTYPE")
-                ? .wrongType(key: key ?? "")
+                ? .wrongType(key: key(index) ?? "")
                 : Self.refusalForNow(message).map { .storeUnavailable(reason: $0) } ?? .commandFailed(reason: message)
             outcome = error.code
             throw error
         }
         outcome = "ok"
-        return reply
+        return replies
     }
 
     /// Why Redis refused a command for now, for the error replies that say the server cannot take

@@ -34,6 +34,7 @@ public struct TracedStore: KeyValueStore {
 
     public func set(_ key: String, _ value: [UInt8], ttl: Duration?) async throws { try await traced("set") { try await base.set(key, value, ttl: ttl) } }
     public func get(_ key: String) async throws -> [UInt8]? { try await traced("get") { try await base.get(key) } }
+    public func getMany(_ keys: [String]) async throws -> [[UInt8]?] { try await traced("get_many") { try await base.getMany(keys) } }
     public func getAndDelete(_ key: String) async throws -> [UInt8]? { try await traced("get_and_delete") { try await base.getAndDelete(key) } }
     public func delete(_ key: String) async throws -> Bool { try await traced("delete") { try await base.delete(key) } }
     public func setIfAbsent(_ key: String, _ value: [UInt8], ttl: Duration) async throws -> Bool {

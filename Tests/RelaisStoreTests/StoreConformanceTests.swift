@@ -613,6 +613,32 @@ struct Stopwatch {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func getManyReadsEveryKeyInItsPlace(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            #expect(try await store.getMany([]).isEmpty)
+            // More keys than one pipelined batch (RedisStore.readBatch), spread over a cluster's
+            // nodes; values with CR, LF and NUL, which a misread reply would cut or shift.
+            let count = RedisStore.readBatch * 2 + 44
+            for index in 0..<count { try await store.set("k\(index)", bytes("v\(index)\r\n") + [0, UInt8(index % 256)], ttl: nil) }
+            var keys = ["missing"] + (0..<count).map { "k\($0)" } + ["k7", "also-missing"]
+            keys.insert("gone", at: RedisStore.readBatch)
+            let values = try await store.getMany(keys)
+            #expect(values.count == keys.count)
+            for (key, value) in zip(keys, values) {
+                guard let index = Int(key.dropFirst()), key.first == "k" else {
+                    #expect(value == nil, "\(key)")
+                    continue
+                }
+                #expect(value == bytes("v\(index)\r\n") + [0, UInt8(index % 256)], "\(key)")
+            }
+            // A key holding a set is refused, as get(_:) refuses it, and changes nothing.
+            try await store.setAdd("set", member: "m", ttl: nil)
+            await #expect(throws: StoreError.wrongType(key: "set")) { try await store.getMany(["k1", "set", "k2"]) }
+            #expect(try await store.setMembers("set") == ["m"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func pingAnswersAndShutdownStoresRefuseCalls(kind: StoreKind) async throws {
         let fixture = try await StoreFixture(kind)
         try await fixture.store.ping()
@@ -649,6 +675,7 @@ extension StoreConformanceTests {
             group.addTask { try await self.setMembershipIndexesSessions(kind: kind) }
             group.addTask { try await self.setTTLIsRenewedByEachAdd(kind: kind) }
             group.addTask { try await self.readingAValueAsASetOrTheReverseIsAWrongTypeError(kind: kind) }
+            group.addTask { try await self.getManyReadsEveryKeyInItsPlace(kind: kind) }
             group.addTask { try await self.pingAnswersAndShutdownStoresRefuseCalls(kind: kind) }
             try await group.waitForAll()
         }

@@ -240,6 +240,22 @@ extension SessionRecord {
         return writer.bytes
     }
 
+    /// When a stored record was made and when it ends, read without the rest (its sealed identity
+    /// above all): what a person's sessions are ordered by when they are over the limit.
+    static func lifetime(stored bytes: [UInt8]?) -> (createdAt: Double, expiresAt: Double)? {
+        guard let bytes else { return nil }
+        guard var reader = CompactReader(bytes, format: Self.compactFormat) else {
+            return Self(earlierVersionJSON: bytes).map { ($0.span.createdAt, $0.span.expiresAt) }
+        }
+        // The flags, the client, the subject and the provider, then the scopes.
+        guard let flags = reader.byte(), flags & ~63 == 0, reader.raw() != nil, reader.raw() != nil, reader.raw() != nil,
+            let count = reader.length()
+        else { return nil }
+        for _ in 0..<count where reader.raw() == nil { return nil }
+        guard let createdAt = reader.double(), let expiresAt = reader.double() else { return nil }
+        return (createdAt, expiresAt)
+    }
+
     /// A stored record in either form; nil for anything else or anything cut short.
     init?(stored bytes: [UInt8]?) {
         guard let bytes else { return nil }

@@ -149,22 +149,30 @@ struct RelayStore: Sendable {
     func trimSessions(provider: String, subject: String, keeping newest: String) async throws -> [String] {
         let index = Key.subjectSessions(provider: provider, subject: subject)
         var live: [(sid: String, createdAt: Double)] = []
-        // At most 32 reads in flight: an index grown large before the limit existed stays cheap.
+        // Every person at the limit pays this on each sign-in: the records come in batched reads
+        // (one round trip for the default limit), not one read each.
         let members = Array(try await store.setMembers(index))
-        for start in stride(from: 0, to: members.count, by: 32) {
-            let chunk = members[start..<min(start + 32, members.count)]
-            try await withThrowingTaskGroup(of: (String, SessionRecord?).self) { group in
-                for sid in chunk { group.addTask { (sid, try await session(sid)) } }
-                for try await (sid, record) in group {
-                    if let record { live.append((sid, record.span.createdAt)) } else { _ = try await store.setRemove(index, member: sid) }
-                }
+        var ended: [String] = []
+        let now = clock.now
+        for (sid, stored) in zip(members, try await store.getMany(members.map(Key.session))) {
+            if let lifetime = SessionRecord.lifetime(stored: stored), lifetime.expiresAt > now {
+                live.append((sid, lifetime.createdAt))
+            } else {
+                ended.append(sid)
+            }
+        }
+        // Ended ones leave the index, 32 at a time: one grown large before the limit existed stays cheap.
+        for start in stride(from: 0, to: ended.count, by: 32) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for sid in ended[start..<min(start + 32, ended.count)] { group.addTask { _ = try await store.setRemove(index, member: sid) } }
+                try await group.waitForAll()
             }
         }
         let excess = live.count - settings.maxSessionsPerSubject
         guard excess > 0 else { return [] }
         var revoked: [String] = []
         for (sid, _) in live.filter({ $0.sid != newest }).sorted(by: { ($0.createdAt, $0.sid) < ($1.createdAt, $1.sid) }).prefix(excess)
-        where try await revoke(sid, reason: .overLimit) {
+        where try await end(sid, leaving: index, reason: .overLimit) {
             revoked.append(sid)
         }
         return revoked
@@ -172,6 +180,14 @@ struct RelayStore: Sendable {
 
     func session(_ sid: String) async throws -> SessionRecord? {
         try await storedSession(sid)?.record
+    }
+
+    /// The live sessions among `sids`, in their order (nil for one that ended), in batched reads.
+    func sessions(_ sids: [String]) async throws -> [SessionRecord?] {
+        let now = clock.now
+        return try await store.getMany(sids.map(Key.session)).map { stored in
+            SessionRecord(stored: stored).flatMap { $0.span.expiresAt > now ? $0 : nil }
+        }
     }
 
     /// The session and the bytes it was read from, for ``replace(_:stored:with:)``.
@@ -228,9 +244,13 @@ struct RelayStore: Sendable {
     /// it). Counted under `reason` when it was still there; true when it was.
     @discardableResult
     func revoke(_ sid: String, reason: RelayMetrics.EndReason) async throws -> Bool {
-        if let session = SessionRecord(stored: try await store.get(Key.session(sid))) {
-            _ = try await store.setRemove(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid)
-        }
+        let session = SessionRecord(stored: try await store.get(Key.session(sid)))
+        return try await end(sid, leaving: session.map { Key.subjectSessions(provider: $0.providerID, subject: $0.subject) }, reason: reason)
+    }
+
+    /// Ends a session, leaving its person's `index` first when known; true when it was live.
+    private func end(_ sid: String, leaving index: String?, reason: RelayMetrics.EndReason) async throws -> Bool {
+        if let index { _ = try await store.setRemove(index, member: sid) }
         let ended = try await deleteSession(sid)
         if ended { RelayMetrics.sessionsEnded(1, reason: reason) }
         return ended

@@ -30,8 +30,9 @@ struct UserSessionRoutes: RelayRoutes {
         let access = try await caller(request)
         guard let provider = access.facts.providerID else { throw RelayError.invalidToken("the access token names no provider (idp)") }
         var listed: [(createdAt: Double, entry: JSONValue)] = []
-        for sid in try await sessions.sessions(ofSubject: access.subject, provider: provider) {
-            guard let session = try await sessions.session(sid), session.subject == access.subject else { continue }  // ended since it was indexed
+        let sids = Array(try await sessions.sessions(ofSubject: access.subject, provider: provider))
+        for (sid, record) in zip(sids, try await sessions.sessions(sids)) {
+            guard let session = record, session.subject == access.subject else { continue }  // ended since it was indexed
             let entry: [String: JSONValue] = [
                 "id": .string(sid), "current": .bool(sid == access.sid), "client_id": .string(session.clientID),
                 "device": session.origin.device.map(JSONValue.string) ?? .null, "created_at": .number(session.span.createdAt.rounded(.down)),

@@ -118,4 +118,30 @@ import Testing
         #expect(SessionRecord(stored: nil) == nil)
         #expect(SessionRecord(stored: Array("garbage".utf8)) == nil)
     }
+
+    /// What a trim orders a person's sessions by, read from the head of the record alone: the
+    /// same span as the whole record gives, in both forms; nil where the head is damaged.
+    @Test func theLifetimeReadsFromTheHeadOfEitherForm() throws {
+        var record = Self.record(sealed: try Self.sealed(), acr: nil, attested: ClientAttested(platform: "ios", thumbprint: "t"), device: "d")
+        record.span.refreshedAt = 1
+        for scopes in [[], ["openid"], ["openid", "profile", "email"]] {
+            record.scopes = scopes
+            let lifetime = try #require(SessionRecord.lifetime(stored: record.stored))
+            #expect(lifetime.createdAt == record.span.createdAt && lifetime.expiresAt == record.span.expiresAt)
+            let fromJSON = try #require(SessionRecord.lifetime(stored: StoredJSON.encode(record)))
+            #expect(fromJSON.createdAt == record.span.createdAt && fromJSON.expiresAt == record.span.expiresAt)
+        }
+        // Cut anywhere before the end of expiresAt (the head: 1 + 1 + 4 strings + count + 16 bytes).
+        let stored = record.stored
+        let head =
+            1 + 1 + (1 + record.clientID.utf8.count) + (1 + record.subject.utf8.count) + (1 + record.providerID.utf8.count) + 1
+            + record.scopes.reduce(0) { $0 + 1 + $1.utf8.count } + 16
+        for length in 0..<head { #expect(SessionRecord.lifetime(stored: Array(stored.prefix(length))) == nil, "cut at \(length)") }
+        #expect(SessionRecord.lifetime(stored: Array(stored.prefix(head))) != nil)
+        var flags = stored
+        flags[1] |= 0x40
+        #expect(SessionRecord.lifetime(stored: flags) == nil)
+        #expect(SessionRecord.lifetime(stored: nil) == nil)
+        #expect(SessionRecord.lifetime(stored: Array("garbage".utf8)) == nil)
+    }
 }

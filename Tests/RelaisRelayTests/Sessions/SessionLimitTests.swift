@@ -4,6 +4,7 @@ import RelaisConfig
 import RelaisJOSE
 import RelaisStore
 import RelaisTestSupport
+import Synchronization
 import Testing
 
 @testable import RelaisRelay
@@ -40,6 +41,31 @@ import Testing
             let now = try await Self.sessionIDs(fixture)
             #expect(now.count == 3 && !now.contains(opened[2]) && now.isSuperset(of: opened.suffix(2)))
             #expect(fixture.events.named(.sessionEvicted).count == 2)
+        }
+    }
+
+    /// Every sign-in of a person at the limit trims their index: it reads their sessions in
+    /// batches, so it costs the store a few calls more than a sign-in below the limit, however
+    /// high the limit (one read per session made such a sign-in cost twice the CPU at 50).
+    @Test func aSignInAtTheLimitCostsAFewStoreCallsNotOnePerSession() async throws {
+        let limit = 12
+        let gate = InterposedStore.Gate()
+        let fixture = RelayRouteTests.Fixture({ $0.relay.maxSessionsPerSubject = limit }, serving: { InterposedStore(base: $0, gate: gate) })
+        try await fixture.test { client in
+            func countedSignIn() async throws -> Int {
+                let before = gate.calls.withLock { $0 }
+                _ = try await InterposedStore.$caller.withValue(.first) { try await RelayRouteTests.accessToken(fixture, client) }
+                fixture.clock.advance(by: .seconds(1))
+                return gate.calls.withLock { $0 } - before
+            }
+            for _ in 0..<(limit - 1) { _ = try await countedSignIn() }
+            let belowTheLimit = try await countedSignIn()  // the limit-th session: nothing to trim
+            let atTheLimit = try await countedSignIn()  // one too many: the oldest ends
+            #expect(try await Self.sessionIDs(fixture).count == limit)
+            #expect(fixture.events.named(.sessionEvicted).count == 1)
+            // The index read, the sessions' batched read, then ending the oldest: its index entry
+            // removed, its deletion announced, the devices it approved looked up.
+            #expect(atTheLimit - belowTheLimit <= 5, "a sign-in below the limit: \(belowTheLimit) store calls; at it: \(atTheLimit)")
         }
     }
 }

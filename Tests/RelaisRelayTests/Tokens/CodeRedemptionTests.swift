@@ -199,6 +199,7 @@ final class InterposedStore: KeyValueStore {
 
     func set(_ key: String, _ value: [UInt8], ttl: Duration?) async throws { try await call { try await base.set(key, value, ttl: ttl) } }
     func get(_ key: String) async throws -> [UInt8]? { try await call { try await base.get(key) } }
+    func getMany(_ keys: [String]) async throws -> [[UInt8]?] { try await call { try await base.getMany(keys) } }
     func getAndDelete(_ key: String) async throws -> [UInt8]? { try await call { try await base.getAndDelete(key) } }
     func delete(_ key: String) async throws -> Bool { try await call { try await base.delete(key) } }
     func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool { try await call { try await base.deleteAnnouncing(key, message) } }
