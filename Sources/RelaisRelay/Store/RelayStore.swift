@@ -150,15 +150,19 @@ struct RelayStore: Sendable {
         let index = Key.subjectSessions(provider: provider, subject: subject)
         var live: [(sid: String, createdAt: Double)] = []
         // Every person at the limit pays this on each sign-in: the records come in batched reads
-        // (one round trip for the default limit), not one read each.
+        // (one round trip for the default limit), not one read each, and only their lifetimes are
+        // kept, so that a high limit does not hold every record at once.
         let members = Array(try await store.setMembers(index))
         var ended: [String] = []
         let now = clock.now
-        for (sid, stored) in zip(members, try await store.getMany(members.map(Key.session))) {
-            if let lifetime = SessionRecord.lifetime(stored: stored), lifetime.expiresAt > now {
-                live.append((sid, lifetime.createdAt))
-            } else {
-                ended.append(sid)
+        for start in stride(from: 0, to: members.count, by: RedisStore.readBatch) {
+            let batch = members[start..<min(start + RedisStore.readBatch, members.count)]
+            for (sid, stored) in zip(batch, try await store.getMany(batch.map(Key.session))) {
+                if let lifetime = SessionRecord.lifetime(stored: stored), lifetime.expiresAt > now {
+                    live.append((sid, lifetime.createdAt))
+                } else {
+                    ended.append(sid)
+                }
             }
         }
         // Ended ones leave the index, 32 at a time: one grown large before the limit existed stays cheap.
@@ -182,11 +186,17 @@ struct RelayStore: Sendable {
         try await storedSession(sid)?.record
     }
 
-    /// The live sessions among `sids`, in their order (nil for one that ended), in batched reads.
-    func sessions(_ sids: [String]) async throws -> [SessionRecord?] {
-        let now = clock.now
-        return try await store.getMany(sids.map(Key.session)).map { stored in
-            SessionRecord(stored: stored).flatMap { $0.span.expiresAt > now ? $0 : nil }
+    /// The live sessions among `sids` (nil for one that ended), read a batch at a time (one round
+    /// trip each on Redis): `body` gets each batch, so that a person's many sessions are never all
+    /// in memory at once.
+    func forEachBatch(ofSessions sids: [String], _ body: ([(sid: String, record: SessionRecord?)]) async throws -> Void) async throws {
+        for start in stride(from: 0, to: sids.count, by: RedisStore.readBatch) {
+            let batch = sids[start..<min(start + RedisStore.readBatch, sids.count)]
+            let now = clock.now
+            let records = try await store.getMany(batch.map(Key.session)).map { stored in
+                SessionRecord(stored: stored).flatMap { $0.span.expiresAt > now ? $0 : nil }
+            }
+            try await body(zip(batch, records).map { (sid: $0, record: $1) })
         }
     }
 

@@ -31,18 +31,20 @@ struct UserSessionRoutes: RelayRoutes {
         guard let provider = access.facts.providerID else { throw RelayError.invalidToken("the access token names no provider (idp)") }
         var listed: [(createdAt: Double, entry: JSONValue)] = []
         let sids = Array(try await sessions.sessions(ofSubject: access.subject, provider: provider))
-        for (sid, record) in zip(sids, try await sessions.sessions(sids)) {
-            guard let session = record, session.subject == access.subject else { continue }  // ended since it was indexed
-            let entry: [String: JSONValue] = [
-                "id": .string(sid), "current": .bool(sid == access.sid), "client_id": .string(session.clientID),
-                "device": session.origin.device.map(JSONValue.string) ?? .null, "created_at": .number(session.span.createdAt.rounded(.down)),
-                "last_used_at": .number((try await sessions.lastRefreshedIncludingEarlierVersions(sid, session) ?? session.span.createdAt).rounded(.down)),
-                "acr": session.acr.map(JSONValue.string) ?? .null, "attested": session.origin.attested.map { .string($0.platform) } ?? .null,
-                "expires_at": .number(session.span.expiresAt.rounded(.down)),
-                // A device signed in by this person's app: the session that approved it, which ends it when it ends.
-                "approved_by": session.origin.approvedBy.map(JSONValue.string) ?? .null,
-            ]
-            listed.append((session.span.createdAt, .object(entry)))
+        try await sessions.forEachBatch(ofSessions: sids) { batch in
+            for (sid, record) in batch {
+                guard let session = record, session.subject == access.subject else { continue }  // ended since it was indexed
+                let entry: [String: JSONValue] = [
+                    "id": .string(sid), "current": .bool(sid == access.sid), "client_id": .string(session.clientID),
+                    "device": session.origin.device.map(JSONValue.string) ?? .null, "created_at": .number(session.span.createdAt.rounded(.down)),
+                    "last_used_at": .number((try await sessions.lastRefreshedIncludingEarlierVersions(sid, session) ?? session.span.createdAt).rounded(.down)),
+                    "acr": session.acr.map(JSONValue.string) ?? .null, "attested": session.origin.attested.map { .string($0.platform) } ?? .null,
+                    "expires_at": .number(session.span.expiresAt.rounded(.down)),
+                    // A device signed in by this person's app: the session that approved it, which ends it when it ends.
+                    "approved_by": session.origin.approvedBy.map(JSONValue.string) ?? .null,
+                ]
+                listed.append((session.span.createdAt, .object(entry)))
+            }
         }
         // Newest first, as a device list reads.
         let entries = listed.sorted { $0.createdAt > $1.createdAt }.map(\.entry)

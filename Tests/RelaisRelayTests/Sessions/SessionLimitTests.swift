@@ -44,6 +44,35 @@ import Testing
         }
     }
 
+    /// A person with more sessions than one batch of reads: ended ones in any batch leave the index
+    /// without counting, and only the oldest live one beyond the limit ends.
+    @Test func aTrimOverSeveralBatchesCountsOnlyLiveSessions() async throws {
+        let limit = RedisStore.readBatch + 72
+        let fixture = RelayRouteTests.Fixture { $0.relay.maxSessionsPerSubject = limit }
+        let sessions = fixture.sessions
+        func open(_ index: Int) async throws -> [String]? {
+            let now = fixture.clock.now
+            let record = SessionRecord(
+                clientID: "app", subject: "sub-1", providerID: "fc", scopes: ["openid"], acr: nil, createdAt: now + Double(index), expiresAt: now + 3600,
+                sealedIdentity: "sealed")
+            return try await sessions.open(record, sid: "s\(index)", providerSessionID: nil, once: .claim("mark-\(index)", mark: [1], ttl: .seconds(60)), also: [])
+        }
+        for index in 0..<limit { #expect(try await open(index) == []) }
+        // Two ended in two different batches, whatever order the index lists them in.
+        for ended in [3, limit - 5] { #expect(try await fixture.store.delete(RelayStore.Key.session("s\(ended)"))) }
+        // Over the limit by its entries, not by its live sessions: nothing ends, the two leave.
+        #expect(try await open(limit) == [])
+        var indexed = try await Self.sessionIDs(fixture)
+        #expect(indexed.count == limit - 1 && !indexed.contains("s3") && !indexed.contains("s\(limit - 5)"))
+        // One live session too many now: the oldest ends (s0), never the new one.
+        #expect(try await open(limit + 1) == [])
+        #expect(try await open(limit + 2) == ["s0"])
+        indexed = try await Self.sessionIDs(fixture)
+        #expect(indexed.count == limit && !indexed.contains("s0") && indexed.contains("s\(limit + 2)"))
+        #expect(try await !sessions.isLive("s0"))
+        #expect(try await sessions.isLive("s1"))
+    }
+
     /// Every sign-in of a person at the limit trims their index: it reads their sessions in
     /// batches, so it costs the store a few calls more than a sign-in below the limit, however
     /// high the limit (one read per session made such a sign-in cost twice the CPU at 50).

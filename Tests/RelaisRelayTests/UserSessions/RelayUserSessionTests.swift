@@ -6,6 +6,7 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
+import RelaisStore
 import RelaisTestSupport
 import Testing
 
@@ -82,6 +83,25 @@ import Testing
             // Ending one's own session is signing out.
             #expect(try await client.execute(uri: "/sessions/\(phone.sid)", method: .delete, headers: phone.bearer).status == .noContent)
             #expect(try await client.execute(uri: "/sessions", method: .get, headers: phone.bearer).status == .unauthorized)
+        }
+    }
+
+    /// More sessions than one batch of reads: every live one is listed once, the ended ones not.
+    @Test func aLongListComesWholeAcrossBatches() async throws {
+        let fixture = Route.Fixture { $0.relay.maxSessionsPerSubject = 1000 }
+        try await fixture.test { client in
+            let count = RedisStore.readBatch + 30
+            let now = fixture.clock.now
+            for index in 0..<count {
+                let record = SessionRecord(
+                    clientID: "app", subject: "sub-1", providerID: "fc", scopes: ["openid"], acr: nil, createdAt: now - Double(count - index),
+                    expiresAt: now + 3600, sealedIdentity: "sealed")
+                _ = try await fixture.sessions.open(record, sid: "s\(index)", providerSessionID: nil, once: .claim("mark-\(index)", mark: [1], ttl: .seconds(60)), also: [])
+            }
+            for ended in [0, count - 1] { #expect(try await fixture.store.delete(RelayStore.Key.session("s\(ended)"))) }
+            let signed = try await Self.signIn(fixture, client)
+            let listed = try await Self.list(client, signed).compactMap { $0["id"]?.stringValue }
+            #expect(listed == [signed.sid] + (1..<(count - 1)).reversed().map { "s\($0)" })
         }
     }
 
