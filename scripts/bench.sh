@@ -24,6 +24,7 @@ relais_port=$(free_port)
 relais_tls_port=$(free_port)
 relais_unix_port=$(free_port)
 relais_count_port=$(free_port)
+relais_limit_port=$(free_port)
 provider_port=$(free_port)
 anchor_port=$(free_port)
 anchor_redis_port=$(free_port)
@@ -34,6 +35,7 @@ cleanup() {
     [ -n "${relais_tls_pid:-}" ] && kill "$relais_tls_pid" 2>/dev/null && wait "$relais_tls_pid" 2>/dev/null || true
     [ -n "${relais_unix_pid:-}" ] && kill "$relais_unix_pid" 2>/dev/null && wait "$relais_unix_pid" 2>/dev/null || true
     [ -n "${relais_count_pid:-}" ] && kill "$relais_count_pid" 2>/dev/null && wait "$relais_count_pid" 2>/dev/null || true
+    [ -n "${relais_limit_pid:-}" ] && kill "$relais_limit_pid" 2>/dev/null && wait "$relais_limit_pid" 2>/dev/null || true
     [ -n "${relais_soak_pid:-}" ] && kill "$relais_soak_pid" 2>/dev/null && wait "$relais_soak_pid" 2>/dev/null || true
     [ -n "${relais_fresh_pid:-}" ] && kill "$relais_fresh_pid" 2>/dev/null && wait "$relais_fresh_pid" 2>/dev/null || true
     [ -n "${provider_pid:-}" ] && kill "$provider_pid" 2>/dev/null && wait "$provider_pid" 2>/dev/null || true
@@ -63,7 +65,8 @@ provider: {identities_file: $PWD/config/dev-identities.yaml}
 clients:
   relais:
     secret: bench-provider-secret-0123456789-0123456789
-    redirect_uris: [http://127.0.0.1:$relais_port/callback, http://127.0.0.1:$relais_unix_port/callback, http://127.0.0.1:$relais_count_port/callback]
+    redirect_uris: [http://127.0.0.1:$relais_port/callback, http://127.0.0.1:$relais_unix_port/callback, http://127.0.0.1:$relais_count_port/callback,
+      http://127.0.0.1:$relais_limit_port/callback]
   mod-auth-openidc:
     secret: bench-provider-secret-0123456789-0123456789
     redirect_uris: [http://127.0.0.1:$anchor_port/protected/redirect_uri]
@@ -122,6 +125,18 @@ grep -q "unix://" "$work/relais-unix.yaml" || { echo "could not derive the Unix-
 .build/release/relais serve --config "$work/relais-unix.yaml" >"$work/relais-unix.log" 2>&1 &
 relais_unix_pid=$!
 wait_for "http://127.0.0.1:$relais_unix_port/readyz"
+# A relay of its own public URL and store keys (its own index of the person) at the default
+# sessions.max_per_subject (50), where the person is kept: each of its sign-ins also reads the
+# person's sessions and ends the oldest, what a returning user at the limit costs.
+sed -e "s|port: $relais_port,|port: $relais_limit_port,|" -e "s|http://127.0.0.1:$relais_port\"|http://127.0.0.1:$relais_limit_port\"|" \
+    -e "s|url: \"redis://127.0.0.1:$redis_port\"}|url: \"redis://127.0.0.1:$redis_port\", key_prefix: \"limit:\"}|" \
+    -e "s|max_per_subject: 10000|max_per_subject: 50|" \
+    "$work/relais.yaml" >"$work/relais-limit.yaml"
+grep -q "max_per_subject: 50" "$work/relais-limit.yaml" && grep -q 'key_prefix: "limit:"' "$work/relais-limit.yaml" \
+    || { echo "could not derive the limit relay's configuration" >&2; exit 1; }
+.build/release/relais serve --config "$work/relais-limit.yaml" >"$work/relais-limit.log" 2>&1 &
+relais_limit_pid=$!
+wait_for "http://127.0.0.1:$relais_limit_port/readyz"
 
 run_wrk() {  # prints "rps p50 p99" for a URL; extra arguments go to wrk (-H, -s); wrk_duration overrides DURATION
     local url=$1
@@ -193,16 +208,22 @@ es256_ticks1=$(cpu_ticks "$relais_pid"); es256_redis_ticks1=$(cpu_ticks "$redis_
 es256_signins=$(awk '{for (i=1;i<=NF;i++) if (index($i, "signins=")==1) print substr($i, 9)}' "$work/signin-es256.txt")
 es256_both_cpu=$(python3 -c "print(f'{($es256_ticks1 - $es256_ticks0 + $es256_redis_ticks1 - $es256_redis_ticks0) * 1000 / $(getconf CLK_TCK) / $es256_signins:.2f}')")
 
-echo "Sign-ins with Relais' Redis over TCP and through its Unix-domain socket, alternating rounds..."
+echo "Sign-ins with Relais' Redis over TCP, through its Unix-domain socket and of a person at the session limit, alternating rounds..."
 # The first sign-ins' app (RS256 id_tokens) on the first relay (TCP) and on the third, whose store is
 # Redis' Unix socket, in alternating rounds: the difference is a few percent, less than what another
-# tenant's load moves a single run by. The figures are the rounds' medians.
+# tenant's load moves a single run by. The figures are the rounds' medians. The limit relay's rounds
+# (the person at 50 sessions, kept there) alternate with them too.
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_unix_port" --seconds 2 >/dev/null  # warm up
+.build/release/relais-bench signin --relay "http://127.0.0.1:$relais_limit_port" --seconds 2 >/dev/null  # warm up: to the limit
 : >"$work/transport-rounds.txt"
 for round in $(seq 1 "${BENCH_TRANSPORT_ROUNDS:-3}"); do
-    for transport in tcp unix; do
+    for transport in tcp unix limit; do
         forget_person
-        if [ "$transport" = tcp ]; then round_port=$relais_port; round_pid=$relais_pid; else round_port=$relais_unix_port; round_pid=$relais_unix_pid; fi
+        case "$transport" in
+        tcp) round_port=$relais_port; round_pid=$relais_pid ;;
+        unix) round_port=$relais_unix_port; round_pid=$relais_unix_pid ;;
+        limit) round_port=$relais_limit_port; round_pid=$relais_limit_pid ;;
+        esac
         ticks0=$(cpu_ticks "$round_pid"); redis_round_ticks0=$(cpu_ticks "$redis_pid")
         .build/release/relais-bench signin --relay "http://127.0.0.1:$round_port" --seconds "${BENCH_TRANSPORT_SECONDS:-5}" >"$work/signin-transport.txt"
         ticks1=$(cpu_ticks "$round_pid"); redis_round_ticks1=$(cpu_ticks "$redis_pid")
@@ -222,6 +243,10 @@ PY
 transport_rounds() { awk -v t="$1" '$1==t {printf "%s%.2f", (n++ ? ", " : ""), $2 + $3} END {print ""}' "$work/transport-rounds.txt"; }
 tcp_both_cpu=$(transport_median tcp 3)
 unix_relais_cpu=$(transport_median unix 1); unix_redis_cpu=$(transport_median unix 2); unix_both_cpu=$(transport_median unix 3)
+limit_relais_cpu=$(transport_median limit 1); limit_redis_cpu=$(transport_median limit 2); limit_both_cpu=$(transport_median limit 3)
+limit_index=$(redis-cli -p "$redis_port" --scan --pattern 'limit:sub:*' | head -1 | xargs -r redis-cli -p "$redis_port" scard)
+[ "${limit_index:-0}" = 50 ] || { echo "the limit relay's person has ${limit_index:-no} indexed sessions, not 50" >&2; exit 1; }
+kill "$relais_limit_pid"; wait "$relais_limit_pid" 2>/dev/null || true
 
 echo "Sign-ins through Apache + mod_auth_openidc (the same provider)..."
 anchor_start "$anchor_port" "$anchor_redis_port" "http://127.0.0.1:$provider_port/api/v2" mod-auth-openidc \
@@ -670,6 +695,7 @@ mkdir -p bench
     echo "| resident memory after the sign-ins and wrk (Apache: all its processes) | $((relais_rss_kb / 1024)) MiB | $((anchor_rss_kb / 1024)) MiB | |"
     echo "| CPU per sign-in, both, for an app asking for ES256 id_tokens ($es256_signins sign-ins; the rows above sign RS256 id_tokens, the standard's default: one RSA-2048 signature each) | $es256_both_cpu ms | $anchor_both_cpu ms | $(ratio "$es256_both_cpu" "$anchor_both_cpu") |"
     echo "| CPU per sign-in, both, Relais' Redis through its Unix-domain socket (a third relay, \`unix://\`, the first rows' app; median of ${BENCH_TRANSPORT_ROUNDS:-3} rounds of ${BENCH_TRANSPORT_SECONDS:-5} s alternating with the first relay over TCP: unix $(transport_rounds unix) ms, TCP $(transport_rounds tcp) ms; Relais $unix_relais_cpu ms, Redis $unix_redis_cpu ms; mod_auth_openidc's Redis over TCP as above) | $unix_both_cpu ms (TCP: $tcp_both_cpu ms) | $anchor_both_cpu ms | $(ratio "$unix_both_cpu" "$anchor_both_cpu") |"
+    echo "| CPU per sign-in, both, of a person already at \`sessions.max_per_subject\` (the default, 50): each sign-in also reads their 50 sessions (one batched round trip) and ends the oldest (a fourth relay of its own store keys, in the same rounds: $(transport_rounds limit) ms; Relais $limit_relais_cpu ms, Redis $limit_redis_cpu ms; mod_auth_openidc has no such limit: its sign-in as above) | $limit_both_cpu ms (below the limit: $tcp_both_cpu ms) | $anchor_both_cpu ms | $(ratio "$limit_both_cpu" "$anchor_both_cpu") |"
     echo "| CPU per sign-in, relying party + its Redis, against oidc-provider-mock closing every connection ($closing_signins and $anchor_closing_signins sign-ins; issue 35 goal ≤ 0.5) | $closing_both_cpu ms | $anchor_closing_both_cpu ms | $(ratio "$closing_both_cpu" "$anchor_closing_both_cpu") |"
     echo
     echo "## Latency under load (issue 35)"
