@@ -258,11 +258,14 @@ struct RelayStore: Sendable {
         return try await end(sid, leaving: session.map { Key.subjectSessions(provider: $0.providerID, subject: $0.subject) }, reason: reason)
     }
 
-    /// Ends a session, leaving its person's `index` first when known; true when it was live.
+    /// Ends a session, then leaves its person's `index` when known; true when it was live. In that
+    /// order: a session left out of its index while it lives could not be found by a back-channel
+    /// logout, where an index entry without its session is harmless (readers skip it, the next trim
+    /// drops it). So leaving the index is clean-up, best effort, once the session is gone.
     private func end(_ sid: String, leaving index: String?, reason: RelayMetrics.EndReason) async throws -> Bool {
-        if let index { _ = try await store.setRemove(index, member: sid) }
         let ended = try await deleteSession(sid)
         if ended { RelayMetrics.sessionsEnded(1, reason: reason) }
+        if let index { _ = try? await store.setRemove(index, member: sid) }
         return ended
     }
 
