@@ -66,10 +66,18 @@ public final class EmbeddedStore: KeyValueStore {
     }
 
     /// One process: the announcement reaches the listeners before this returns.
-    public func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool {
-        let existed = try await delete(key)
+    public func deleteAnnouncing(_ key: String, _ message: String, taking set: String?) async throws -> (existed: Bool, taken: Set<String>) {
+        let (existed, taken) = try write { state, now -> (Bool, Set<String>) in
+            var taken: Set<String> = []
+            if let set, let entry = state.live(set, now) {
+                guard case .set(let members) = entry.value else { throw StoreError.wrongType(key: set) }
+                taken = members
+            }
+            if let set { state.entries[set] = nil }
+            return (state.entries.removeValue(forKey: key)?.isLive(at: now) ?? false, taken)
+        }
         if existed { for listener in listeners.all { listener.onMessage(message) } }
-        return existed
+        return (existed, taken)
     }
 
     public func listen(_ listener: AnnouncementListener) {

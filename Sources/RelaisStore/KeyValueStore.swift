@@ -63,8 +63,12 @@ public protocol KeyValueStore: Sendable {
     /// absent). Same hash-tag rule as ``take(_:applying:)``.
     func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool
     /// Deletes `key` and, when it existed, announces `message` to every ``AnnouncementListener`` of
-    /// every instance, in one atomic step (deleted exactly when announced). Returns whether it existed.
-    func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool
+    /// every instance, in one atomic step (deleted exactly when announced). With `set`, takes that
+    /// set in the same step: deletes it, whether or not `key` existed, and returns its members (a
+    /// session's record and the device sessions it approved, in one round trip). On Redis Cluster
+    /// `set` must share `key`'s hash tag. A `set` holding another kind of value is refused
+    /// (``StoreError/wrongType(key:)``) before anything changes. Returns whether `key` existed.
+    func deleteAnnouncing(_ key: String, _ message: String, taking set: String?) async throws -> (existed: Bool, taken: Set<String>)
     /// Delivers the announcements of every instance to `listener` from now on (on Redis, through
     /// a subscription that proves itself every ``AnnouncementListener/proofInterval``).
     func listen(_ listener: AnnouncementListener)
@@ -75,6 +79,11 @@ public protocol KeyValueStore: Sendable {
 }
 
 extension KeyValueStore {
+    /// ``deleteAnnouncing(_:_:taking:)`` taking no set.
+    public func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool {
+        try await deleteAnnouncing(key, message, taking: nil).existed
+    }
+
     /// ``once(_:applying:indexing:)`` taking `key`.
     public func take(_ key: String, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
         try await once(.take(key), applying: writes, indexing: memberships)

@@ -104,10 +104,28 @@ public final class RedisStore: KeyValueStore {
         try await execute("DEL", key: key, [bytes("DEL"), prefixed(key)]).integer() == 1
     }
 
-    public func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool {
+    public func deleteAnnouncing(_ key: String, _ message: String, taking set: String?) async throws -> (existed: Bool, taken: Set<String>) {
         // One script: the key is gone exactly when every subscriber is told.
         let channel = bytes(configuration.keyPrefix + "announcements")
-        return try await execute("EVAL", key: key, [bytes("EVAL"), Self.deleteAnnouncingScript, bytes("1"), prefixed(key), channel, bytes(message)]).integer() == 1
+        guard let set else {
+            let existed = try await execute("EVAL", key: key, [bytes("EVAL"), Self.deleteAnnouncingScript, bytes("1"), prefixed(key), channel, bytes(message)])
+            return (try existed.integer() == 1, [])
+        }
+        // The set's only possible refusal (WRONGTYPE) comes from its SMEMBERS, before any write:
+        // errors name it, and it shares the key's hash tag, so it picks the same cluster node.
+        let reply = try await execute(
+            "EVAL", key: set, [bytes("EVAL"), Self.deleteAnnouncingTakingScript, bytes("2"), prefixed(key), prefixed(set), channel, bytes(message)])
+        guard case .array(let parts) = reply, parts.count == 2, case .integer(let existed) = parts[0], case .array(let members) = parts[1] else {
+            throw StoreError.commandFailed(reason: "unexpected reply to the delete-and-take script")
+        }
+        return (
+            existed == 1,
+            Set(
+                members.compactMap { member in
+                    if case .string(let value) = member { return String(decoding: value, as: UTF8.self) }
+                    return nil
+                })
+        )
     }
 
     public func listen(_ listener: AnnouncementListener) { subscriber.add(listener) }
@@ -339,6 +357,9 @@ public final class RedisStore: KeyValueStore {
 
     // Scripts go out with every call: their bytes are made once.
     private static let deleteAnnouncingScript = Array("local n = redis.call('DEL', KEYS[1]) if n == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end return n".utf8)
+    private static let deleteAnnouncingTakingScript = Array(
+        ("local taken = redis.call('SMEMBERS', KEYS[2]) local n = redis.call('DEL', KEYS[1]) "
+            + "if n == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end if #taken > 0 then redis.call('DEL', KEYS[2]) end return {n, taken}").utf8)
     private static let deleteIfEqualScript = Array("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end".utf8)
     private static let setAddScript = Array(
         "redis.call('SADD', KEYS[1], ARGV[1]) if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return redis.call('SCARD', KEYS[1])".utf8)

@@ -639,6 +639,34 @@ struct Stopwatch {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func deleteAnnouncingTakesItsSetInTheSameStep(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            try await store.set("session:{a}", bytes("record"), ttl: nil)
+            for member in ["d1", "d2"] { try await store.setAdd("approved:{a}", member: member, ttl: nil) }
+            var outcome = try await store.deleteAnnouncing("session:{a}", "a", taking: "approved:{a}")
+            #expect(outcome.existed && outcome.taken == ["d1", "d2"])
+            #expect(try await store.get("session:{a}") == nil)
+            #expect(try await store.setMembers("approved:{a}").isEmpty)
+            outcome = try await store.deleteAnnouncing("session:{a}", "a", taking: "approved:{a}")
+            #expect(!outcome.existed && outcome.taken.isEmpty)
+            // The set is taken whether or not the key was there.
+            try await store.setAdd("approved:{b}", member: "d3", ttl: nil)
+            outcome = try await store.deleteAnnouncing("session:{b}", "b", taking: "approved:{b}")
+            #expect(!outcome.existed && outcome.taken == ["d3"])
+            #expect(try await store.setMembers("approved:{b}").isEmpty)
+            // A value where the set should be: refused, and nothing changed.
+            try await store.set("session:{c}", bytes("record"), ttl: nil)
+            try await store.set("approved:{c}", bytes("not a set"), ttl: nil)
+            await #expect(throws: StoreError.wrongType(key: "approved:{c}")) {
+                try await store.deleteAnnouncing("session:{c}", "c", taking: "approved:{c}")
+            }
+            #expect(try await store.get("session:{c}") == bytes("record"))
+            #expect(try await store.get("approved:{c}") == bytes("not a set"))
+            #expect(try await store.deleteAnnouncing("session:{c}", "c"))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func pingAnswersAndShutdownStoresRefuseCalls(kind: StoreKind) async throws {
         let fixture = try await StoreFixture(kind)
         try await fixture.store.ping()
@@ -676,6 +704,7 @@ extension StoreConformanceTests {
             group.addTask { try await self.setTTLIsRenewedByEachAdd(kind: kind) }
             group.addTask { try await self.readingAValueAsASetOrTheReverseIsAWrongTypeError(kind: kind) }
             group.addTask { try await self.getManyReadsEveryKeyInItsPlace(kind: kind) }
+            group.addTask { try await self.deleteAnnouncingTakesItsSetInTheSameStep(kind: kind) }
             group.addTask { try await self.pingAnswersAndShutdownStoresRefuseCalls(kind: kind) }
             try await group.waitForAll()
         }

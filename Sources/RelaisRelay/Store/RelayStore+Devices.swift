@@ -155,15 +155,13 @@ extension RelayStore {
         _ = try await store.setAdd(Key.approvedSessions(approver), member: sid, ttl: settings.sessionLifetime)
     }
 
-    /// Ends the device sessions `sid` approved, after `sid` itself ended. Best effort: the approving
-    /// session is gone already, and a device session whose approver is gone cannot refresh
-    /// (``approverEnded(_:)``), so its access tokens die within their lifetime anyway.
-    func endApprovedSessions(of sid: String) async {
-        guard let approved = try? await store.setMembers(Key.approvedSessions(sid)), !approved.isEmpty else { return }
+    /// Ends the device sessions `sid` approved (taken from its set as `sid` itself ended). Best
+    /// effort: the approving session is gone already, and a device session whose approver is gone
+    /// cannot refresh (``approverEnded(_:)``), so its access tokens die within their lifetime anyway.
+    func endApprovedSessions(_ approved: Set<String>, of sid: String) async {
         for child in approved where child != sid {
             _ = try? await revoke(child, reason: .approverEnded)
         }
-        _ = try? await store.delete(Key.approvedSessions(sid))
     }
 
     /// True when `session` was approved by a session that has ended since. Read from the store,

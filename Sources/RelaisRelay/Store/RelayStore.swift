@@ -288,8 +288,9 @@ struct RelayStore: Sendable {
     /// (``SessionLiveness``); true when it existed.
     func deleteSession(_ sid: String) async throws -> Bool {
         defer { liveness?.forget(sid) }
-        let ended = try await store.deleteAnnouncing(Key.session(sid), sid)
-        await endApprovedSessions(of: sid)
+        // The device sessions it approved are taken in the same step: one round trip, not two.
+        let (ended, approved) = try await store.deleteAnnouncing(Key.session(sid), sid, taking: Key.approvedSessions(sid))
+        await endApprovedSessions(approved, of: sid)
         return ended
     }
 
