@@ -155,14 +155,9 @@ struct RelayStore: Sendable {
         let members = Array(try await store.setMembers(index))
         var ended: [String] = []
         let now = clock.now
-        for start in stride(from: 0, to: members.count, by: RedisStore.readBatch) {
-            let batch = members[start..<min(start + RedisStore.readBatch, members.count)]
-            for (sid, stored) in zip(batch, try await store.getMany(batch.map(Key.session))) {
-                if let lifetime = SessionRecord.lifetime(stored: stored), lifetime.expiresAt > now {
-                    live.append((sid, lifetime.createdAt))
-                } else {
-                    ended.append(sid)
-                }
+        try await forEachBatch(ofSessions: members, reading: SessionRecord.lifetime(stored:)) { batch in
+            for (sid, lifetime) in batch {
+                if let lifetime, lifetime.expiresAt > now { live.append((sid, lifetime.createdAt)) } else { ended.append(sid) }
             }
         }
         // Ended ones leave the index, 32 at a time: one grown large before the limit existed stays cheap.
@@ -186,18 +181,22 @@ struct RelayStore: Sendable {
         try await storedSession(sid)?.record
     }
 
-    /// The live sessions among `sids` (nil for one that ended), read a batch at a time (one round
-    /// trip each on Redis): `body` gets each batch, so that a person's many sessions are never all
-    /// in memory at once.
-    func forEachBatch(ofSessions sids: [String], _ body: ([(sid: String, record: SessionRecord?)]) async throws -> Void) async throws {
+    /// What `read` makes of the stored records of `sids` (nil for a missing one), read a batch at
+    /// a time (one round trip each on Redis): `body` gets each batch, so that a person's many
+    /// sessions are never all in memory at once.
+    func forEachBatch<Read>(
+        ofSessions sids: [String], reading read: ([UInt8]?) -> Read?, _ body: ([(String, Read?)]) async throws -> Void
+    ) async throws {
         for start in stride(from: 0, to: sids.count, by: RedisStore.readBatch) {
             let batch = sids[start..<min(start + RedisStore.readBatch, sids.count)]
-            let now = clock.now
-            let records = try await store.getMany(batch.map(Key.session)).map { stored in
-                SessionRecord(stored: stored).flatMap { $0.span.expiresAt > now ? $0 : nil }
-            }
-            try await body(zip(batch, records).map { (sid: $0, record: $1) })
+            try await body(zip(batch, try await store.getMany(batch.map(Key.session)).map(read)).map { ($0, $1) })
         }
+    }
+
+    /// The live sessions among `sids` (nil for one that ended), a batch at a time as above.
+    func forEachBatch(ofLiveSessions sids: [String], _ body: ([(String, SessionRecord?)]) async throws -> Void) async throws {
+        let now = clock.now
+        try await forEachBatch(ofSessions: sids, reading: { SessionRecord(stored: $0).flatMap { $0.span.expiresAt > now ? $0 : nil } }, body)
     }
 
     /// The session and the bytes it was read from, for ``replace(_:stored:with:)``.

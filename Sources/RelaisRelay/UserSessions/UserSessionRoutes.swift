@@ -31,7 +31,7 @@ struct UserSessionRoutes: RelayRoutes {
         guard let provider = access.facts.providerID else { throw RelayError.invalidToken("the access token names no provider (idp)") }
         var listed: [(createdAt: Double, entry: JSONValue)] = []
         let sids = Array(try await sessions.sessions(ofSubject: access.subject, provider: provider))
-        try await sessions.forEachBatch(ofSessions: sids) { batch in
+        try await sessions.forEachBatch(ofLiveSessions: sids) { batch in
             for (sid, record) in batch {
                 guard let session = record, session.subject == access.subject else { continue }  // ended since it was indexed
                 let entry: [String: JSONValue] = [
