@@ -15,6 +15,7 @@ struct AnchorSignInBench: AsyncParsableCommand {
     @Option(help: "The protected URL (a location with AuthType openid-connect).") var protected: String
     @Option(help: "Seconds to run.") var seconds = 10
     @Option(help: "Sign-ins in flight at once.") var concurrency = 8
+    @Option(help: "Start sign-ins at this many a second (open loop) instead of keeping --concurrency in flight.") var rate: Int?
     @Option(help: "The provider the module signs in at (development, mock).") var provider = BenchProvider.development
     @Flag(help: "Only sign in once and print the session cookie (for wrk).") var printCookie = false
 
@@ -28,19 +29,7 @@ struct AnchorSignInBench: AsyncParsableCommand {
         for _ in 0..<concurrency { _ = try await signIn(http) }  // warm up: metadata and keys fetched
         let start = ContinuousClock.now
         let deadline = start + .seconds(seconds)
-        let count = try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<concurrency {
-                group.addTask {
-                    var done = 0
-                    while ContinuousClock.now < deadline {
-                        _ = try await signIn(http)
-                        done += 1
-                    }
-                    return done
-                }
-            }
-            return try await group.reduce(0, +)
-        }
+        let count = try await drive(rate: rate, concurrency: concurrency, from: start, until: deadline) { _ = try await signIn(http) }.count
         let elapsed = ContinuousClock.now - start
         try await http.shutdown()
         let rate = Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)

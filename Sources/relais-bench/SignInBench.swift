@@ -37,28 +37,7 @@ struct SignInBench: AsyncParsableCommand {
         for _ in 0..<concurrency { _ = try await signIn(http) }  // warm up: keys fetched, connections open
         let start = ContinuousClock.now
         let deadline = start + .seconds(seconds)
-        let samples = try await withThrowingTaskGroup(of: [Sample].self) { group -> [Sample] in
-            if let rate {
-                // Open loop: sign-in i starts at start + i/rate whatever the earlier ones do, so a
-                // slow answer cannot lower the load it is measured under (no coordinated omission).
-                let interval = Duration.seconds(1) / rate
-                var next = start
-                while next < deadline {
-                    try await Task.sleep(until: next, clock: .continuous)
-                    group.addTask { [self] in [try await signIn(http).sample] }
-                    next += interval
-                }
-                return try await group.reduce(into: []) { $0 += $1 }
-            }
-            for _ in 0..<concurrency {
-                group.addTask {
-                    var samples: [Sample] = []
-                    while ContinuousClock.now < deadline { samples.append(try await signIn(http).sample) }
-                    return samples
-                }
-            }
-            return try await group.reduce(into: []) { $0 += $1 }
-        }
+        let samples = try await drive(rate: rate, concurrency: concurrency, from: start, until: deadline) { try await signIn(http).sample }
         let elapsed = ContinuousClock.now - start
         try await http.shutdown()
         func milliseconds(_ duration: Duration) -> Double { Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15 }
@@ -163,6 +142,35 @@ func location(_ response: HTTPClientResponse, _ step: String) throws -> String {
         throw BenchError("\(step): HTTP \(response.status) \(response.bodyText.prefix(200))")
     }
     return location
+}
+
+/// Runs `signIn` until `deadline` and returns what each run returned. With a `rate`, open loop:
+/// run i starts at `start + i/rate` whatever the earlier ones do, so a slow answer cannot lower the
+/// load it is measured under (no coordinated omission); without, `concurrency` runs stay in flight.
+func drive<Sample: Sendable>(
+    rate: Int?, concurrency: Int, from start: ContinuousClock.Instant, until deadline: ContinuousClock.Instant,
+    _ signIn: @escaping @Sendable () async throws -> Sample
+) async throws -> [Sample] {
+    try await withThrowingTaskGroup(of: [Sample].self) { group in
+        if let rate {
+            let interval = Duration.seconds(1) / rate
+            var next = start
+            while next < deadline {
+                try await Task.sleep(until: next, clock: .continuous)
+                group.addTask { [try await signIn()] }
+                next += interval
+            }
+        } else {
+            for _ in 0..<concurrency {
+                group.addTask {
+                    var samples: [Sample] = []
+                    while ContinuousClock.now < deadline { samples.append(try await signIn()) }
+                    return samples
+                }
+            }
+        }
+        return try await group.reduce(into: []) { $0 += $1 }
+    }
 }
 
 struct BenchError: Error, CustomStringConvertible {

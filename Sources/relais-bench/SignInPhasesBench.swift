@@ -4,6 +4,11 @@ import RelaisHTTPClient
 #if canImport(Glibc)
 import Glibc
 #endif
+// Which module the compiler credits with `timespec` depends on what else the batch of files it
+// compiles imported (Glibc's header or CoreFoundation's copy): both are imported so that either works.
+#if canImport(CoreFoundation)
+import CoreFoundation
+#endif
 
 /// Where a sign-in's CPU goes in Relais, step by step: sign-ins run in rounds, each step of a round
 /// (/authorize, provider login, /callback, /token) taken by every sign-in of the round before the
