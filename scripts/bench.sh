@@ -41,6 +41,8 @@ cleanup() {
     [ -n "${provider_pid:-}" ] && kill "$provider_pid" 2>/dev/null && wait "$provider_pid" 2>/dev/null || true
     [ -n "${relais_closing_pid:-}" ] && kill "$relais_closing_pid" 2>/dev/null && wait "$relais_closing_pid" 2>/dev/null || true
     [ -n "${closing_provider_pid:-}" ] && kill "$closing_provider_pid" 2>/dev/null && wait "$closing_provider_pid" 2>/dev/null || true
+    [ -n "${relais_keepalive_pid:-}" ] && kill "$relais_keepalive_pid" 2>/dev/null && wait "$relais_keepalive_pid" 2>/dev/null || true
+    [ -n "${keepalive_provider_pid:-}" ] && kill "$keepalive_provider_pid" 2>/dev/null && wait "$keepalive_provider_pid" 2>/dev/null || true
     [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
     rm -rf "$work"
 }
@@ -263,6 +265,30 @@ anchor_redis_cpu=$(cpu_per "$anchor_redis_ticks0" "$anchor_redis_ticks1" "$ancho
 anchor_both_cpu=$(python3 -c "print(f'{$anchor_cpu + $anchor_redis_cpu:.2f}')")
 anchor_cookie=$(.build/release/relais-bench signin-mod-auth-openidc --protected "$anchor_url" --print-cookie)
 
+# The same two at a fixed, low rate (open loop), in alternating rounds: the rows above keep 8
+# sign-ins in flight, where each process finds its caches warm and its threads awake; at a few
+# dozen sign-ins a second (the closing provider's pace below, and a deployment's usual one) every
+# step wakes a sleeping thread and runs on cold caches, and both costs grow.
+lowrate=${BENCH_LOWRATE:-28}
+: >"$work/lowrate-rounds.txt"
+for round in $(seq 1 "${BENCH_LOWRATE_ROUNDS:-3}"); do
+    forget_person
+    ticks0=$(cpu_ticks "$relais_pid"); redis_round_ticks0=$(cpu_ticks "$redis_pid")
+    .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_port" --rate "$lowrate" --seconds "${BENCH_LOWRATE_SECONDS:-10}" >"$work/signin-lowrate.txt"
+    ticks1=$(cpu_ticks "$relais_pid"); redis_round_ticks1=$(cpu_ticks "$redis_pid")
+    round_count=$(awk '{for (i=1;i<=NF;i++) if (index($i, "signins=")==1) print substr($i, 9)}' "$work/signin-lowrate.txt")
+    relais_round=$(python3 -c "print(f'{($ticks1 - $ticks0 + $redis_round_ticks1 - $redis_round_ticks0) * 1000 / $(getconf CLK_TCK) / $round_count:.2f}')")
+    ticks0=$(anchor_cpu_ticks); redis_round_ticks0=$(cpu_ticks "$anchor_redis_pid")
+    .build/release/relais-bench signin-mod-auth-openidc --protected "$anchor_url" --rate "$lowrate" --seconds "${BENCH_LOWRATE_SECONDS:-10}" >"$work/anchor-lowrate.txt"
+    ticks1=$(anchor_cpu_ticks); redis_round_ticks1=$(cpu_ticks "$anchor_redis_pid")
+    round_count=$(awk '{for (i=1;i<=NF;i++) if (index($i, "signins=")==1) print substr($i, 9)}' "$work/anchor-lowrate.txt")
+    echo "$relais_round $(python3 -c "print(f'{($ticks1 - $ticks0 + $redis_round_ticks1 - $redis_round_ticks0) * 1000 / $(getconf CLK_TCK) / $round_count:.2f}')")" >>"$work/lowrate-rounds.txt"
+done
+lowrate_median() { python3 -c "import statistics, sys; print(f'{statistics.median(float(l.split()[$1]) for l in open(sys.argv[1])):.2f}')" "$work/lowrate-rounds.txt"; }
+lowrate_relais_cpu=$(lowrate_median 0)
+lowrate_anchor_cpu=$(lowrate_median 1)
+lowrate_rounds() { awk -v c="$1" '{printf "%s%s", (n++ ? ", " : ""), $c} END {print ""}' "$work/lowrate-rounds.txt"; }
+
 echo "Relais' CPU per sign-in, step by step..."
 forget_person
 .build/release/relais-bench signin-phases --relay "http://127.0.0.1:$relais_port" --pid "$relais_pid" --provider-pid "$provider_pid" \
@@ -365,8 +391,9 @@ relais_closing_port=$(free_port)
 python3 scripts/bench-closing-provider.py "$closing_port" >"$work/closing-provider.log" 2>&1 &
 closing_provider_pid=$!
 wait_for "http://127.0.0.1:$closing_port/.well-known/openid-configuration"
-cat >"$work/relais-closing.yaml" <<YAML
-server: {environment: development, port: $relais_closing_port, public_base_url: "http://127.0.0.1:$relais_closing_port"}
+mock_relay_yaml() {  # PORT PROVIDER_PORT: a relay signing in at oidc-provider-mock
+    cat <<YAML
+server: {environment: development, port: $1, public_base_url: "http://127.0.0.1:$1"}
 log: {level: warning}
 store: {kind: redis, redis: {url: "redis://127.0.0.1:$redis_port"}}
 rate_limit: {enabled: false}
@@ -374,7 +401,7 @@ sessions: {max_per_subject: 10000}
 providers:
   mock:
     preset: oidc
-    issuer: http://127.0.0.1:$closing_port
+    issuer: http://127.0.0.1:$2
     client_id: relais
     client_secret: bench-provider-secret-0123456789-0123456789
     scopes: [openid, profile, email]
@@ -383,6 +410,8 @@ apps:
     redirect_uris: [http://127.0.0.1/cb]
     scopes: [openid, profile, email]
 YAML
+}
+mock_relay_yaml "$relais_closing_port" "$closing_port" >"$work/relais-closing.yaml"
 .build/release/relais serve --config "$work/relais-closing.yaml" >"$work/relais-closing.log" 2>&1 &
 relais_closing_pid=$!
 wait_for "http://127.0.0.1:$relais_closing_port/readyz"
@@ -394,6 +423,35 @@ closing_signins=$(awk '{print substr($1, 9)}' "$work/closing-signin.txt")
 closing_cpu=$(cpu_per "$closing_ticks0" "$closing_ticks1" "$closing_signins")
 closing_redis_cpu=$(cpu_per "$closing_redis_ticks0" "$closing_redis_ticks1" "$closing_signins")
 closing_both_cpu=$(python3 -c "print(f'{$closing_cpu + $closing_redis_cpu:.2f}')")
+# What the closing itself costs Relais: the same provider keeping its connections (HTTP/1.1) behind a
+# relay of its own, both at one fixed rate below the provider's pace, in alternating rounds.
+keepalive_port=$(free_port)
+relais_keepalive_port=$(free_port)
+python3 scripts/bench-closing-provider.py "$keepalive_port" keep-alive >"$work/keepalive-provider.log" 2>&1 &
+keepalive_provider_pid=$!
+wait_for "http://127.0.0.1:$keepalive_port/.well-known/openid-configuration"
+mock_relay_yaml "$relais_keepalive_port" "$keepalive_port" >"$work/relais-keepalive.yaml"
+.build/release/relais serve --config "$work/relais-keepalive.yaml" >"$work/relais-keepalive.log" 2>&1 &
+relais_keepalive_pid=$!
+wait_for "http://127.0.0.1:$relais_keepalive_port/readyz"
+.build/release/relais-bench signin --relay "http://127.0.0.1:$relais_keepalive_port" --provider mock --seconds 2 >/dev/null  # warm up
+: >"$work/closing-rounds.txt"
+for round in $(seq 1 "${BENCH_CLOSING_ROUNDS:-3}"); do
+    for pair in "$relais_closing_port:$relais_closing_pid" "$relais_keepalive_port:$relais_keepalive_pid"; do
+        ticks0=$(cpu_ticks "${pair#*:}")
+        .build/release/relais-bench signin --relay "http://127.0.0.1:${pair%:*}" --provider mock --rate "${BENCH_CLOSING_RATE:-20}" \
+            --seconds "${BENCH_LOWRATE_SECONDS:-10}" >"$work/signin-closing-round.txt"
+        ticks1=$(cpu_ticks "${pair#*:}")
+        round_count=$(awk '{for (i=1;i<=NF;i++) if (index($i, "signins=")==1) print substr($i, 9)}' "$work/signin-closing-round.txt")
+        printf '%s ' "$(cpu_per "$ticks0" "$ticks1" "$round_count")" >>"$work/closing-rounds.txt"
+    done
+    echo >>"$work/closing-rounds.txt"
+done
+closing_rounds_median() { python3 -c "import statistics, sys; print(f'{statistics.median(float(l.split()[$1]) for l in open(sys.argv[1])):.2f}')" "$work/closing-rounds.txt"; }
+closing_rate_cpu=$(closing_rounds_median 0)
+keepalive_rate_cpu=$(closing_rounds_median 1)
+closing_rounds() { awk -v c="$1" '{printf "%s%s", (n++ ? ", " : ""), $c} END {print ""}' "$work/closing-rounds.txt"; }
+kill "$relais_keepalive_pid" "$keepalive_provider_pid"; wait "$relais_keepalive_pid" "$keepalive_provider_pid" 2>/dev/null || true
 kill "$relais_closing_pid"; wait "$relais_closing_pid" 2>/dev/null || true
 anchor_start "$anchor_port" "$anchor_redis_port" "http://127.0.0.1:$closing_port" mod-auth-openidc bench-provider-secret-0123456789-0123456789 generic
 .build/release/relais-bench signin-mod-auth-openidc --protected "$anchor_url" --provider mock --seconds 2 >/dev/null  # warm up
@@ -612,6 +670,7 @@ mkdir -p bench
     echo "| CPU per sign-in, Relais + Redis / Apache + mod_auth_openidc + Redis, development provider | ≤ 0.5 | $(ratio "$both_cpu" "$anchor_both_cpu") |"
     echo "| the same, Relais' Redis through its Unix-domain socket (\`unix://\`; mod_auth_openidc's over TCP as above) | ≤ 0.5 | $(ratio "$unix_both_cpu" "$anchor_both_cpu") (TCP in the same rounds: $(ratio "$tcp_both_cpu" "$anchor_both_cpu")) |"
     echo "| the same against a provider closing every connection (oidc-provider-mock) | ≤ 0.5 | $(ratio "$closing_both_cpu" "$anchor_closing_both_cpu") |"
+    echo "| the same, development provider, both at $lowrate sign-ins a second (open loop; not a goal of its own: the pace of the row above) | | $(ratio "$lowrate_relais_cpu" "$lowrate_anchor_cpu") |"
     echo "| Relais' thread switches per sign-in | ≤ 8 | $relais_switches |"
     echo "| GET /auth session-checked / GET /healthz, median of alternating rounds | ≥ 0.95 | $rounds_auth_median |"
     echo "| GET /userinfo / GET /healthz, median of alternating rounds | ≥ 0.9 | $rounds_userinfo_median |"
@@ -697,6 +756,8 @@ mkdir -p bench
     echo "| CPU per sign-in, both, Relais' Redis through its Unix-domain socket (a third relay, \`unix://\`, the first rows' app; median of ${BENCH_TRANSPORT_ROUNDS:-3} rounds of ${BENCH_TRANSPORT_SECONDS:-5} s alternating with the first relay over TCP: unix $(transport_rounds unix) ms, TCP $(transport_rounds tcp) ms; Relais $unix_relais_cpu ms, Redis $unix_redis_cpu ms; mod_auth_openidc's Redis over TCP as above) | $unix_both_cpu ms (TCP: $tcp_both_cpu ms) | $anchor_both_cpu ms | $(ratio "$unix_both_cpu" "$anchor_both_cpu") |"
     echo "| CPU per sign-in, both, of a person already at \`sessions.max_per_subject\` (the default, 50): each sign-in also reads their 50 sessions (one batched round trip) and ends the oldest (a fourth relay of its own store keys, in the same rounds: $(transport_rounds limit) ms; Relais $limit_relais_cpu ms, Redis $limit_redis_cpu ms; mod_auth_openidc has no such limit: its sign-in as above) | $limit_both_cpu ms (below the limit: $tcp_both_cpu ms) | $anchor_both_cpu ms | $(ratio "$limit_both_cpu" "$anchor_both_cpu") |"
     echo "| CPU per sign-in, relying party + its Redis, against oidc-provider-mock closing every connection ($closing_signins and $anchor_closing_signins sign-ins; issue 35 goal ≤ 0.5) | $closing_both_cpu ms | $anchor_closing_both_cpu ms | $(ratio "$closing_both_cpu" "$anchor_closing_both_cpu") |"
+    echo "| CPU per sign-in, both, at a fixed $lowrate sign-ins a second (open loop; the development provider; median of ${BENCH_LOWRATE_ROUNDS:-3} rounds of ${BENCH_LOWRATE_SECONDS:-10} s alternating: Relais $(lowrate_rounds 1) ms, Apache $(lowrate_rounds 2) ms) | $lowrate_relais_cpu ms | $lowrate_anchor_cpu ms | $(ratio "$lowrate_relais_cpu" "$lowrate_anchor_cpu") |"
+    echo "| CPU per sign-in, Relais alone, at ${BENCH_CLOSING_RATE:-20} sign-ins a second against oidc-provider-mock closing every connection, and against the same provider keeping them (HTTP/1.1; median of ${BENCH_CLOSING_ROUNDS:-3} rounds alternating: closing $(closing_rounds 1) ms, keeping $(closing_rounds 2) ms) | $closing_rate_cpu ms (keeping: $keepalive_rate_cpu ms) | | |"
     echo
     echo "## Latency under load (issue 35)"
     echo
