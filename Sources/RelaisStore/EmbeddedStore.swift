@@ -66,7 +66,7 @@ public final class EmbeddedStore: KeyValueStore {
     }
 
     /// One process: the announcement reaches the listeners before this returns.
-    public func deleteAnnouncing(_ key: String, _ message: String, taking set: String?) async throws -> (existed: Bool, taken: Set<String>) {
+    public func deleteAnnouncing(_ key: String, _ message: String, taking set: String?, leaving left: SetEntry?) async throws -> (existed: Bool, taken: Set<String>) {
         let (existed, taken) = try write { state, now -> (Bool, Set<String>) in
             var taken: Set<String> = []
             if let set, let entry = state.live(set, now) {
@@ -74,7 +74,14 @@ public final class EmbeddedStore: KeyValueStore {
                 taken = members
             }
             if let set { state.entries[set] = nil }
-            return (state.entries.removeValue(forKey: key)?.isLive(at: now) ?? false, taken)
+            let existed = state.entries.removeValue(forKey: key)?.isLive(at: now) ?? false
+            // Clean-up: a value of another kind where the set should be stays as it is.
+            if let left, var entry = state.live(left.key, now), case .set(var members) = entry.value {
+                members.remove(left.member)
+                entry.value = .set(members)
+                state.entries[left.key] = members.isEmpty ? nil : entry
+            }
+            return (existed, taken)
         }
         if existed { for listener in listeners.all { listener.onMessage(message) } }
         return (existed, taken)

@@ -67,8 +67,12 @@ public protocol KeyValueStore: Sendable {
     /// set in the same step: deletes it, whether or not `key` existed, and returns its members (a
     /// session's record and the device sessions it approved, in one round trip). On Redis Cluster
     /// `set` must share `key`'s hash tag. A `set` holding another kind of value is refused
-    /// (``StoreError/wrongType(key:)``) before anything changes. Returns whether `key` existed.
-    func deleteAnnouncing(_ key: String, _ message: String, taking set: String?) async throws -> (existed: Bool, taken: Set<String>)
+    /// (``StoreError/wrongType(key:)``) before anything changes. With `entry`, the member then
+    /// leaves its set (a session leaves its person's index), whether or not `key` existed: in the
+    /// same step on one Redis server, just after on a cluster, where the set lives on another node.
+    /// That removal is clean-up, never a failure: a set holding another kind of value, or a cluster
+    /// node that does not answer, leaves the entry where it was. Returns whether `key` existed.
+    func deleteAnnouncing(_ key: String, _ message: String, taking set: String?, leaving entry: SetEntry?) async throws -> (existed: Bool, taken: Set<String>)
     /// Delivers the announcements of every instance to `listener` from now on (on Redis, through
     /// a subscription that proves itself every ``AnnouncementListener/proofInterval``).
     func listen(_ listener: AnnouncementListener)
@@ -79,9 +83,14 @@ public protocol KeyValueStore: Sendable {
 }
 
 extension KeyValueStore {
-    /// ``deleteAnnouncing(_:_:taking:)`` taking no set.
+    /// ``deleteAnnouncing(_:_:taking:leaving:)`` taking no set and leaving none.
     public func deleteAnnouncing(_ key: String, _ message: String) async throws -> Bool {
-        try await deleteAnnouncing(key, message, taking: nil).existed
+        try await deleteAnnouncing(key, message, taking: nil, leaving: nil).existed
+    }
+
+    /// ``deleteAnnouncing(_:_:taking:leaving:)`` leaving no set.
+    public func deleteAnnouncing(_ key: String, _ message: String, taking set: String?) async throws -> (existed: Bool, taken: Set<String>) {
+        try await deleteAnnouncing(key, message, taking: set, leaving: nil)
     }
 
     /// ``once(_:applying:indexing:)`` taking `key`.
@@ -128,6 +137,16 @@ public struct SetMembership: Sendable, Equatable {
 
     public init(_ key: String, member: String, ttl: Duration?) {
         (self.key, self.member, self.ttl) = (key, member, ttl)
+    }
+}
+
+/// A member of a set, to remove (``KeyValueStore/deleteAnnouncing(_:_:taking:leaving:)``).
+public struct SetEntry: Sendable, Equatable {
+    public var key: String
+    public var member: String
+
+    public init(_ key: String, member: String) {
+        (self.key, self.member) = (key, member)
     }
 }
 

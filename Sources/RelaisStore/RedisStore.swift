@@ -104,17 +104,29 @@ public final class RedisStore: KeyValueStore {
         try await execute("DEL", key: key, [bytes("DEL"), prefixed(key)]).integer() == 1
     }
 
-    public func deleteAnnouncing(_ key: String, _ message: String, taking set: String?) async throws -> (existed: Bool, taken: Set<String>) {
+    public func deleteAnnouncing(_ key: String, _ message: String, taking set: String?, leaving entry: SetEntry?) async throws -> (existed: Bool, taken: Set<String>) {
+        // On one server the entry leaves its set in the same script; on a cluster the set lives on
+        // another node (no shared hash tag), so it leaves once the script succeeded, best effort.
+        guard let entry, case .cluster = topology else { return try await deleteAnnouncingInOneStep(key, message, taking: set, leaving: entry) }
+        let outcome = try await deleteAnnouncingInOneStep(key, message, taking: set, leaving: nil)
+        _ = try? await setRemove(entry.key, member: entry.member)
+        return outcome
+    }
+
+    private func deleteAnnouncingInOneStep(_ key: String, _ message: String, taking set: String?, leaving entry: SetEntry?) async throws -> (existed: Bool, taken: Set<String>) {
         // One script: the key is gone exactly when every subscriber is told.
         let channel = bytes(configuration.keyPrefix + "announcements")
-        guard let set else {
+        guard set != nil || entry != nil else {
             let existed = try await execute("EVAL", key: key, [bytes("EVAL"), Self.deleteAnnouncingScript, bytes("1"), prefixed(key), channel, bytes(message)])
             return (try existed.integer() == 1, [])
         }
         // The set's only possible refusal (WRONGTYPE) comes from its SMEMBERS, before any write:
         // errors name it, and it shares the key's hash tag, so it picks the same cluster node.
+        let keys = [prefixed(key)] + (set.map { [prefixed($0)] } ?? []) + (entry.map { [prefixed($0.key)] } ?? [])
         let reply = try await execute(
-            "EVAL", key: set, [bytes("EVAL"), Self.deleteAnnouncingTakingScript, bytes("2"), prefixed(key), prefixed(set), channel, bytes(message)])
+            "EVAL", key: set ?? key,
+            [bytes("EVAL"), Self.deleteAnnouncingTakingScript, bytes(String(keys.count))] + keys + [channel, bytes(message), bytes(set == nil ? "0" : "1")]
+                + (entry.map { [bytes($0.member)] } ?? []))
         guard case .array(let parts) = reply, parts.count == 2, case .integer(let existed) = parts[0], case .array(let members) = parts[1] else {
             throw StoreError.commandFailed(reason: "unexpected reply to the delete-and-take script")
         }
@@ -357,9 +369,12 @@ public final class RedisStore: KeyValueStore {
 
     // Scripts go out with every call: their bytes are made once.
     private static let deleteAnnouncingScript = Array("local n = redis.call('DEL', KEYS[1]) if n == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end return n".utf8)
+    /// When ARGV[3] is 1, takes the set KEYS[2]; with ARGV[4], that member then leaves the last
+    /// key's set, by `pcall`: a value of another kind there is left as it is, not an error.
     private static let deleteAnnouncingTakingScript = Array(
-        ("local taken = redis.call('SMEMBERS', KEYS[2]) local n = redis.call('DEL', KEYS[1]) "
-            + "if n == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end if #taken > 0 then redis.call('DEL', KEYS[2]) end return {n, taken}").utf8)
+        ("local taken = {} if ARGV[3] == '1' then taken = redis.call('SMEMBERS', KEYS[2]) end local n = redis.call('DEL', KEYS[1]) "
+            + "if n == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end if #taken > 0 then redis.call('DEL', KEYS[2]) end "
+            + "if ARGV[4] then redis.pcall('SREM', KEYS[#KEYS], ARGV[4]) end return {n, taken}").utf8)
     private static let deleteIfEqualScript = Array("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end".utf8)
     private static let setAddScript = Array(
         "redis.call('SADD', KEYS[1], ARGV[1]) if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return redis.call('SCARD', KEYS[1])".utf8)

@@ -65,8 +65,8 @@ public struct TracedStore: KeyValueStore {
     public func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool {
         try await traced("apply_if_equal", writes: writes.count) { try await base.apply(writes, ifEqual: key, expected) }
     }
-    public func deleteAnnouncing(_ key: String, _ message: String, taking set: String?) async throws -> (existed: Bool, taken: Set<String>) {
-        try await traced("delete_announcing") { try await base.deleteAnnouncing(key, message, taking: set) }
+    public func deleteAnnouncing(_ key: String, _ message: String, taking set: String?, leaving entry: SetEntry?) async throws -> (existed: Bool, taken: Set<String>) {
+        try await traced("delete_announcing") { try await base.deleteAnnouncing(key, message, taking: set, leaving: entry) }
     }
     public func listen(_ listener: AnnouncementListener) { base.listen(listener) }
     public func ping() async throws { try await traced("ping") { try await base.ping() } }

@@ -667,6 +667,44 @@ struct Stopwatch {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func deleteAnnouncingLeavesItsEntryWithTheDeletion(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            // The index has no hash tag: on a cluster it lives apart from the session's keys.
+            for member in ["a", "b", "c"] { try await store.setAdd("sub:person", member: member, ttl: .seconds(600)) }
+            try await store.set("session:{a}", bytes("record"), ttl: nil)
+            try await store.setAdd("approved:{a}", member: "d1", ttl: nil)
+            var outcome = try await store.deleteAnnouncing("session:{a}", "a", taking: "approved:{a}", leaving: SetEntry("sub:person", member: "a"))
+            #expect(outcome.existed && outcome.taken == ["d1"])
+            #expect(try await store.get("session:{a}") == nil)
+            #expect(try await store.setMembers("sub:person") == ["b", "c"])
+            #expect(try await store.timeToLive("sub:person") != .persistent)
+            // Without a set to take, and for a key already gone: the entry leaves all the same.
+            outcome = try await store.deleteAnnouncing("session:{b}", "b", taking: nil, leaving: SetEntry("sub:person", member: "b"))
+            #expect(!outcome.existed && outcome.taken.isEmpty)
+            #expect(try await store.setMembers("sub:person") == ["c"])
+            // The last member gone, the set is gone (as Redis does).
+            try await store.set("session:{c}", bytes("record"), ttl: nil)
+            #expect(try await store.deleteAnnouncing("session:{c}", "c", taking: "approved:{c}", leaving: SetEntry("sub:person", member: "c")).existed)
+            #expect(try await store.timeToLive("sub:person") == .missing)
+            // A value where the index should be: the session still ends, the value stays as it was.
+            try await store.set("sub:other", bytes("not a set"), ttl: nil)
+            try await store.set("session:{e}", bytes("record"), ttl: nil)
+            #expect(try await store.deleteAnnouncing("session:{e}", "e", taking: "approved:{e}", leaving: SetEntry("sub:other", member: "e")).existed)
+            #expect(try await store.get("session:{e}") == nil)
+            #expect(try await store.get("sub:other") == bytes("not a set"))
+            // A value where the set to take should be: refused before anything changes, the entry included.
+            try await store.setAdd("sub:person", member: "f", ttl: nil)
+            try await store.set("session:{f}", bytes("record"), ttl: nil)
+            try await store.set("approved:{f}", bytes("not a set"), ttl: nil)
+            await #expect(throws: StoreError.wrongType(key: "approved:{f}")) {
+                try await store.deleteAnnouncing("session:{f}", "f", taking: "approved:{f}", leaving: SetEntry("sub:person", member: "f"))
+            }
+            #expect(try await store.get("session:{f}") == bytes("record"))
+            #expect(try await store.setMembers("sub:person") == ["f"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func pingAnswersAndShutdownStoresRefuseCalls(kind: StoreKind) async throws {
         let fixture = try await StoreFixture(kind)
         try await fixture.store.ping()
@@ -705,6 +743,7 @@ extension StoreConformanceTests {
             group.addTask { try await self.readingAValueAsASetOrTheReverseIsAWrongTypeError(kind: kind) }
             group.addTask { try await self.getManyReadsEveryKeyInItsPlace(kind: kind) }
             group.addTask { try await self.deleteAnnouncingTakesItsSetInTheSameStep(kind: kind) }
+            group.addTask { try await self.deleteAnnouncingLeavesItsEntryWithTheDeletion(kind: kind) }
             group.addTask { try await self.pingAnswersAndShutdownStoresRefuseCalls(kind: kind) }
             try await group.waitForAll()
         }

@@ -257,14 +257,14 @@ struct RelayStore: Sendable {
         return try await end(sid, leaving: session.map { Key.subjectSessions(provider: $0.providerID, subject: $0.subject) }, reason: reason)
     }
 
-    /// Ends a session, then leaves its person's `index` when known; true when it was live. In that
-    /// order: a session left out of its index while it lives could not be found by a back-channel
-    /// logout, where an index entry without its session is harmless (readers skip it, the next trim
-    /// drops it). So leaving the index is clean-up, best effort, once the session is gone.
+    /// Ends a session, and it leaves its person's `index` when known; true when it was live. Never
+    /// the other way round: a session left out of its index while it lives could not be found by a
+    /// back-channel logout, where an index entry without its session is harmless (readers skip it,
+    /// the next trim drops it). So leaving the index is clean-up, best effort: in the deletion's own
+    /// step on one Redis server, just after it on a cluster (``KeyValueStore/deleteAnnouncing(_:_:taking:leaving:)``).
     private func end(_ sid: String, leaving index: String?, reason: RelayMetrics.EndReason) async throws -> Bool {
-        let ended = try await deleteSession(sid)
+        let ended = try await deleteSession(sid, leaving: index)
         if ended { RelayMetrics.sessionsEnded(1, reason: reason) }
-        if let index { _ = try? await store.setRemove(index, member: sid) }
         return ended
     }
 
@@ -285,10 +285,11 @@ struct RelayStore: Sendable {
 
     /// Deletes the session record and tells every instance, whose in-process caches forget it
     /// (``SessionLiveness``); true when it existed.
-    func deleteSession(_ sid: String) async throws -> Bool {
+    func deleteSession(_ sid: String, leaving index: String? = nil) async throws -> Bool {
         defer { liveness?.forget(sid) }
         // The device sessions it approved are taken in the same step: one round trip, not two.
-        let (ended, approved) = try await store.deleteAnnouncing(Key.session(sid), sid, taking: Key.approvedSessions(sid))
+        let (ended, approved) = try await store.deleteAnnouncing(
+            Key.session(sid), sid, taking: Key.approvedSessions(sid), leaving: index.map { SetEntry($0, member: sid) })
         await endApprovedSessions(approved, of: sid)
         return ended
     }

@@ -202,8 +202,8 @@ final class InterposedStore: KeyValueStore {
     func getMany(_ keys: [String]) async throws -> [[UInt8]?] { try await call { try await base.getMany(keys) } }
     func getAndDelete(_ key: String) async throws -> [UInt8]? { try await call { try await base.getAndDelete(key) } }
     func delete(_ key: String) async throws -> Bool { try await call { try await base.delete(key) } }
-    func deleteAnnouncing(_ key: String, _ message: String, taking set: String?) async throws -> (existed: Bool, taken: Set<String>) {
-        try await call { try await base.deleteAnnouncing(key, message, taking: set) }
+    func deleteAnnouncing(_ key: String, _ message: String, taking set: String?, leaving entry: SetEntry?) async throws -> (existed: Bool, taken: Set<String>) {
+        try await call { try await base.deleteAnnouncing(key, message, taking: set, leaving: entry) }
     }
     func listen(_ listener: AnnouncementListener) { base.listen(listener) }
     func setIfAbsent(_ key: String, _ value: [UInt8], ttl: Duration) async throws -> Bool { try await call { try await base.setIfAbsent(key, value, ttl: ttl) } }
