@@ -191,12 +191,16 @@ public final class EmbeddedStore: KeyValueStore {
                 value = mark
             }
             let sizes = try memberships.map { try state.add($0, now) }
+            let listed = zip(memberships, sizes).map { membership, size -> Set<String>? in
+                guard let above = membership.listedAbove, size > above, case .set(let members)? = state.live(membership.key, now)?.value else { return nil }
+                return members
+            }
             switch guarded {
             case .take(let key): state.entries[key] = nil
             case .claim(let key, let mark, let ttl): state.entries[key] = Entry(value: .bytes(mark), expiresAt: now + ttl)
             }
             state.apply(writes, now)
-            return IndexedTake(value: value, setSizes: sizes)
+            return IndexedTake(value: value, setSizes: sizes, listed: listed)
         }
     }
 

@@ -53,7 +53,9 @@ public protocol KeyValueStore: Sendable {
     /// is for records just created) are removed again, best effort, since readers skip members
     /// whose record is missing; but not for a claim whose records exist: the caller that wrote
     /// them added the same members (one code redeemed twice at once names one session). Returns the taken value (a claim: its mark) and, in `indexing`
-    /// order, each set's size after the addition; nil when the guard did not hold. A set key
+    /// order, each set's size after the addition, and the members of each set that then holds more
+    /// than its ``SetMembership/listedAbove``, read in the same step on one node (a person over
+    /// their limit of sessions, without a round trip to list them); nil when the guard did not hold. A set key
     /// holding another kind of value is refused (``StoreError/wrongType(key:)``) before anything changes.
     func once(_ guarded: OneTimeKey, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake?
     /// Applies every write or none, in one atomic step (same hash-tag rule as ``take(_:applying:)``).
@@ -134,9 +136,12 @@ public struct SetMembership: Sendable, Equatable {
     public var key: String
     public var member: String
     public var ttl: Duration?
+    /// When the set then holds more members than this, ``KeyValueStore/once(_:applying:indexing:)``
+    /// also returns them (``IndexedTake/listed``).
+    public var listedAbove: Int?
 
-    public init(_ key: String, member: String, ttl: Duration?) {
-        (self.key, self.member, self.ttl) = (key, member, ttl)
+    public init(_ key: String, member: String, ttl: Duration?, listedAbove: Int? = nil) {
+        (self.key, self.member, self.ttl, self.listedAbove) = (key, member, ttl, listedAbove)
     }
 }
 
@@ -154,9 +159,11 @@ public struct SetEntry: Sendable, Equatable {
 public struct IndexedTake: Sendable, Equatable {
     public var value: [UInt8]
     public var setSizes: [Int]
+    /// In the same order, each set's members when it holds more than its ``SetMembership/listedAbove``; nil otherwise.
+    public var listed: [Set<String>?]
 
-    public init(value: [UInt8], setSizes: [Int]) {
-        (self.value, self.setSizes) = (value, setSizes)
+    public init(value: [UInt8], setSizes: [Int], listed: [Set<String>?]? = nil) {
+        (self.value, self.setSizes, self.listed) = (value, setSizes, listed ?? setSizes.map { _ in nil })
     }
 }
 

@@ -217,8 +217,12 @@ public final class RedisStore: KeyValueStore {
     /// The indexes first, each in its own slot, then the guarded step: a record is never without its indexes.
     private func onceAcrossSlots(_ guarded: OneTimeKey, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
         var sizes: [Int] = []
+        var listed: [Set<String>?] = []
         for membership in memberships {
-            sizes.append(try await setAdd(membership.key, member: membership.member, ttl: membership.ttl))
+            let size = try await setAdd(membership.key, member: membership.member, ttl: membership.ttl)
+            sizes.append(size)
+            // On another node than the guarded step: listed by a call of its own.
+            listed.append(size > (membership.listedAbove ?? .max) ? try await setMembers(membership.key) : nil)
         }
         let value: [UInt8]?
         switch guarded {
@@ -236,7 +240,7 @@ public final class RedisStore: KeyValueStore {
             for membership in memberships { _ = try? await setRemove(membership.key, member: membership.member) }
             return nil
         }
-        return IndexedTake(value: value, setSizes: sizes)
+        return IndexedTake(value: value, setSizes: sizes, listed: listed)
     }
 
     public func apply(_ writes: [StoreWrite], ifEqual key: String, _ expected: [UInt8]) async throws -> Bool {

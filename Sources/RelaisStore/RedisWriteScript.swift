@@ -98,10 +98,11 @@ enum RedisWriteScript {
 /// first (a wrong one is answered with its position in KEYS, before anything changes), then the
 /// guard: a taken key is read (absent: nothing changes), a claimed key and the keys the writes
 /// set must be absent (one present: nothing changes). Then the members are added, the key deleted (taken) or set (claimed) and the
-/// writes applied. The reply: the value (a claim: its mark), then each set's size.
+/// writes applied. The reply: the value (a claim: its mark), each set's size, then each set's
+/// members when it holds more than that set's listing threshold (null otherwise).
 enum RedisIndexedTakeScript {
     /// ARGV: `take` or `claim`, the mark and its TTL in milliseconds ('' for a take), the number of
-    /// sets n; for each set its member and TTL in milliseconds ('' for none); then the writes as
+    /// sets n; for each set its member, TTL in milliseconds and listing threshold ('' for none); then the writes as
     /// ``RedisWriteScript`` encodes them. KEYS: the guarded key, the n sets, the writes' keys.
     static let source = """
         local n = tonumber(ARGV[4])
@@ -113,7 +114,7 @@ enum RedisIndexedTakeScript {
         local taken
         if claim then
           if redis.call('EXISTS', KEYS[1]) == 1 then return false end
-          local w = 5 + 2 * n
+          local w = 5 + 3 * n
           for i = n + 2, #KEYS do
             if ARGV[w] == 's' and redis.call('EXISTS', KEYS[i]) == 1 then return false end
             w = w + 3
@@ -128,8 +129,10 @@ enum RedisIndexedTakeScript {
         for i = 2, n + 1 do
           redis.call('SADD', KEYS[i], ARGV[a])
           if ARGV[a + 1] ~= '' then redis.call('PEXPIRE', KEYS[i], ARGV[a + 1]) end
-          reply[#reply + 1] = redis.call('SCARD', KEYS[i])
-          a = a + 2
+          local size = redis.call('SCARD', KEYS[i])
+          reply[i] = size
+          if ARGV[a + 2] ~= '' and size > tonumber(ARGV[a + 2]) then reply[n + i] = redis.call('SMEMBERS', KEYS[i]) else reply[n + i] = false end
+          a = a + 3
         end
         if claim then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) else redis.call('DEL', KEYS[1]) end
         local first = n + 2
@@ -149,7 +152,10 @@ enum RedisIndexedTakeScript {
         }
         arguments.append(bytes(String(memberships.count)))
         for membership in memberships {
-            arguments += [bytes(membership.member), bytes(membership.ttl.map { String($0.storeMilliseconds) } ?? "")]
+            arguments += [
+                bytes(membership.member), bytes(membership.ttl.map { String($0.storeMilliseconds) } ?? ""),
+                bytes(membership.listedAbove.map(String.init) ?? ""),
+            ]
         }
         arguments += RedisWriteScript.encoded(writes)
         return arguments
@@ -162,12 +168,20 @@ enum RedisIndexedTakeScript {
         case .integer(let position) where position >= 2 && Int(position) - 2 < memberships.count:
             throw StoreError.wrongType(key: memberships[Int(position) - 2].key)
         case .array(let items):
-            guard case .string(let value)? = items.first else { break }
-            let sizes = items.dropFirst().compactMap { item -> Int? in
+            let n = memberships.count
+            guard case .string(let value)? = items.first, items.count == 2 * n + 1 else { break }
+            let sizes = items[1..<(n + 1)].compactMap { item -> Int? in
                 if case .integer(let size) = item { Int(size) } else { nil }
             }
-            guard sizes.count == memberships.count, items.count == memberships.count + 1 else { break }
-            return IndexedTake(value: value, setSizes: sizes)
+            let listed = items[(n + 1)...].compactMap { item -> Set<String>?? in
+                switch item {
+                case .null: .some(nil)
+                case .array(let members): .some(Set(members.compactMap { if case .string(let member) = $0 { String(decoding: member, as: UTF8.self) } else { nil } }))
+                default: nil
+                }
+            }
+            guard sizes.count == n, listed.count == n else { break }
+            return IndexedTake(value: value, setSizes: sizes, listed: listed)
         default: break
         }
         throw StoreError.commandFailed(reason: "unexpected reply to an indexed take")

@@ -343,6 +343,30 @@ struct Stopwatch {
         }
     }
 
+    /// A set over its listing threshold after the addition comes back with its members (the person
+    /// over their limit of sessions): at the threshold it does not, nor does a set without one; on
+    /// every store, for a take and a claim, in both shapes (the sets beside the key, or elsewhere).
+    @Test(arguments: StoreKind.allCases)
+    func indexedStepsListTheSetsOverTheirThreshold(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any KeyValueStore, time: StoreTime) async throws -> Void in
+            for (tag, person, other) in [("l1", "person:{l1}", "idp:{l1}"), ("l2", "person:bob", "idp:session-7")] {
+                try await store.setAdd(person, member: "earlier", ttl: nil)
+                try await store.set("code:{\(tag)}", bytes("record"), ttl: .seconds(30))
+                // Two members after the addition, the threshold 2: not listed.
+                var indexes = [SetMembership(person, member: "s1-\(tag)", ttl: nil, listedAbove: 2), SetMembership(other, member: "s1-\(tag)", ttl: nil)]
+                let taken = try await store.take("code:{\(tag)}", applying: [], indexing: indexes)
+                #expect(taken == IndexedTake(value: bytes("record"), setSizes: [2, 1], listed: [nil, nil]), "\(person)")
+                // Three, over it: listed, the new member among them; the set without a threshold is not.
+                indexes = [SetMembership(person, member: "s2-\(tag)", ttl: nil, listedAbove: 2), SetMembership(other, member: "s2-\(tag)", ttl: nil)]
+                let claimed = try await store.once(.claim("mark:{\(tag)}", mark: bytes("1"), ttl: .seconds(60)), applying: [], indexing: indexes)
+                #expect(
+                    claimed == IndexedTake(value: bytes("1"), setSizes: [3, 2], listed: [["earlier", "s1-\(tag)", "s2-\(tag)"], nil]), "\(person)")
+                // A guard that does not hold lists nothing: there is no step.
+                #expect(try await store.once(.claim("mark:{\(tag)}", mark: bytes("1"), ttl: .seconds(60)), applying: [], indexing: indexes) == nil)
+            }
+        }
+    }
+
     /// Both shapes of an indexed take: sets that share the taken key's hash tag (one step on every
     /// store) and sets elsewhere (on a cluster: other nodes, indexes first).
     @Test(arguments: StoreKind.allCases)
@@ -732,6 +756,7 @@ extension StoreConformanceTests {
             group.addTask { try await self.concurrentSwapsFromOneValueHaveExactlyOneWinner(kind: kind) }
             group.addTask { try await self.concurrentTakesHaveExactlyOneWinnerAndOnlyItsWrites(kind: kind) }
             group.addTask { try await self.indexedTakeAddsItsMembersOnlyWithTheTake(kind: kind) }
+            group.addTask { try await self.indexedStepsListTheSetsOverTheirThreshold(kind: kind) }
             group.addTask { try await self.concurrentIndexedTakesLeaveOnlyTheWinnersMember(kind: kind) }
             group.addTask { try await self.applyWritesEverythingAtOnce(kind: kind) }
             group.addTask { try await self.deleteReportsWhetherTheKeyExisted(kind: kind) }

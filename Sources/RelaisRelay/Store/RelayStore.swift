@@ -130,7 +130,12 @@ struct RelayStore: Sendable {
     func open(
         _ session: SessionRecord, sid: String, providerSessionID: String?, once: OneTimeKey, also writes: [StoreWrite]
     ) async throws -> [String]? {
-        var indexes = [SetMembership(Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime)]
+        // A person over the limit is listed by the same step, for the trim that follows.
+        var indexes = [
+            SetMembership(
+                Key.subjectSessions(provider: session.providerID, subject: session.subject), member: sid, ttl: settings.sessionLifetime,
+                listedAbove: settings.maxSessionsPerSubject)
+        ]
         if let providerSessionID {
             indexes.append(SetMembership(Key.providerSessions(provider: session.providerID, sid: providerSessionID), member: sid, ttl: settings.sessionLifetime))
         }
@@ -138,24 +143,24 @@ struct RelayStore: Sendable {
         guard let opened = try await store.once(once, applying: [.set(Key.session(sid), session.stored, ttl: lifetime)] + writes, indexing: indexes) else {
             return nil
         }
-        guard opened.setSizes[0] > settings.maxSessionsPerSubject else { return [] }
+        guard let members = opened.listed[0] else { return [] }
         // The session is open: a failure here must not undo the sign-in; the next one trims again.
-        return (try? await trimSessions(provider: session.providerID, subject: session.subject, keeping: sid)) ?? []
+        return (try? await trimSessions(provider: session.providerID, subject: session.subject, keeping: sid, among: members)) ?? []
     }
 
     /// Keeps a person within `sessions.max_per_subject` live sessions: ended sessions leave their
     /// index, and the oldest live ones beyond the limit are revoked (never `keeping`, just opened).
-    /// Returns the revoked ids. Runs only when a sign-in finds the index over the limit.
-    func trimSessions(provider: String, subject: String, keeping newest: String) async throws -> [String] {
+    /// Returns the revoked ids. Runs only when a sign-in finds the index over the limit, with its
+    /// `members` as the step that opened the session listed them.
+    func trimSessions(provider: String, subject: String, keeping newest: String, among members: Set<String>) async throws -> [String] {
         let index = Key.subjectSessions(provider: provider, subject: subject)
         var live: [(sid: String, createdAt: Double)] = []
         // Every person at the limit pays this on each sign-in: the records come in batched reads
         // (one round trip for the default limit), not one read each, and only their lifetimes are
         // kept, so that a high limit does not hold every record at once.
-        let members = Array(try await store.setMembers(index))
         var ended: [String] = []
         let now = clock.now
-        try await forEachBatch(ofSessions: members, reading: SessionRecord.lifetime(stored:)) { batch in
+        try await forEachBatch(ofSessions: Array(members), reading: SessionRecord.lifetime(stored:)) { batch in
             for (sid, lifetime) in batch {
                 if let lifetime, lifetime.expiresAt > now { live.append((sid, lifetime.createdAt)) } else { ended.append(sid) }
             }
