@@ -143,7 +143,7 @@ struct RelayStore: Sendable {
         guard let opened = try await store.once(once, applying: [.set(Key.session(sid), session.stored, ttl: lifetime)] + writes, indexing: indexes) else {
             return nil
         }
-        guard let members = opened.listed[0] else { return [] }
+        guard let members = opened.listed.first ?? nil else { return [] }
         // The session is open: a failure here must not undo the sign-in; the next one trims again.
         return (try? await trimSessions(provider: session.providerID, subject: session.subject, keeping: sid, among: members)) ?? []
     }
