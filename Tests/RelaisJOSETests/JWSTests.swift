@@ -66,6 +66,32 @@ private func code(_ body: () throws -> Void) -> String? {
         try parsed.verify(with: JWKSet(keys: [verifyingKey]))
     }
 
+    /// RSA and ECDSA signatures come from contexts set up once per key and reused: each one must
+    /// sign as a new context would. PKCS#1 v1.5 is deterministic, so every signature of one input
+    /// is the same; ECDSA draws a fresh nonce and PSS a fresh salt each time, so none repeats (a
+    /// reused ECDSA nonce would give the key away). Signed from many tasks at once, the pool hands
+    /// each context to one caller at a time.
+    @Test(arguments: Vectors.all)
+    func reusedSigningContextsSignAsNewOnes(vector: Vector) async throws {
+        let privateKey = try JWK(object: vector.private_jwk)
+        let algorithm = try #require(JWSAlgorithm(rawValue: vector.alg))
+        let verifyingKey = try JWK(object: vector.public_jwk ?? vector.private_jwk)
+        let payload = Array(#"{"sub":"relais","n":1}"#.utf8)
+        var tokens = try (0..<3).map { _ in try JWS.sign(payload: payload, with: privateKey, algorithm: algorithm) }
+        tokens += try await withThrowingTaskGroup(of: [String].self) { group in
+            for _ in 0..<16 {
+                group.addTask { try (0..<4).map { _ in try JWS.sign(payload: payload, with: privateKey, algorithm: algorithm) } }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        for token in tokens { try JWS.parse(token).verify(with: verifyingKey) }
+        let signatures = Set(tokens.map { $0.split(separator: ".")[2] })
+        switch vector.alg.prefix(2) {
+        case "RS", "HS", "Ed": #expect(signatures.count == 1, "\(vector.alg): deterministic, yet \(signatures.count) signatures")
+        default: #expect(signatures.count == tokens.count, "\(vector.alg): \(tokens.count) signatures, \(signatures.count) distinct")
+        }
+    }
+
     @Test(arguments: Vectors.all)
     func tamperedPayloadOrSignatureIsRejected(vector: Vector) throws {
         let key = try JWK(object: vector.public_jwk ?? vector.private_jwk)

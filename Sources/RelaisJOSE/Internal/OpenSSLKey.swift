@@ -9,10 +9,12 @@ import Glibc
 /// for signing and verification once built; this wrapper never mutates the key after creation.
 final class OpenSSLKey: @unchecked Sendable {
     let pointer: OpaquePointer
-    /// Verification contexts set up once per algorithm (padding, digest) and reused: a context
-    /// initialised for verification verifies any number of signatures, one caller at a time. Idle
-    /// contexts wait here; a busy moment adds duplicates, bounded per algorithm.
-    private let verifyContexts = Mutex<[JWSAlgorithm: [IdleContext]]>([:])
+    /// Contexts set up once per algorithm and use (padding, digest) and reused: a context
+    /// initialised for verification verifies any number of signatures, one for signing signs any
+    /// number of digests (ECDSA draws a fresh nonce at each signature), one caller at a time. Idle
+    /// contexts wait here; a busy moment adds duplicates, bounded per algorithm and use.
+    private let contexts = Mutex<[ContextUse: [IdleContext]]>([:])
+    private struct ContextUse: Hashable { let algorithm: JWSAlgorithm, signing: Bool }
     /// An EVP_PKEY_CTX owned by the pool while idle, by exactly one caller while in use.
     private struct IdleContext: @unchecked Sendable { let pointer: OpaquePointer }
     private static let maxIdleContexts = 8
@@ -22,29 +24,41 @@ final class OpenSSLKey: @unchecked Sendable {
     }
 
     deinit {
-        verifyContexts.withLock { $0.values.joined().forEach { EVP_PKEY_CTX_free($0.pointer) } }
+        contexts.withLock { $0.values.joined().forEach { EVP_PKEY_CTX_free($0.pointer) } }
         EVP_PKEY_free(pointer)
     }
 
     /// Runs `body` with a verification context for `algorithm` (RSA and ECDSA); nil when OpenSSL
     /// cannot set one up, in which case the caller falls back to a one-off context.
     func withVerifyContext<Result>(for algorithm: JWSAlgorithm, _ body: (OpaquePointer) -> Result) -> Result? {
-        let idle = verifyContexts.withLock { $0[algorithm]?.popLast() }
-        guard let context = idle?.pointer ?? makeVerifyContext(for: algorithm) else { return nil }
+        withContext(ContextUse(algorithm: algorithm, signing: false), body)
+    }
+
+    /// Runs `body` with a signing context for `algorithm` (RSA and ECDSA, over a digest); nil when
+    /// OpenSSL cannot set one up, in which case the caller falls back to a one-off context.
+    func withSignContext<Result>(for algorithm: JWSAlgorithm, _ body: (OpaquePointer) -> Result) -> Result? {
+        withContext(ContextUse(algorithm: algorithm, signing: true), body)
+    }
+
+    private func withContext<Result>(_ use: ContextUse, _ body: (OpaquePointer) -> Result) -> Result? {
+        let idle = contexts.withLock { $0[use]?.popLast() }
+        guard let context = idle?.pointer ?? makeContext(for: use) else { return nil }
         let result = body(context)
         let returning = IdleContext(pointer: context)
-        let kept = verifyContexts.withLock { contexts in
-            guard contexts[algorithm, default: []].count < Self.maxIdleContexts else { return false }
-            contexts[algorithm, default: []].append(returning)
+        let kept = contexts.withLock { contexts in
+            guard contexts[use, default: []].count < Self.maxIdleContexts else { return false }
+            contexts[use, default: []].append(returning)
             return true
         }
         if !kept { EVP_PKEY_CTX_free(context) }
         return result
     }
 
-    private func makeVerifyContext(for algorithm: JWSAlgorithm) -> OpaquePointer? {
+    private func makeContext(for use: ContextUse) -> OpaquePointer? {
+        let algorithm = use.algorithm
         guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return nil }
-        var ok = EVP_PKEY_verify_init(context) == 1 && EVP_PKEY_CTX_set_signature_md(context, algorithm.digest) == 1
+        var ok = (use.signing ? EVP_PKEY_sign_init(context) : EVP_PKEY_verify_init(context)) == 1
+        ok = ok && EVP_PKEY_CTX_set_signature_md(context, algorithm.digest) == 1
         if ok, algorithm.family == .rsaPSS {
             ok =
                 EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PSS_PADDING) == 1

@@ -18,17 +18,10 @@ enum SignatureEngine {
             }
             if algorithm.family != .edDSA {
                 // Hash once with the fetched digest, then verify the digest with a pooled context.
-                var digest = [UInt8](repeating: 0, count: 64)
-                var digestLength: UInt32 = 0
-                let hashed = input.withUnsafeBufferPointer { data in
-                    digest.withUnsafeMutableBufferPointer { out in
-                        EVP_Digest(data.baseAddress, data.count, out.baseAddress, &digestLength, algorithm.digest, nil)
-                    }
-                }
-                guard hashed == 1 else { throw .cryptoFailure(reason: "EVP_Digest failed") }
+                let digest = try digest(algorithm, input)
                 let verified = openSSLKey.withVerifyContext(for: algorithm) { context in
                     der.withUnsafeBufferPointer { sig in
-                        digest.withUnsafeBufferPointer { d in EVP_PKEY_verify(context, sig.baseAddress, sig.count, d.baseAddress, Int(digestLength)) }
+                        digest.withUnsafeBufferPointer { d in EVP_PKEY_verify(context, sig.baseAddress, sig.count, d.baseAddress, d.count) }
                     } == 1
                 }
                 if let verified {
@@ -53,21 +46,24 @@ enum SignatureEngine {
         case .symmetric(let secret):
             return try hmac(algorithm, secret: secret, data: input[...])
         case .asymmetric(let openSSLKey):
-            let signature = try withDigestContext(algorithm, key: openSSLKey, signing: true) { context throws(JOSEError) in
-                var length = 0
-                guard input.withUnsafeBufferPointer({ EVP_DigestSign(context, nil, &length, $0.baseAddress, $0.count) }) == 1 else {
-                    throw JOSEError.cryptoFailure(reason: "EVP_DigestSign (size) failed")
-                }
-                var output = [UInt8](repeating: 0, count: length)
-                let status = output.withUnsafeMutableBufferPointer { out in
-                    input.withUnsafeBufferPointer { data in EVP_DigestSign(context, out.baseAddress, &length, data.baseAddress, data.count) }
-                }
-                guard status == 1 else {
-                    OpenSSLErrors.clear()
-                    throw JOSEError.cryptoFailure(reason: "EVP_DigestSign failed")
-                }
-                return Array(output.prefix(length))
+            var pooled: [UInt8]?
+            if algorithm.family != .edDSA {
+                // As verification: the digest signed with a pooled context, not a new one per token.
+                let digest = try digest(algorithm, input[...])
+                pooled =
+                    openSSLKey.withSignContext(for: algorithm) { context -> [UInt8]? in
+                        digest.withUnsafeBufferPointer { d -> [UInt8]? in
+                            var length = 0
+                            guard EVP_PKEY_sign(context, nil, &length, d.baseAddress, d.count) == 1 else { return nil }
+                            var output = [UInt8](repeating: 0, count: length)
+                            guard output.withUnsafeMutableBufferPointer({ EVP_PKEY_sign(context, $0.baseAddress, &length, d.baseAddress, d.count) }) == 1 else { return nil }
+                            return Array(output.prefix(length))
+                        }
+                    } ?? nil
+                if pooled == nil { OpenSSLErrors.clear() }
             }
+            let signature: [UInt8]
+            if let pooled { signature = pooled } else { signature = try oneOffSignature(algorithm, key: openSSLKey, input: input) }
             if case .ecdsa(let curve) = algorithm.family {
                 return try ecdsaDERToRaw(signature, coordinateSize: curve.coordinateSize)
             }
@@ -75,8 +71,38 @@ enum SignatureEngine {
         }
     }
 
+    /// EdDSA (which signs the message, not a digest), or a key no pooled context could be set up for.
+    private static func oneOffSignature(_ algorithm: JWSAlgorithm, key openSSLKey: OpenSSLKey, input: [UInt8]) throws(JOSEError) -> [UInt8] {
+        try withDigestContext(algorithm, key: openSSLKey, signing: true) { context throws(JOSEError) in
+            var length = 0
+            guard input.withUnsafeBufferPointer({ EVP_DigestSign(context, nil, &length, $0.baseAddress, $0.count) }) == 1 else {
+                throw JOSEError.cryptoFailure(reason: "EVP_DigestSign (size) failed")
+            }
+            var output = [UInt8](repeating: 0, count: length)
+            let status = output.withUnsafeMutableBufferPointer { out in
+                input.withUnsafeBufferPointer { data in EVP_DigestSign(context, out.baseAddress, &length, data.baseAddress, data.count) }
+            }
+            guard status == 1 else {
+                OpenSSLErrors.clear()
+                throw JOSEError.cryptoFailure(reason: "EVP_DigestSign failed")
+            }
+            return Array(output.prefix(length))
+        }
+    }
+
     static func hmac(_ algorithm: JWSAlgorithm, secret: [UInt8], data: ArraySlice<UInt8>) throws(JOSEError) -> [UInt8] {
         try hmac(digestName: algorithm.digestName, secret: secret, data: data)
+    }
+
+    /// The signing input's digest, with the algorithm's fetched digest.
+    private static func digest(_ algorithm: JWSAlgorithm, _ input: ArraySlice<UInt8>) throws(JOSEError) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 64)
+        var length: UInt32 = 0
+        let hashed = input.withUnsafeBufferPointer { data in
+            digest.withUnsafeMutableBufferPointer { out in EVP_Digest(data.baseAddress, data.count, out.baseAddress, &length, algorithm.digest, nil) }
+        }
+        guard hashed == 1 else { throw .cryptoFailure(reason: "EVP_Digest failed") }
+        return Array(digest.prefix(Int(length)))
     }
 
     static func hmac(digestName: String, secret: [UInt8], data: ArraySlice<UInt8>) throws(JOSEError) -> [UInt8] {
