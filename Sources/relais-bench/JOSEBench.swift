@@ -2,10 +2,11 @@ import ArgumentParser
 import RelaisJOSE
 
 /// Verification cost of a realistic id_token, end to end: compact parsing, key checks, the
-/// signature, and the claim checks a relay runs. Single-threaded, like `openssl speed` without
-/// `-multi`, so the two figures compare.
+/// signature, and the claim checks a relay runs; then the cost of signing the same token (header,
+/// Base64URL, the signature). Single-threaded, like `openssl speed` without `-multi`, so the two
+/// figures compare.
 struct JOSEBench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "jose", abstract: "JWS verification throughput per algorithm.")
+    static let configuration = CommandConfiguration(commandName: "jose", abstract: "JWS verification and signing throughput per algorithm.")
 
     @Option(help: "Seconds per algorithm.")
     var seconds = 3
@@ -63,6 +64,16 @@ struct JOSEBench: AsyncParsableCommand {
             }
             print(
                 "alg=\(algorithm.rawValue) token_bytes=\(token.utf8.count) verifies=\(count) seconds=\(format3(elapsedSeconds)) per_second=\(Int(Double(count) / elapsedSeconds))")
+            let payload = JSONValue.object(claims).serialized()
+            var signs = 0
+            let signStart = ContinuousClock.now
+            while ContinuousClock.now < signStart + .seconds(seconds) {
+                for _ in 0..<16 { _ = try JWS.sign(payload: payload, with: privateKey, algorithm: algorithm, extraHeader: ["typ": .string("JWT")]) }
+                signs += 16
+            }
+            let signing = ContinuousClock.now - signStart
+            let signingSeconds = Double(signing.components.seconds) + Double(signing.components.attoseconds) / 1e18
+            print("alg=\(algorithm.rawValue) signs=\(signs) seconds=\(format3(signingSeconds)) sign_per_second=\(Int(Double(signs) / signingSeconds))")
         }
     }
 }
