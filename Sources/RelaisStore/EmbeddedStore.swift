@@ -76,11 +76,7 @@ public final class EmbeddedStore: KeyValueStore {
             if let set { state.entries[set] = nil }
             let existed = state.entries.removeValue(forKey: key)?.isLive(at: now) ?? false
             // Clean-up: a value of another kind where the set should be stays as it is.
-            if let left, var entry = state.live(left.key, now), case .set(var members) = entry.value {
-                members.remove(left.member)
-                entry.value = .set(members)
-                state.entries[left.key] = members.isEmpty ? nil : entry
-            }
+            if let left { _ = try? state.remove(left.member, from: left.key, now) }
             return (existed, taken)
         }
         if existed { for listener in listeners.all { listener.onMessage(message) } }
@@ -146,15 +142,7 @@ public final class EmbeddedStore: KeyValueStore {
     }
 
     public func setRemove(_ key: String, member: String) async throws -> Bool {
-        try write { state, now in
-            guard var entry = state.live(key, now) else { return false }
-            guard case .set(var members) = entry.value else { throw StoreError.wrongType(key: key) }
-            let removed = members.remove(member) != nil
-            entry.value = .set(members)
-            // Like Redis: a set that becomes empty no longer exists.
-            state.entries[key] = members.isEmpty ? nil : entry
-            return removed
-        }
+        try write { state, now in try state.remove(member, from: key, now) }
     }
 
     public func setMembers(_ key: String) async throws -> Set<String> {
@@ -271,6 +259,16 @@ extension EmbeddedStore.State {
             case .delete(let key): entries[key] = nil
             }
         }
+    }
+
+    /// Removes the member; true when it was there. Like Redis, a set that becomes empty no longer exists.
+    fileprivate mutating func remove(_ member: String, from key: String, _ now: ContinuousClock.Instant) throws -> Bool {
+        guard var entry = live(key, now) else { return false }
+        guard case .set(var members) = entry.value else { throw StoreError.wrongType(key: key) }
+        let removed = members.remove(member) != nil
+        entry.value = .set(members)
+        entries[key] = members.isEmpty ? nil : entry
+        return removed
     }
 
     /// Adds the member; returns the set's size.

@@ -130,14 +130,7 @@ public final class RedisStore: KeyValueStore {
         guard case .array(let parts) = reply, parts.count == 2, case .integer(let existed) = parts[0], case .array(let members) = parts[1] else {
             throw StoreError.commandFailed(reason: "unexpected reply to the delete-and-take script")
         }
-        return (
-            existed == 1,
-            Set(
-                members.compactMap { member in
-                    if case .string(let value) = member { return String(decoding: value, as: UTF8.self) }
-                    return nil
-                })
-        )
+        return (existed == 1, RedisReply.stringSet(members))
     }
 
     public func listen(_ listener: AnnouncementListener) { subscriber.add(listener) }
@@ -191,11 +184,7 @@ public final class RedisStore: KeyValueStore {
         guard case .array(let items) = try await execute("SMEMBERS", key: key, [bytes("SMEMBERS"), prefixed(key)]) else {
             throw StoreError.commandFailed(reason: "unexpected reply to SMEMBERS")
         }
-        return Set(
-            items.compactMap { item in
-                if case .string(let value) = item { return String(decoding: value, as: UTF8.self) }
-                return nil
-            })
+        return RedisReply.stringSet(items)
     }
 
     public func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? {

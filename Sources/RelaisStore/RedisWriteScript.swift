@@ -176,7 +176,7 @@ enum RedisIndexedTakeScript {
             let listed = items[(n + 1)...].compactMap { item -> Set<String>?? in
                 switch item {
                 case .null: .some(nil)
-                case .array(let members): .some(Set(members.compactMap { if case .string(let member) = $0 { String(decoding: member, as: UTF8.self) } else { nil } }))
+                case .array(let members): .some(RedisReply.stringSet(members))
                 default: nil
                 }
             }
@@ -197,6 +197,15 @@ extension RedisReply {
     func integer() throws -> Int64 {
         guard case .integer(let value) = self else { throw StoreError.commandFailed(reason: "expected an integer reply") }
         return value
+    }
+
+    /// The strings of an array reply (SMEMBERS, a script's list of members), as a set.
+    static func stringSet(_ items: [RedisReply]) -> Set<String> {
+        Set(
+            items.compactMap { item in
+                if case .string(let value) = item { return String(decoding: value, as: UTF8.self) }
+                return nil
+            })
     }
 
     func optionalBytes() throws -> [UInt8]? {
