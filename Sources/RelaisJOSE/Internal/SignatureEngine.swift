@@ -102,7 +102,8 @@ enum SignatureEngine {
             digest.withUnsafeMutableBufferPointer { out in EVP_Digest(data.baseAddress, data.count, out.baseAddress, &length, algorithm.digest, nil) }
         }
         guard hashed == 1 else { throw .cryptoFailure(reason: "EVP_Digest failed") }
-        return Array(digest.prefix(Int(length)))
+        digest.removeSubrange(Int(length)...)  // in place: no second buffer per signature
+        return digest
     }
 
     static func hmac(digestName: String, secret: [UInt8], data: ArraySlice<UInt8>) throws(JOSEError) -> [UInt8] {
