@@ -198,13 +198,16 @@ extension RelaySignInAndTokensChain {
             // Sent anyway (a plain SIGHUP), it is refused: logged, counted, and sign-ins go on with the old one.
             kill(pid, SIGHUP)
             let deadline = ContinuousClock.now + .seconds(10)
-            var refused = false
-            while !refused, ContinuousClock.now < deadline {
+            // The refusal is counted, then logged: wait for both, or a loaded machine reads the log
+            // between the two.
+            var (refused, logged) = (false, false)
+            while !(refused && logged), ContinuousClock.now < deadline {
                 refused = try await harness.get(harness.issuer + "/metrics").bodyText.contains(#"relais_config_reloads_total{outcome="refused"} 1"#)
-                if !refused { try await Task.sleep(for: .milliseconds(50)) }
+                logged = relay.log.contains("configuration reload refused")
+                if !(refused && logged) { try await Task.sleep(for: .milliseconds(50)) }
             }
             #expect(refused)
-            #expect(relay.log.contains("configuration reload refused"))
+            #expect(logged)
             #expect(try await harness.tokens()["access_token"] != nil)
         }
     }
