@@ -15,20 +15,23 @@ struct RedisChannelConnection: Sendable {
 
     /// Writes `commands` at once (behind whatever is in flight) and returns their replies, on the
     /// channel's event loop. Fails with a ``RedisConnectionFailure``.
-    func send(_ commands: [[[UInt8]]], deadline: ContinuousClock.Instant) -> EventLoopFuture<[RedisReply]> {
+    func send(_ commands: [[[UInt8]]], deadline: ContinuousClock.Instant, givesUpAt: ContinuousClock.Instant? = nil) -> EventLoopFuture<[RedisReply]> {
         let promise = channel.eventLoop.makePromise(of: [RedisReply].self)
         // A write that never reached the handler (the channel was already torn down) still
         // completes the caller's promise; completing it twice is a no-op.
-        channel.writeAndFlush(RedisRequest(commands: commands, deadline: deadline, promise: promise)).whenFailure { [tunnel] _ in
+        channel.writeAndFlush(RedisRequest(commands: commands, deadline: deadline, givesUpAt: givesUpAt, promise: promise)).whenFailure { [tunnel] _ in
             let tlsFailure = tunnel?.failure.map { " (\($0))" } ?? ""
-            promise.fail(RedisConnectionFailure(message: "connection closed" + tlsFailure, isStaleConnection: true))
+            promise.fail(RedisConnectionFailure(message: "connection closed" + tlsFailure, isStaleConnection: true, neverSent: true))
         }
         return promise.futureResult
     }
 
-    func replies(_ commands: [[[UInt8]]], deadline: ContinuousClock.Instant) async throws(RedisConnectionFailure) -> [RedisReply] {
+    /// `deadline` is the command timeout's end; `givesUpAt`, the caller's, when sooner.
+    func replies(
+        _ commands: [[[UInt8]]], deadline: ContinuousClock.Instant, givesUpAt: ContinuousClock.Instant? = nil
+    ) async throws(RedisConnectionFailure) -> [RedisReply] {
         do {
-            return try await send(commands, deadline: deadline).get()
+            return try await send(commands, deadline: deadline, givesUpAt: givesUpAt).get()
         } catch let failure as RedisConnectionFailure {
             throw failure
         } catch {

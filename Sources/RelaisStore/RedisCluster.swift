@@ -43,7 +43,7 @@ final class RedisCluster: Sendable {
     }
 
     /// Runs `command` on the master of `slot` (any master when nil), following redirections.
-    func run(_ command: [[UInt8]], slot: Int?, deadline: ContinuousClock.Instant) async throws -> RedisReply {
+    func run(_ command: [[UInt8]], slot: Int?, deadline: ContinuousClock.Instant, givesUpAt: ContinuousClock.Instant?, repeatable: Bool) async throws -> RedisReply {
         var target = try await master(of: slot)
         var asking = false
         var redirections = 0
@@ -55,7 +55,8 @@ final class RedisCluster: Sendable {
             }
             let replies: [RedisReply]
             do {
-                replies = try await client(for: target).run(asking ? [[Array("ASKING".utf8)], command] : [command], deadline: deadline)
+                replies = try await client(for: target).run(
+                    asking ? [[Array("ASKING".utf8)], command] : [command], deadline: deadline, givesUpAt: givesUpAt, repeatable: repeatable)
             } catch StoreError.shutdown where !state.withLock({ $0.isShutdown }) {
                 // A refresh retired this node (no longer a master) while the call was on its way.
                 target = try await master(of: slot)
@@ -82,7 +83,7 @@ final class RedisCluster: Sendable {
                 if message.hasPrefix("TRYAGAIN") {
                     // A multi-key step during a slot's migration: its keys are on both sides for a moment.
                     migrating = true
-                    guard ContinuousClock.now + .milliseconds(20) < deadline else { throw Self.migratingSlot(slot) }
+                    guard ContinuousClock.now + .milliseconds(20) < min(deadline, givesUpAt ?? deadline) else { throw Self.migratingSlot(slot) }
                     try await Task.sleep(for: .milliseconds(20))
                     // From the slot's master again: the migration may have moved on meanwhile.
                     target = try await master(of: slot)
@@ -109,7 +110,7 @@ final class RedisCluster: Sendable {
         var reasons: [String] = []
         for master in masters {
             do {
-                if case .status("PONG")? = try await client(for: master).run([[Array("PING".utf8)]], deadline: deadline).first { return }
+                if case .status("PONG")? = try await client(for: master).run([[Array("PING".utf8)]], deadline: deadline, repeatable: true).first { return }
                 reasons.append("\(master): unexpected reply to PING")
             } catch let error as StoreError {
                 reasons.append("\(master): \(error.description)")

@@ -57,14 +57,19 @@ final class RedisNode: Sendable {
 
     /// Sends `commands` in order on one connection and returns their replies (Redis errors among
     /// them, as replies). Throws ``StoreError/storeUnavailable(reason:)`` when the server cannot be
-    /// reached or does not answer by `deadline`. `probe` passes an open circuit.
-    func run(_ commands: [[[UInt8]]], deadline: ContinuousClock.Instant, probe: Bool = false) async throws -> [RedisReply] {
+    /// reached or does not answer by `deadline` (the command timeout's end), or by `givesUpAt`, the
+    /// caller's, when sooner. `probe` passes an open circuit. `repeatable`: the
+    /// commands leave the same data and answer the same when run twice (reads, a SET), so they
+    /// may be sent again when a connection closes unanswered after they were written.
+    func run(
+        _ commands: [[[UInt8]]], deadline: ContinuousClock.Instant, givesUpAt: ContinuousClock.Instant? = nil, probe: Bool = false, repeatable: Bool = false
+    ) async throws -> [RedisReply] {
         guard !connections.withLock({ $0.isShutdown }) else { throw StoreError.shutdown }
         if !probe, isCircuitOpen {
             throw StoreError.storeUnavailable(reason: "circuit open: \(connector.target) failed \(RedisStore.breakerThreshold) calls in a row; probing it in the background")
         }
         do {
-            let replies = try await execute(commands, deadline: deadline)
+            let replies = try await execute(commands, deadline: deadline, givesUpAt: givesUpAt, repeatable: repeatable)
             if !probe { breaker.withLock { $0.failuresInARow = 0 } }
             return replies
         } catch {
@@ -100,9 +105,13 @@ final class RedisNode: Sendable {
     }
 
     /// Retries once, on a fresh connection, when a connection opened before the call turns out to
-    /// be closed by the server before any reply to it (the commands never reached a live Redis),
-    /// and when the server answers READONLY (it became a replica).
-    private func execute(_ commands: [[[UInt8]]], deadline: ContinuousClock.Instant) async throws(StoreError) -> [RedisReply] {
+    /// be closed by the server before any reply to it (a Redis that restarted), and when the server
+    /// answers READONLY (it became a replica). A close cannot tell whether the old server ran
+    /// commands it was sent before it went: only `repeatable` ones, or ones never written, are
+    /// sent again, so that a claim or a counter is never applied twice.
+    private func execute(
+        _ commands: [[[UInt8]]], deadline: ContinuousClock.Instant, givesUpAt: ContinuousClock.Instant?, repeatable: Bool
+    ) async throws(StoreError) -> [RedisReply] {
         let loop = pickLoop()
         var attempt = 0
         while true {
@@ -110,13 +119,14 @@ final class RedisNode: Sendable {
             let waitedFrom = ContinuousClock.now
             let (connection, reused) = try await connection(on: loop)
             // Opening a connection has its own bound (the connect timeout): the command's time
-            // starts once it is open, so a slow connect on a busy machine does not eat it.
+            // starts once it is open, so a slow connect on a busy machine does not eat it. The
+            // caller's own time runs on.
             let commandDeadline = reused ? deadline : deadline + (ContinuousClock.now - waitedFrom)
             let replies: [RedisReply]
             do {
-                replies = try await connection.replies(commands, deadline: commandDeadline)
+                replies = try await connection.replies(commands, deadline: commandDeadline, givesUpAt: givesUpAt.flatMap { $0 < commandDeadline ? $0 : nil })
             } catch {
-                guard reused, error.isStaleConnection, attempt == 1 else {
+                guard reused, error.isStaleConnection, repeatable || error.neverSent, attempt == 1 else {
                     if connections.withLock({ $0.isShutdown }) { throw StoreError.shutdown }
                     throw StoreError.storeUnavailable(reason: error.message)
                 }
@@ -237,7 +247,7 @@ final class RedisNode: Sendable {
             while !Task.isCancelled, !connections.withLock({ $0.isShutdown }) {
                 try? await Task.sleep(for: RedisStore.probeInterval)
                 let deadline = ContinuousClock.now + configuration.commandTimeout
-                guard case .status("PONG")? = try? await run([[Array("PING".utf8)]], deadline: deadline, probe: true).first else { continue }
+                guard case .status("PONG")? = try? await run([[Array("PING".utf8)]], deadline: deadline, probe: true, repeatable: true).first else { continue }
                 breaker.withLock { state in
                     state.isOpen = false
                     state.failuresInARow = 0

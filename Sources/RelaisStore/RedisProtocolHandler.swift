@@ -9,8 +9,11 @@ import Glibc
 /// the handler's queue when the replies come.
 struct RedisRequest: Sendable {
     var commands: [[[UInt8]]]
-    /// A request still unanswered at this instant fails, and closes its connection.
+    /// The command timeout: a request still unanswered then fails, and closes its connection.
     var deadline: ContinuousClock.Instant
+    /// When its caller stops waiting, if sooner (its request's store budget nearly spent): the
+    /// request alone fails then (see ``RedisProtocolHandler``).
+    var givesUpAt: ContinuousClock.Instant?
     var promise: EventLoopPromise<[RedisReply]>
 }
 
@@ -25,8 +28,11 @@ struct RedisPushMode: Sendable {
 /// as it comes (pipelining: no waiting for earlier replies), and replies complete the waiting
 /// requests first in, first out.
 ///
-/// A request with no reply by its deadline closes the connection: a reply arriving later would
-/// be taken for the next request's. Every request still waiting then fails, as on any close.
+/// A request with no reply by its deadline (the command timeout) closes the connection: Redis is
+/// stuck or gone, and a reply arriving later would be taken for the next request's. Every
+/// request still waiting then fails, as on any close. A request whose caller gives up sooner
+/// (its store budget nearly spent) fails alone and keeps its place in the queue, so that its late
+/// reply is read and dropped: one caller's short wait must not fail the callers pipelined with it.
 ///
 /// Not `Sendable`: it lives in its channel's pipeline, used on that channel's event loop only.
 final class RedisProtocolHandler: ChannelDuplexHandler {
@@ -35,13 +41,19 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
     typealias OutboundOut = ByteBuffer
 
     private struct Waiting {
+        var id: UInt64
         var expected: Int
         var replies: [RedisReply] = []
         var promise: EventLoopPromise<[RedisReply]>
+        /// For a caller's deadline sooner than the command timeout: the rest of that timeout.
+        var untilStuck: Duration
         var timeout: NIOScheduledCallback?
+        /// Its caller was failed at its own deadline: its replies are read and dropped.
+        var abandoned = false
     }
 
     private var waiting = CircularBuffer<Waiting>()
+    private var nextID: UInt64 = 0
     private let reader = RedisReplyReader()
     /// For `rediss://`: how the TLS tunnel ended, which the channel alone sees as a closed socket.
     private let tunnel: RedisTLSTunnel.Outcome?
@@ -60,12 +72,14 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
             // Never sent, so safe to retry on a fresh connection: the caller may have picked this
             // one just before it closed.
             let reason = closedBecause?.message ?? "connection closed" + tlsFailure
-            request.promise.fail(RedisConnectionFailure(message: reason, isStaleConnection: true))
+            request.promise.fail(RedisConnectionFailure(message: reason, isStaleConnection: true, neverSent: true))
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
-        let delay = request.deadline - ContinuousClock.now
-        guard delay > .zero else {
+        let now = ContinuousClock.now
+        let delay = request.deadline - now
+        let callersDelay = request.givesUpAt.map { $0 - now }
+        guard delay > .zero, callersDelay.map({ $0 > .zero }) ?? true else {
             // Its time ran out before it could be sent (a busy machine): fail it alone, unsent,
             // rather than close the connection under the other callers' requests.
             request.promise.fail(RedisConnectionFailure(message: "no reply within the command timeout (not sent)", isStaleConnection: false))
@@ -89,11 +103,14 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
             context.write(wrapOutboundOut(buffer), promise: promise)
             return
         }
-        var entry = Waiting(expected: request.commands.count, promise: request.promise)
-        entry.timeout = try? context.eventLoop.assumeIsolated().scheduleCallback(
-            in: .nanoseconds(delay.nanoseconds),
-            handler: DeadlineHandler(handler: self, context: context)
-        )
+        nextID &+= 1
+        var entry = Waiting(id: nextID, expected: request.commands.count, promise: request.promise, untilStuck: .zero)
+        if let callersDelay, callersDelay < delay {
+            entry.untilStuck = delay - callersDelay
+            entry.timeout = schedule(entry.id, stuck: false, in: callersDelay, context)
+        } else {
+            entry.timeout = schedule(entry.id, stuck: true, in: delay, context)
+        }
         waiting.append(entry)
         context.write(wrapOutboundOut(buffer), promise: promise)
     }
@@ -122,7 +139,7 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
                 if waiting[waiting.startIndex].replies.count == waiting[waiting.startIndex].expected {
                     let done = waiting.removeFirst()
                     done.timeout?.cancel()
-                    done.promise.succeed(done.replies)
+                    if !done.abandoned { done.promise.succeed(done.replies) }
                 }
             }
         } catch {
@@ -154,9 +171,24 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
     /// How the TLS tunnel ended, for messages, since the channel only sees its socket close.
     private var tlsFailure: String { tunnel?.failure.map { " (\($0))" } ?? "" }
 
-    /// The first deadline passed: every waiting request fails, the connection closes.
-    fileprivate func deadlinePassed(_ context: ChannelHandlerContext) {
-        fail(context, RedisConnectionFailure(message: "no reply within the command timeout (connection closed)", isStaleConnection: false))
+    private func schedule(_ id: UInt64, stuck: Bool, in delay: Duration, _ context: ChannelHandlerContext) -> NIOScheduledCallback? {
+        try? context.eventLoop.assumeIsolated().scheduleCallback(
+            in: .nanoseconds(delay.nanoseconds),
+            handler: DeadlineHandler(handler: self, context: context, id: id, stuck: stuck)
+        )
+    }
+
+    /// Request `id` is still unanswered at its caller's deadline, or after the command timeout
+    /// (`stuck`): replies come in order, so Redis is then stuck or gone.
+    fileprivate func deadlinePassed(_ context: ChannelHandlerContext, id: UInt64, stuck: Bool) {
+        guard let index = waiting.firstIndex(where: { $0.id == id }) else { return }
+        guard !stuck else {
+            return fail(context, RedisConnectionFailure(message: "no reply within the command timeout (connection closed)", isStaleConnection: false))
+        }
+        // Its caller gave up first: it alone fails, and the connection is watched on.
+        waiting[index].abandoned = true
+        waiting[index].promise.fail(RedisConnectionFailure(message: "no reply within the request's store budget", isStaleConnection: false))
+        waiting[index].timeout = schedule(id, stuck: true, in: waiting[index].untilStuck, context)
     }
 
     /// Closes first, then fails the waiting requests: a caller that resumes at once must find the
@@ -171,6 +203,7 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
     private func failWaiting(_ failure: RedisConnectionFailure) {
         while let entry = waiting.popFirst() {
             entry.timeout?.cancel()
+            guard !entry.abandoned else { continue }
             var own = failure
             own.isStaleConnection = failure.isStaleConnection && entry.replies.isEmpty
             entry.promise.fail(own)
@@ -183,8 +216,10 @@ final class RedisProtocolHandler: ChannelDuplexHandler {
 private struct DeadlineHandler: NIOScheduledCallbackHandler {
     let handler: RedisProtocolHandler
     let context: ChannelHandlerContext
+    let id: UInt64
+    let stuck: Bool
 
     func handleScheduledCallback(eventLoop: some EventLoop) {
-        handler.deadlinePassed(context)
+        handler.deadlinePassed(context, id: id, stuck: stuck)
     }
 }

@@ -39,9 +39,11 @@ enum RedisReply: Equatable, Sendable {
 struct RedisConnectionFailure: Error {
     var message: String
     /// The server closed or reset the connection before answering: typical of a connection to a
-    /// Redis that restarted. The command never reached the new server, so one retry on a fresh
-    /// connection is safe.
+    /// Redis that restarted. The command did not reach the new server, so a retry on a fresh
+    /// connection reaches it; it may have reached the old one, though, just before it went.
     var isStaleConnection: Bool
+    /// Nothing of the request was written: a retry cannot run it twice.
+    var neverSent = false
 }
 
 /// hiredis as a codec only ("other libraries" API): commands formatted into RESP, replies parsed
@@ -87,12 +89,17 @@ enum RedisCommandEncoding {
 /// Not `Sendable`: it belongs to one channel handler, used on its channel's event loop only.
 final class RedisReplyReader {
     private let reader: UnsafeMutablePointer<redisReader>
-    /// The most unparsed bytes held for replies not yet complete. hiredis keeps whatever a bulk
-    /// length announces coming; Relais stores values of a few kilobytes, so a server (or anything
-    /// posing as one) announcing more than this ends the connection instead of the memory.
+    /// The most bytes of one reply not yet complete: those already parsed into its elements and
+    /// those waiting. hiredis keeps whatever a bulk length announces coming, and builds an array
+    /// as its elements come (an element of a few bytes costs it about 60 of memory); Relais'
+    /// largest replies are a few hundred kilobytes (a batch of sessions, a person's index), so a
+    /// server (or anything posing as one) sending more than this ends the connection instead of
+    /// the memory.
     private let maxPendingBytes: Int
+    /// Bytes hiredis has parsed into the reply it is still building.
+    private var parsed = 0
 
-    init(maxPendingBytes: Int = 64 << 20) {
+    init(maxPendingBytes: Int = 16 << 20) {
         // Allocation failure here means the process is out of memory: nothing sensible to recover.
         reader = redisReaderCreate()!
         self.maxPendingBytes = maxPendingBytes
@@ -107,16 +114,26 @@ final class RedisReplyReader {
     func feed(_ bytes: UnsafeRawBufferPointer) throws(ProtocolError) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         guard redisReaderFeed(reader, base.assumingMemoryBound(to: CChar.self), bytes.count) == REDIS_OK else { throw error() }
-        guard reader.pointee.len - reader.pointee.pos <= maxPendingBytes else {
-            throw ProtocolError(message: "Redis sent a reply over \(maxPendingBytes) bytes")
-        }
+        try checkBound()
+    }
+
+    private var unread: Int { reader.pointee.len - reader.pointee.pos }
+
+    private func checkBound() throws(ProtocolError) {
+        guard parsed + unread <= maxPendingBytes else { throw ProtocolError(message: "Redis sent a reply over \(maxPendingBytes) bytes") }
     }
 
     /// The next complete reply, or nil until more bytes come.
     func next() throws(ProtocolError) -> RedisReply? {
         var pointer: UnsafeMutableRawPointer?
+        let before = unread
         guard redisReaderGetReply(reader, &pointer) == REDIS_OK else { throw error() }
-        guard let pointer else { return nil }
+        guard let pointer else {
+            parsed += before - unread
+            try checkBound()
+            return nil
+        }
+        parsed = 0
         defer { freeReplyObject(pointer) }
         return RedisReply(pointer.assumingMemoryBound(to: redisReply.self))
     }

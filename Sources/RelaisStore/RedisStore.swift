@@ -280,13 +280,18 @@ public final class RedisStore: KeyValueStore {
     private func execute(_ name: String, _ commands: [[[UInt8]]], key: (Int) -> String?) async throws -> [RedisReply] {
         guard !isShutdown.load(ordering: .acquiring) else { throw StoreError.shutdown }
         let start = ContinuousClock.now
-        var deadline = start + configuration.commandTimeout
-        if let budget = StoreBudget.deadline {
-            guard start < budget else { throw StoreError.storeUnavailable(reason: "the request's store budget is spent (Redis slow or frozen)") }
-            deadline = min(deadline, budget)
+        let deadline = start + configuration.commandTimeout
+        var givesUpAt: ContinuousClock.Instant?
+        let allowance = StoreBudget.current
+        if let allowance {
+            guard let budget = allowance.deadline(from: start) else {
+                throw StoreError.storeUnavailable(reason: "the request's store budget is spent (Redis slow or frozen)")
+            }
+            if budget < deadline { givesUpAt = budget }
         }
         let outcome: String
         defer {
+            allowance?.spend(since: start)
             Metrics.Timer(
                 label: "relais_store_command_duration_seconds",
                 dimensions: [("command", name), ("outcome", outcome)],
@@ -297,11 +302,11 @@ public final class RedisStore: KeyValueStore {
         do {
             switch topology {
             case .single(let node):
-                replies = try await node.run(commands, deadline: deadline)
+                replies = try await node.run(commands, deadline: deadline, givesUpAt: givesUpAt, repeatable: Self.repeatable.contains(name))
             case .cluster(let cluster):
                 for (index, command) in commands.enumerated() {
                     let slot = key(index).map { RedisSlotMap.slot(of: prefixed($0)) }
-                    replies.append(try await cluster.run(command, slot: slot, deadline: deadline))
+                    replies.append(try await cluster.run(command, slot: slot, deadline: deadline, givesUpAt: givesUpAt, repeatable: Self.repeatable.contains(name)))
                 }
             }
         } catch let error as StoreError {
@@ -359,6 +364,11 @@ public final class RedisStore: KeyValueStore {
     }
 
     // MARK: - Helpers
+
+    /// Calls that leave the same data and answer the same when run twice: after a connection
+    /// closed unanswered, they alone are sent again (``RedisNode``). Not DEL or SREM (the second
+    /// run answers "absent"), nor GETDEL or any script.
+    private static let repeatable: Set<String> = ["GET", "GET_PIPELINE", "SET", "PEXPIRE", "PTTL", "SMEMBERS", "PING", "CONFIG"]
 
     // Scripts go out with every call: their bytes are made once.
     private static let deleteAnnouncingScript = Array("local n = redis.call('DEL', KEYS[1]) if n == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end return n".utf8)

@@ -14,9 +14,12 @@ import Testing
 private final class ScriptedRedis: Sendable {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let accepted = Counter()
+    private let received = Counter()
     private let channel: any Channel
     var port: Int { channel.localAddress?.port ?? 0 }
     var connections: Int { accepted.value.load(ordering: .relaxed) }
+    /// Commands received, on every connection (the one it closes at included).
+    var commands: Int { received.value.load(ordering: .relaxed) }
 
     private final class Counter: Sendable {
         let value = Atomic<Int>(0)
@@ -24,11 +27,11 @@ private final class ScriptedRedis: Sendable {
 
     /// `closeAt(connection)`: the command (from 1) at which that connection is closed unanswered.
     init(closeAt: @escaping @Sendable (Int) -> Int?) async throws {
-        let accepted = self.accepted
+        let (accepted, received) = (self.accepted, self.received)
         channel = try await ServerBootstrap(group: group).childChannelInitializer { channel in
             channel.eventLoop.makeCompletedFuture {
                 let number = accepted.value.add(1, ordering: .relaxed).newValue
-                try channel.pipeline.syncOperations.addHandler(Handler(closeAt: closeAt(number)))
+                try channel.pipeline.syncOperations.addHandler(Handler(closeAt: closeAt(number), received: received))
             }
         }.bind(host: "127.0.0.1", port: 0).get()
     }
@@ -42,15 +45,17 @@ private final class ScriptedRedis: Sendable {
         typealias InboundIn = ByteBuffer
         typealias OutboundOut = ByteBuffer
         let closeAt: Int?
+        let received: Counter
         var commands = 0
 
-        init(closeAt: Int?) { self.closeAt = closeAt }
+        init(closeAt: Int?, received: Counter) { (self.closeAt, self.received) = (closeAt, received) }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             var buffer = unwrapInboundIn(data)
             let text = buffer.readString(length: buffer.readableBytes) ?? ""
             for _ in 0..<text.split(separator: "PING", omittingEmptySubsequences: false).count - 1 {
                 commands += 1
+                received.value.add(1, ordering: .relaxed)
                 // shutdown(2), not close(2): a redis-server another test spawns meanwhile may hold a
                 // copy of the accepted socket (NIO does not mark it close-on-exec), and a close
                 // would then send nothing to the client.
@@ -77,9 +82,31 @@ private final class ScriptedRedis: Sendable {
         let redis = try await ScriptedRedis { $0 == 1 ? 2 : nil }  // the first connection dies at its second command
         let node = node(redis)
         try await withTaskExecutorPreference(EventLoopTaskExecutor(redis.group.next())) { () async throws in
+            #expect(try await node.run(Self.ping, deadline: ContinuousClock.now + .seconds(10), repeatable: true) == [.status("PONG")])
+            #expect(try await node.run(Self.ping, deadline: ContinuousClock.now + .seconds(10), repeatable: true) == [.status("PONG")])
+        }
+        #expect(redis.connections == 2)
+        #expect(redis.commands == 3)
+        try await node.shutdown()
+        try await redis.stop()
+    }
+
+    /// The server may have run a command it was sent before it closed the connection (killed
+    /// after running it): one that is not repeatable (a claim, a counter) is never sent twice,
+    /// and its caller is told the store failed.
+    @Test func aCommandThatIsNotRepeatableIsNotSentAgain() async throws {
+        let redis = try await ScriptedRedis { $0 == 1 ? 2 : nil }  // the first connection dies at its second command
+        let node = node(redis)
+        try await withTaskExecutorPreference(EventLoopTaskExecutor(redis.group.next())) { () async throws in
             #expect(try await node.run(Self.ping, deadline: ContinuousClock.now + .seconds(10)) == [.status("PONG")])
+            await #expect { try await node.run(Self.ping, deadline: ContinuousClock.now + .seconds(10)) } throws: { error in
+                guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
+                return reason.hasPrefix("connection closed")
+            }
+            // The next call opens a fresh connection, as after any close.
             #expect(try await node.run(Self.ping, deadline: ContinuousClock.now + .seconds(10)) == [.status("PONG")])
         }
+        #expect(redis.commands == 3)  // each sent once
         #expect(redis.connections == 2)
         try await node.shutdown()
         try await redis.stop()
@@ -89,8 +116,8 @@ private final class ScriptedRedis: Sendable {
         let redis = try await ScriptedRedis { $0 == 1 ? 2 : 1 }  // then every new connection dies at once
         let node = node(redis)
         try await withTaskExecutorPreference(EventLoopTaskExecutor(redis.group.next())) { () async throws in
-            _ = try await node.run(Self.ping, deadline: ContinuousClock.now + .seconds(10))
-            await #expect(throws: StoreError.self) { try await node.run(Self.ping, deadline: ContinuousClock.now + .seconds(10)) }
+            _ = try await node.run(Self.ping, deadline: ContinuousClock.now + .seconds(10), repeatable: true)
+            await #expect(throws: StoreError.self) { try await node.run(Self.ping, deadline: ContinuousClock.now + .seconds(10), repeatable: true) }
         }
         #expect(redis.connections == 2)
         try await node.shutdown()

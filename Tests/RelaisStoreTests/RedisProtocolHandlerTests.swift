@@ -23,8 +23,10 @@ import Glibc
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 6379)).wait()
         }
 
-        func send(_ commands: [[String]], timeout: Duration = .seconds(60)) -> EventLoopFuture<[RedisReply]> {
-            RedisChannelConnection(channel: channel).send(commands.map { $0.map { Array($0.utf8) } }, deadline: ContinuousClock.now + timeout)
+        /// `givingUpAfter`: the caller's own time, when sooner than the command timeout.
+        func send(_ commands: [[String]], timeout: Duration = .seconds(60), givingUpAfter: Duration? = nil) -> EventLoopFuture<[RedisReply]> {
+            RedisChannelConnection(channel: channel).send(
+                commands.map { $0.map { Array($0.utf8) } }, deadline: ContinuousClock.now + timeout, givesUpAt: givingUpAfter.map { ContinuousClock.now + $0 })
         }
 
         func written() throws -> String {
@@ -118,15 +120,35 @@ import Glibc
         #expect(try reader.next() == nil)
         let more = [UInt8](repeating: 0x61, count: 100)
         #expect(throws: RedisReplyReader.ProtocolError.self) { try more.withUnsafeBytes { try reader.feed($0) } }
+        // An array counts the elements already parsed too: hiredis holds them, not their bytes.
+        let array = RedisReplyReader(maxPendingBytes: 1024)
+        let element = Array("$100\r\n".utf8) + [UInt8](repeating: 0x61, count: 100) + Array("\r\n".utf8)
+        let announced = Array("*100\r\n".utf8) + Array([[UInt8]](repeating: element, count: 100).joined())
+        #expect(throws: RedisReplyReader.ProtocolError.self) {
+            for start in stride(from: 0, to: announced.count, by: 64) {
+                try announced[start..<min(start + 64, announced.count)].withUnsafeBytes { try array.feed($0) }
+                _ = try array.next()
+            }
+        }
         // Under the bound, a whole reply of the same kind is read.
         let small = RedisReplyReader(maxPendingBytes: 1024)
         try Array("$3\r\nabc\r\n".utf8).withUnsafeBytes { try small.feed($0) }
         #expect(try small.next() == .string(Array("abc".utf8)))
+        // The bound is per reply: arrays of 700 bytes one after another, fed in pieces, are read.
+        let several = RedisReplyReader(maxPendingBytes: 1024)
+        let reply = Array("*6\r\n".utf8) + Array([[UInt8]](repeating: element, count: 6).joined())
+        let stream = Array([[UInt8]](repeating: reply, count: 10).joined())
+        var read: [RedisReply] = []
+        for start in stride(from: 0, to: stream.count, by: 64) {
+            try stream[start..<min(start + 64, stream.count)].withUnsafeBytes { try several.feed($0) }
+            while let next = try several.next() { read.append(next) }
+        }
+        #expect(read == Array(repeating: .array(Array(repeating: .string([UInt8](repeating: 0x61, count: 100)), count: 6)), count: 10))
     }
 
-    /// Past a request's deadline the connection closes: a reply arriving later would be taken for
-    /// the next request's. Every waiting request fails, none is retried as stale.
-    @Test func aPassedDeadlineFailsTheWaitingRequestsAndCloses() throws {
+    /// A request unanswered for the command timeout closes the connection: a reply arriving later
+    /// would be taken for the next request's. Every waiting request fails, none is retried as stale.
+    @Test func aPassedCommandTimeoutFailsTheWaitingRequestsAndCloses() throws {
         let setup = try Setup()
         let slow = setup.send([["BLPOP", "q", "0"]], timeout: .milliseconds(100))
         let behind = setup.send([["GET", "a"]], timeout: .seconds(60))
@@ -140,6 +162,35 @@ import Glibc
         #expect(!setup.channel.isActive)
         // A request written after the close never reached Redis: safe to retry elsewhere.
         #expect(Self.failure(setup.outcome(setup.send([["GET", "a"]])))?.isStaleConnection == true)
+    }
+
+    /// A caller's deadline sooner than the command timeout fails that request alone. Its place in
+    /// the queue stays, so that its late reply is dropped and the next request gets its own; the
+    /// connection closes only if the command timeout passes unanswered.
+    @Test func aCallersDeadlineFailsItsRequestAloneAndItsLateReplyIsDropped() throws {
+        let setup = try Setup()
+        let short = setup.send([["GET", "a"]], timeout: .seconds(1), givingUpAfter: .milliseconds(100))
+        let behind = setup.send([["GET", "b"]], timeout: .seconds(1))
+        setup.loop.advanceTime(by: .milliseconds(200))
+        let failure = Self.failure(setup.outcome(short))
+        #expect(failure?.message.contains("store budget") == true)
+        #expect(failure?.isStaleConnection == false)
+        #expect(setup.outcome(behind) == nil)
+        #expect(setup.channel.isActive)
+        try setup.receive("$1\r\nA\r\n$1\r\nB\r\n")
+        #expect(try setup.outcome(behind)?.get() == [.string([UInt8(ascii: "B")])])
+        setup.loop.advanceTime(by: .seconds(2))
+        #expect(setup.channel.isActive)  // answered within the timeout: nothing left to close for
+
+        // Unanswered for the command timeout, though, the connection closes under what waits behind it.
+        let again = setup.send([["GET", "c"]], timeout: .seconds(1), givingUpAfter: .milliseconds(100))
+        let waiting = setup.send([["GET", "d"]], timeout: .seconds(2))
+        setup.loop.advanceTime(by: .milliseconds(200))
+        #expect(Self.failure(setup.outcome(again))?.message.contains("store budget") == true)
+        #expect(setup.channel.isActive)
+        setup.loop.advanceTime(by: .seconds(1))
+        #expect(Self.failure(setup.outcome(waiting))?.message.contains("no reply within the command timeout") == true)
+        #expect(!setup.channel.isActive)
     }
 
     /// A reset (how a restarted Redis shows on an older connection) fails the waiting requests as

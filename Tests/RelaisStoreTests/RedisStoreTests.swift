@@ -178,6 +178,23 @@ import Testing
         server.stop()
     }
 
+    /// The budget counts the store's waits only: a request that first waited on something else
+    /// (at `/callback`, the provider's token endpoint) longer than its whole budget still reads
+    /// and writes the store afterwards.
+    @Test func timeSpentOutsideTheStoreLeavesTheBudgetWhole() async throws {
+        let server = try await RedisServerProcess.launch()
+        let store = try makeStore(server) { $0.commandTimeout = .seconds(10) }
+        try await store.set("k", [1], ttl: nil)
+        let value = try await StoreBudget.withBudget(.milliseconds(200)) {
+            // Stands for a provider taking 300 ms to answer: time passes, none of it on the store.
+            try await Task.sleep(for: .milliseconds(300))
+            return try await store.get("k")
+        }
+        #expect(value == [1])
+        try await store.shutdown()
+        server.stop()
+    }
+
     /// Repeated failures open the circuit: calls then fail at once, a background PING watches Redis,
     /// and the first answer closes it.
     @Test func aFrozenRedisOpensTheCircuitAndItsRecoveryClosesIt() async throws {
