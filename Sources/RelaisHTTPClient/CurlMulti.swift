@@ -98,13 +98,15 @@ final class CurlMulti {
     }
 
     /// A transfer for which libcurl could read a file. A TLS connection reads the CA bundle until a
-    /// first handshake has cached it, and a client certificate and key at every handshake. A
-    /// redirect may lead to TLS; a connection through an HTTPS proxy reads the proxy's CA files
-    /// (kept apart from the providers' store) at every handshake.
+    /// first handshake has cached it, and a client certificate and key at every handshake; without
+    /// peer verification libcurl still reads the bundle, but never caches it. A redirect may lead
+    /// to TLS; a connection through an HTTPS proxy reads the proxy's CA files (kept apart from the
+    /// providers' store) at every handshake.
     private func needsTheReactor(_ job: CurlJob) -> Bool {
         if Self.isHTTPS(configuration.proxy) { return true }
         guard Self.isHTTPS(job.request.url) || configuration.followRedirects else { return false }
-        return !caStoreLoaded || configuration.tls.clientCertificatePath != nil || configuration.tls.clientKeyPath != nil
+        let tls = configuration.tls
+        return !caStoreLoaded || !tls.verifyPeer || tls.clientCertificatePath != nil || tls.clientKeyPath != nil
     }
 
     /// Schemes are case-insensitive (RFC 3986 §3.1), and so is libcurl.

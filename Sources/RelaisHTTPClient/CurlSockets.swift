@@ -45,15 +45,15 @@ struct CurlSockets {
     }
 
     /// The deferred sockets now writable or in error, with the flags to hand libcurl for each;
-    /// asked with a zero-timeout `poll`, which never waits. libcurl says anew, from within that
-    /// action, what it wants watched on them.
+    /// asked with a zero-timeout `poll`, which never waits. They stay deferred: libcurl announces
+    /// only a change of what it wants watched, so one that still wants the same after that action
+    /// (a large body, sent a socket buffer at a time) says nothing, and must still be registered.
     mutating func madeConnections() -> [(socket: curl_socket_t, flags: Int32)] {
         guard !connecting.isEmpty else { return [] }
         var polled = connecting.keys.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
         guard poll(&polled, nfds_t(polled.count), 0) > 0 else { return [] }
         return polled.compactMap { entry in
             guard entry.revents != 0 else { return nil }
-            connecting[entry.fd] = nil
             var flags: Int32 = 0
             if entry.revents & Int16(POLLOUT) != 0 { flags |= CURL_CSELECT_OUT }
             if entry.revents & Int16(POLLERR | POLLHUP) != 0 { flags |= CURL_CSELECT_ERR }

@@ -111,7 +111,9 @@ import Glibc
 
     /// While a caller drives libcurl, a socket to watch for writing waits: one already writable is
     /// handed back to act on, with nothing registered; one that is not is registered as the caller
-    /// lets go, and reported once it becomes writable.
+    /// lets go, and reported once it becomes writable. A socket handed back stays waiting until
+    /// libcurl says what it wants next: libcurl announces changes only, so one it says nothing of
+    /// (still writing a large body) is registered for writing as the caller lets go.
     @Test func aCallerActsOnMadeConnectionsAndLeavesTheOthersToTheReactor() throws {
         defer { close(epoll) }
         let (made, madePeer) = try pair()
@@ -129,14 +131,31 @@ import Glibc
         #expect(ready().isEmpty, "nothing is registered while the caller drives libcurl")
         let acted = sockets.madeConnections()
         #expect(acted.map(\.socket) == [made] && acted.first?.flags == CURL_CSELECT_OUT)
-        #expect(sockets.madeConnections().isEmpty, "handed back once")
+        // Acting on it, libcurl sent the request and now wants the answer: registered for reading.
+        sockets.watch(made, what: CURL_POLL_IN)
+        #expect(sockets.madeConnections().isEmpty, "what libcurl said last holds")
         sockets.registerDeferred()
         #expect(!sockets.deferringConnections)
-        #expect(ready().isEmpty, "the handed-back socket is libcurl's to watch again; the full one is not writable")
+        #expect(ready().isEmpty, "the socket libcurl wants read has nothing to read; the full one is not writable")
         // The peer reads: the full socket becomes writable, and the reactor would hear of it.
         var sink = [UInt8](repeating: 0, count: 65_536)
         _ = fcntl(fullPeer, F_SETFL, fcntl(fullPeer, F_GETFL) | O_NONBLOCK)
         while read(fullPeer, &sink, sink.count) > 0 {}
         #expect(try #require(ready()[full]) & EPOLLOUT.rawValue != 0)
+    }
+
+    /// A socket handed back that libcurl says nothing more of still wants writing (the rest of a
+    /// large body): it is registered for it as the caller lets go, not forgotten.
+    @Test func aMadeConnectionLibcurlSaysNothingOfIsRegisteredAsItAskedBefore() throws {
+        defer { close(epoll) }
+        let (made, madePeer) = try pair()
+        defer { shut(made, madePeer) }
+        var sockets = CurlSockets(epoll: epoll, logger: logger)
+        sockets.deferringConnections = true
+        sockets.watch(made, what: CURL_POLL_INOUT)
+        #expect(sockets.madeConnections().map(\.socket) == [made])
+        #expect(ready().isEmpty)
+        sockets.registerDeferred()
+        #expect(try #require(ready()[made]) & EPOLLOUT.rawValue != 0)
     }
 }

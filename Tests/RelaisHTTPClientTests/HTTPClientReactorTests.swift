@@ -109,6 +109,30 @@ import Glibc
         #expect(server.snapshot.accepted == 25)
     }
 
+    /// A body larger than the socket takes at once, on a kept connection, from a call its caller
+    /// started: libcurl sends the rest as the socket drains, each time wanting to write again,
+    /// which it does not announce anew. The socket must stay watched for it.
+    @Test func aLargeBodyOnAKeptConnectionIsSentWhole() async throws {
+        try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server async throws in
+            let client = client { $0.totalTimeout = .seconds(20) }
+            defer { Task { try? await client.shutdown() } }
+            let engine = client.engine
+            let body = (0..<(512 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+            let first = try await client.send(.init(method: .post, url: server.baseURL + "/echo", body: body))
+            #expect(first.body == body)
+            // Calls that find the lock taken go to the reactor: made until one was started here.
+            var startedHere = false
+            for _ in 0..<20 where !startedHere {
+                let before = (engine.startedByCallers.load(ordering: .relaxed), engine.foundTheLockTaken.load(ordering: .relaxed))
+                let echoed = try await client.send(.init(method: .post, url: server.baseURL + "/echo", body: body))
+                #expect(echoed.body == body)
+                #expect(echoed.newConnections == 0)
+                startedHere = engine.startedByCallers.load(ordering: .relaxed) > before.0 && engine.foundTheLockTaken.load(ordering: .relaxed) == before.1
+            }
+            #expect(startedHere)
+        }
+    }
+
     /// On loopback a connection is made by the time `connect` returns: the caller sends the
     /// request on it there and then, so that the reactor wakes for the answer only, not first for
     /// the connection too.
@@ -506,6 +530,26 @@ import Glibc
         }
         #expect(client.engine.handedToReactor.load(ordering: .relaxed) == 2)
         #expect(client.engine.startedByCallers.load(ordering: .relaxed) == 0)
+    }
+
+    /// Without peer verification libcurl still reads the CA bundle at each handshake, and never
+    /// caches it: such TLS calls always go to the reactor, the first handshake's success aside.
+    @Test func withoutPeerVerificationTLSCallsAlwaysStartOnTheReactor() async throws {
+        let certificates = try await TestCertificates.make()
+        try await TLSTests.withTLSServer(certificates) { port async throws in
+            let client = client {
+                $0.tls.verifyPeer = false
+                $0.reuseConnections = false
+                $0.connectTimeout = .seconds(30)
+                $0.totalTimeout = .seconds(60)
+            }
+            defer { Task { try? await client.shutdown() } }
+            for _ in 0..<2 {
+                #expect(try await client.send(.init(url: "https://127.0.0.1:\(port)/")).status == 200)
+            }
+            #expect(client.engine.handedToReactor.load(ordering: .relaxed) == 2)
+            #expect(client.engine.startedByCallers.load(ordering: .relaxed) == 0)
+        }
     }
 
     /// A client certificate and key are read at every TLS handshake: such calls always go to the reactor.
