@@ -120,6 +120,28 @@ final class RedisCluster: Sendable {
         throw StoreError.storeUnavailable(reason: "no Redis Cluster master answered PING: " + reasons.joined(separator: "; "))
     }
 
+    /// Publishes `message(k)` on the k-th master of the current map, all at once: the number of
+    /// masters when every one took it, nil otherwise (one is down or slow: no proof this round).
+    /// Waits a proof's window at most.
+    func publishOnEveryMaster(_ channel: [UInt8], _ message: (Int) -> [UInt8]) async -> Int? {
+        let now = ContinuousClock.now
+        let (deadline, givesUpAt) = (now + configuration.commandTimeout, now + AnnouncementListener.window)
+        guard let masters = try? await currentMap().masters, !masters.isEmpty else { return nil }
+        let commands = masters.indices.map { [[Array("PUBLISH".utf8), channel, message($0)]] }
+        let nodes = masters.map(client(for:))
+        let published = await withTaskGroup(of: Bool.self) { group in
+            for (node, command) in zip(nodes, commands) {
+                group.addTask {
+                    let giving = givesUpAt < deadline ? givesUpAt : nil
+                    guard case .integer? = try? await node.run(command, deadline: deadline, givesUpAt: giving, repeatable: true).first else { return false }
+                    return true
+                }
+            }
+            return await group.reduce(true) { $0 && $1 }
+        }
+        return published ? masters.count : nil
+    }
+
     /// Whether any master's circuit is open.
     var isCircuitOpen: Bool { state.withLock { Array($0.nodes.values) }.contains { $0.isCircuitOpen } }
 

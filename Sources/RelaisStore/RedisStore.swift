@@ -43,15 +43,19 @@ public final class RedisStore: KeyValueStore {
         self.configuration = configuration
         self.logger = logger
         let connectors: [RedisConnector]
+        var publishOnEveryMaster: RedisSubscriber.PublishOnEveryMaster?
         if let seeds = configuration.cluster {
-            topology = .cluster(RedisCluster(configuration: configuration, seeds: seeds, group: eventLoopGroup, logger: logger))
+            let cluster = RedisCluster(configuration: configuration, seeds: seeds, group: eventLoopGroup, logger: logger)
+            topology = .cluster(cluster)
             connectors = seeds.map { RedisConnector(configuration: configuration, node: $0) }
+            publishOnEveryMaster = { channel, message in await cluster.publishOnEveryMaster(channel, message) }
         } else {
             let connector = RedisConnector(configuration: configuration)
             topology = .single(RedisNode(connector: connector, group: eventLoopGroup, logger: logger))
             connectors = [connector]
         }
-        subscriber = RedisSubscriber(channel: configuration.keyPrefix + "announcements", connectors: connectors, group: eventLoopGroup, logger: logger)
+        subscriber = RedisSubscriber(
+            channel: configuration.keyPrefix + "announcements", connectors: connectors, publishOnEveryMaster: publishOnEveryMaster, group: eventLoopGroup, logger: logger)
     }
 
     // MARK: - KeyValueStore

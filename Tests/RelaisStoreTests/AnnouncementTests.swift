@@ -152,6 +152,29 @@ import Testing
         try await reader.shutdown()
     }
 
+    /// On a cluster, the node a listener is subscribed at answers its PINGs whatever the other
+    /// masters published and the cluster bus has not delivered yet. Its proof rests on markers
+    /// published on every master: with a master that takes none (frozen here; a stalled bus link
+    /// looks the same to the listener), it is not current, and it is again once the master is back.
+    @Test func aClusterListenerIsCurrentOnlyWhileEveryMasterReachesIt() async throws {
+        let cluster = try await RedisClusterProcess.launch(masters: 3, replicasPerMaster: 0)
+        defer { cluster.stop() }
+        let nodes = cluster.nodes.compactMap { RedisConfiguration.Node(parsing: $0, defaultPort: 6379) }
+        // Subscribed at the first node: another master is frozen.
+        let store = RedisStore(configuration: RedisConfiguration(connectTimeout: .seconds(1), commandTimeout: .seconds(2), cluster: nodes))
+        let heard = Heard(), listener = heard.makeListener()
+        store.listen(listener)
+        #expect(try await eventually { listener.isCurrent }, "the subscription never proved itself")
+        let frozen = try #require(cluster.server(port: nodes[2].port))
+        frozen.pause()
+        #expect(try await eventually(within: .seconds(10)) { !listener.isCurrent }, "a frozen master left the listener current")
+        frozen.resume()
+        #expect(try await eventually { listener.isCurrent }, "the listener stayed not current once every master was back")
+        // Other instances' markers, and its own, reach no listener.
+        #expect(heard.all.isEmpty, "\(heard.all)")
+        try await store.shutdown()
+    }
+
     @Test func theEmbeddedStoreAnnouncesInProcess() async throws {
         let store = EmbeddedStore()
         let heard = Heard(), listener = heard.makeListener()
