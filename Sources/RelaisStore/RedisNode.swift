@@ -117,7 +117,7 @@ final class RedisNode: Sendable {
         while true {
             attempt += 1
             let waitedFrom = ContinuousClock.now
-            let (connection, reused) = try await connection(on: loop)
+            let (connection, reused) = try await connection(on: loop, givingUpAt: givesUpAt)
             // Opening a connection has its own bound (the connect timeout): the command's time
             // starts once it is open, so a slow connect on a busy machine does not eat it. The
             // caller's own time runs on.
@@ -151,8 +151,10 @@ final class RedisNode: Sendable {
         }
     }
 
-    /// The loop's connection, opened now if it has none; `reused` when it was open before.
-    private func connection(on loop: any EventLoop) async throws(StoreError) -> (RedisChannelConnection, reused: Bool) {
+    /// The loop's connection, opened now if it has none; `reused` when it was open before. The
+    /// opening is shared by every call on the loop and goes on whoever gives up: a call waits
+    /// for it until `givingUpAt` at most (its request's store budget).
+    private func connection(on loop: any EventLoop, givingUpAt: ContinuousClock.Instant?) async throws(StoreError) -> (RedisChannelConnection, reused: Bool) {
         let key = ObjectIdentifier(loop)
         enum Step {
             case use(RedisChannelConnection)
@@ -171,49 +173,69 @@ final class RedisNode: Sendable {
                 return .open(promise)
             }
         }
+        let opening: EventLoopFuture<RedisChannelConnection>
         switch step {
         case .shutdown:
             throw StoreError.shutdown
         case .use(let connection):
             return (connection, true)
         case .wait(let attempt):
-            do {
-                return (try await attempt.get(), false)
-            } catch {
-                throw StoreError.storeUnavailable(reason: (error as? RedisConnectionFailure)?.message ?? "\(error)")
-            }
+            opening = attempt
         case .open(let promise):
-            let connection: RedisChannelConnection
-            do {
-                connection = try await connector.open(on: loop)
-            } catch {
-                let isShutdown = connections.withLock { state in
-                    state.byLoop[key] = nil
-                    return state.isShutdown
-                }
-                promise.fail(error)
-                // Shut down meanwhile: say so, as every call after the shutdown does.
-                throw isShutdown ? StoreError.shutdown : StoreError.storeUnavailable(reason: error.message)
-            }
-            let kept = connections.withLock { state -> Bool in
-                guard !state.isShutdown else { return false }
-                state.byLoop[key] = .open(connection)
-                return true
-            }
-            guard kept else {
-                connection.close()
-                promise.fail(StoreError.shutdown)
-                throw StoreError.shutdown
-            }
-            // A connection that closes (Redis went away, a deadline passed) leaves its slot.
-            connection.channel.closeFuture.whenComplete { [self] _ in
-                connections.withLock { state in
-                    if case .open(let current)? = state.byLoop[key], current.channel === connection.channel { state.byLoop[key] = nil }
-                }
-            }
-            promise.succeed(connection)
-            return (connection, false)
+            Task { [self] in await open(promise, on: loop) }
+            opening = promise.futureResult
         }
+        do {
+            return (try await Self.wait(for: opening, until: givingUpAt), false)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.storeUnavailable(reason: (error as? RedisConnectionFailure)?.message ?? "\(error)")
+        }
+    }
+
+    /// Opens the loop's connection, for every call waiting on `promise`.
+    private func open(_ promise: EventLoopPromise<RedisChannelConnection>, on loop: any EventLoop) async {
+        let key = ObjectIdentifier(loop)
+        let connection: RedisChannelConnection
+        do {
+            connection = try await connector.open(on: loop)
+        } catch {
+            let isShutdown = connections.withLock { state in
+                state.byLoop[key] = nil
+                return state.isShutdown
+            }
+            // Shut down meanwhile: say so, as every call after the shutdown does.
+            return promise.fail(isShutdown ? StoreError.shutdown : error)
+        }
+        let kept = connections.withLock { state -> Bool in
+            guard !state.isShutdown else { return false }
+            state.byLoop[key] = .open(connection)
+            return true
+        }
+        guard kept else {
+            connection.close()
+            return promise.fail(StoreError.shutdown)
+        }
+        // A connection that closes (Redis went away, a deadline passed) leaves its slot.
+        connection.channel.closeFuture.whenComplete { [self] _ in
+            connections.withLock { state in
+                if case .open(let current)? = state.byLoop[key], current.channel === connection.channel { state.byLoop[key] = nil }
+            }
+        }
+        promise.succeed(connection)
+    }
+
+    /// `future`'s value, or a failure at `deadline` if it has none by then.
+    private static func wait<Value: Sendable>(for future: EventLoopFuture<Value>, until deadline: ContinuousClock.Instant?) async throws -> Value {
+        guard let deadline else { return try await future.get() }
+        let bounded = future.eventLoop.makePromise(of: Value.self)
+        future.cascade(to: bounded)
+        let timer = future.eventLoop.scheduleTask(in: .nanoseconds((deadline - ContinuousClock.now).nanoseconds)) {
+            bounded.fail(StoreError.storeUnavailable(reason: "the request's store budget is spent waiting for a connection to Redis"))
+        }
+        bounded.futureResult.whenComplete { _ in timer.cancel() }
+        return try await bounded.futureResult.get()
     }
 
     /// Closes every open connection: they all reach a server that was demoted, and stays up.

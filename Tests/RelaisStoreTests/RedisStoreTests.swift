@@ -195,6 +195,32 @@ import Testing
         server.stop()
     }
 
+    /// Opening a connection counts against the budget too: against a frozen Redis that wants a
+    /// password, a fresh store's first call gives up when its budget is spent, not after AUTH's
+    /// command timeout; the opening goes on for the calls after it, which use it once Redis is back.
+    @Test func theBudgetBoundsTheWaitForAConnection() async throws {
+        let server = try await RedisServerProcess.launch(extraArguments: ["--requirepass", "secret"])
+        let store = try makeStore(server) {
+            $0.password = "secret"
+            $0.commandTimeout = .seconds(10)
+        }
+        server.pause()
+        let start = ContinuousClock.now
+        await #expect {
+            try await StoreBudget.withBudget(.milliseconds(300)) { try await store.get("k") }
+        } throws: { error in
+            guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
+            return reason.contains("store budget is spent")
+        }
+        // Well under AUTH's 10 s command timeout (room for a loaded machine).
+        #expect(ContinuousClock.now - start < .seconds(5), "\(ContinuousClock.now - start)")
+        server.resume()
+        try await store.set("k", [7], ttl: nil)
+        #expect(try await store.get("k") == [7])
+        try await store.shutdown()
+        server.stop()
+    }
+
     /// Repeated failures open the circuit: calls then fail at once, a background PING watches Redis,
     /// and the first answer closes it.
     @Test func aFrozenRedisOpensTheCircuitAndItsRecoveryClosesIt() async throws {
