@@ -80,9 +80,11 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
             break
         case .end:
             // The request is whole: the handler's own work is bounded elsewhere (store budget,
-            // provider timeouts). Bytes from now on belong to the next head.
+            // provider timeouts). Bytes from now on belong to the next head. A request answered
+            // before its body ended (413 from the declared length) keeps the idle deadline its
+            // response set: clearing it would leave the connection with none at all.
             awaitingHead = true
-            deadline = nil
+            if requestsInProgress > 0 { deadline = nil }
         }
         context.fireChannelRead(data)
     }

@@ -112,6 +112,18 @@ import Testing
         Self.expectClosed(channel, loop, after: .seconds(2))
     }
 
+    /// A request answered before its body ended (413 from its declared length, before reading
+    /// it): the body's end, drained after the response, leaves the idle deadline in place.
+    @Test func aBodyEndingAfterItsResponseKeepsTheIdleTimeout() throws {
+        let (channel, loop) = try Self.channel()
+        try Self.send(channel, "POST /token HTTP/1.1\r\nHost: relais\r\nContent-Length: 4\r\n\r\n")
+        try Self.answer(channel)
+        loop.advanceTime(by: .seconds(1))
+        try Self.send(channel, "abcd")
+        // The response set the idle deadline: 2 s after it, 1 s from now.
+        Self.expectClosed(channel, loop, after: .seconds(1))
+    }
+
     @Test func noDeadlineWhileARequestIsAnsweredThenTheIdleTimeoutFromTheResponse() throws {
         let (channel, loop) = try Self.channel()
         try Self.send(channel, Self.request)
