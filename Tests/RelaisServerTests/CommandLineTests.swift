@@ -156,7 +156,7 @@ import Glibc
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             #expect(object?["level"] != nil && object?["msg"] != nil, "not a JSON log line: \(line)")
         }
-        let readyLine = try #require(lines.first { $0.contains(#""path":"/readyz""#) })
+        let readyLine = try #require(lines.first { $0.contains(#""route":"/readyz""#) })
         #expect(readyLine.contains(#""request_id":"#))
         #expect(!readyLine.contains("must-not-be-logged"))
         #expect(lines.contains { $0.contains("relais stopped") })

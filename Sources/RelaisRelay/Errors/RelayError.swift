@@ -67,7 +67,7 @@ struct RelayError: Error, Sendable, Equatable {
         var maxAge: Int?
 
         var parameters: String {
-            (acrValues.map { #", acr_values="\#($0)""# } ?? "") + (maxAge.map { ", max_age=\($0)" } ?? "")
+            (acrValues.map { #", acr_values="\#(RelayError.quotable($0))""# } ?? "") + (maxAge.map { ", max_age=\($0)" } ?? "")
         }
     }
 
@@ -169,16 +169,31 @@ struct RelayError: Error, Sendable, Equatable {
         return response
     }
 
+    /// Text for a quoted value of a challenge, as RFC 6750 §3 allows in `error_description`
+    /// (%x20-21 / %x23-5B / %x5D-7E): `"` and `\` become `'`, which could otherwise end the value
+    /// early and let requester text add parameters; anything else outside it becomes `?`.
+    static func quotable(_ text: String) -> String {
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.map { scalar in
+                    switch scalar.value {
+                    case 0x22, 0x5C: "'"
+                    case 0x20...0x7E: scalar
+                    default: "?"
+                    }
+                }))
+    }
+
     /// RFC 9449 §7.1: `WWW-Authenticate: DPoP algs="…", error=…, error_description=…`.
     var dpopChallenge: String {
-        let quoted = String(description.map { $0 == "\"" ? "'" : $0 })
+        let quoted = Self.quotable(description)
         return #"DPoP algs="\#(DPoPGuard.algorithms)", error="\#(code.wireCode)", error_description="\#(quoted)""# + (stepUp?.parameters ?? "")
     }
 
     /// RFC 6750 §3: `WWW-Authenticate: Bearer realm="relais", error=…, error_description=…`.
     var challenge: String {
         guard code != .missingToken, code != .temporarilyUnavailable else { return #"Bearer realm="relais""# }
-        let quoted = String(description.map { $0 == "\"" ? "'" : $0 })
+        let quoted = Self.quotable(description)
         return #"Bearer realm="relais", error="\#(code.wireCode)", error_description="\#(quoted)""# + (stepUp?.parameters ?? "")
     }
 

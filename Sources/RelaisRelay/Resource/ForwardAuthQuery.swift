@@ -17,12 +17,8 @@ enum ForwardAuthQuery {
                 guard isList(value, scopeToken: true) else { return "scope must be one or more space-separated scope names" }
             case "aud":
                 guard isList(value, scopeToken: false) else { return "aud must be one or more space-separated audiences" }
-            case "acr":
-                guard isList(value, scopeToken: false), !value.contains(" ") else { return "acr must be one acr level" }
-            case "max_age":
-                guard !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
-                    return "max_age must be a number of seconds"
-                }
+            case "acr", "max_age":
+                if let problem = stepUpProblem(pair.name, value) { return problem }
             case "attested", "session":
                 guard value == "0" || value == "1" else { return "\(pair.name) must be 0 or 1" }
             case "via":
@@ -30,6 +26,23 @@ enum ForwardAuthQuery {
             default:
                 return "the /auth query has no parameter '\(printable(pair.name))' (it knows \(names.joined(separator: ", ")))"
             }
+        }
+        return nil
+    }
+
+    /// What is wrong with a step-up parameter's value (`/auth` and `/userinfo` take the same): `acr`
+    /// one level of visible ASCII without `"` or `\` (it goes back quoted in the challenge),
+    /// `max_age` digits only.
+    static func stepUpProblem(_ name: String, _ value: String) -> String? {
+        switch name {
+        case "acr":
+            guard isList(value, scopeToken: true), !value.contains(" ") else { return "acr must be one acr level" }
+        case "max_age":
+            guard !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+                return "max_age must be a number of seconds"
+            }
+        default:
+            return nil
         }
         return nil
     }
@@ -45,7 +58,7 @@ enum ForwardAuthQuery {
     }
 
     /// A parameter name as the error may repeat it: short, visible ASCII only.
-    private static func printable(_ name: String) -> String {
+    static func printable(_ name: String) -> String {
         String(String.UnicodeScalarView(name.unicodeScalars.prefix(32).filter { $0.isASCII && $0.value >= 0x21 && $0.value <= 0x7E }))
     }
 }

@@ -56,10 +56,17 @@ struct UserinfoRoute: RelayRoutes {
             request, session: .alive, target: .init(method: request.method.rawValue, url: bearer.issuer + request.uri.path)
         )
         guard access.scopes.contains("openid") else { throw RelayError.insufficientScope("the token lacks the openid scope") }
+        guard access.facts.audiences.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais' /userinfo (aud)") }
         // `?acr=` and `?max_age=`: an app may ask that the identity comes from a strong enough, recent enough sign-in.
-        // Fail closed: a query that cannot be read must not drop its requirements.
+        // Fail closed: a query that cannot be read, or names anything else, must not drop its requirements.
         guard let query = FormParameters.query(of: request), query.firstRepeatedName == nil else {
             throw RelayError.invalidRequest("the /userinfo query (acr, max_age) cannot be read or repeats a parameter")
+        }
+        for pair in query.pairs {
+            guard pair.name == "acr" || pair.name == "max_age" else {
+                throw RelayError.invalidRequest("the /userinfo query has no parameter '\(ForwardAuthQuery.printable(pair.name))' (it knows acr, max_age)")
+            }
+            if let problem = ForwardAuthQuery.stepUpProblem(pair.name, pair.value) { throw RelayError.invalidRequest(problem) }
         }
         if let requirement = try StepUpRequirement(query) {
             try requirement.check(
@@ -67,7 +74,6 @@ struct UserinfoRoute: RelayRoutes {
                 now: sessions.clock.now, dpop: access.jkt != nil
             )
         }
-        guard access.facts.audiences.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais' /userinfo (aud)") }
         let key = Self.bodyKey(access)
         let now = sessions.clock.now
         if let body = bodies.get(key, now: now) { return body }

@@ -33,6 +33,10 @@ import Testing
             let refused = try await client.execute(uri: "/userinfo", method: .get, headers: Self.bearer(forAnAPI))
             #expect(refused.status == .unauthorized && refused.headers[.wwwAuthenticate]?.contains(#"error="invalid_token""#) == true)
             #expect(Route.json(refused)["error_description"] == .string("the access token is not for Relais' /userinfo (aud)"))
+            // The audience first: a step-up asked of a token that is not for /userinfo at all
+            // would send the app to sign in again for nothing.
+            let asked = try await client.execute(uri: "/userinfo?acr=eidas3", method: .get, headers: Self.bearer(forAnAPI))
+            #expect(asked.status == .unauthorized && Route.json(asked)["error"] == .string("invalid_token"))
         }
     }
 

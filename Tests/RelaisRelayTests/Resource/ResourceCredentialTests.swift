@@ -89,6 +89,13 @@ import Testing
                 [
                     ("/userinfo?acr=eidas3", .unauthorized, "insufficient_user_authentication"), ("/userinfo?max_age=x", .badRequest, "invalid_request"),
                     ("/userinfo?acr=eidas1&acr=eidas1", .badRequest, "invalid_request"),
+                    // A requirement misspelt or of another form is refused, never dropped (as at /auth).
+                    ("/userinfo?acr_values=eidas3", .badRequest, "invalid_request"), ("/userinfo?max-age=0", .badRequest, "invalid_request"),
+                    ("/userinfo?max_age=+5", .badRequest, "invalid_request"), ("/userinfo?acr=", .badRequest, "invalid_request"),
+                    ("/auth?max_age=+5", .badRequest, "invalid_request"),
+                    // An acr that would end the challenge's quoted value early is no level at all.
+                    ("/userinfo?acr=x%22,error=%22invalid_token", .badRequest, "invalid_request"),
+                    ("/auth?acr=x%22,error=%22invalid_token", .badRequest, "invalid_request"), ("/auth?acr=x%5C", .badRequest, "invalid_request"),
                 ])
             try await Self.expectEndedAfterRevoking(token, client, bearer, at: "/userinfo")
         }

@@ -34,6 +34,17 @@ import Testing
         }
     }
 
+    /// A challenge's quoted values hold only what RFC 6750 §3 allows: a `"` or `\` (which could
+    /// end the value early and add parameters of the requester's choosing) becomes `'`, anything
+    /// outside printable ASCII `?`.
+    @Test func challengeValuesCannotEndTheirQuotesEarly() {
+        let error = RelayError.insufficientUserAuthentication("level x\\", .init(acrValues: #"x",error="invalid_token"#, maxAge: nil))
+        for challenge in [error.challenge, error.dpopChallenge] {
+            #expect(challenge.hasSuffix(#"error_description="level x'", acr_values="x',error='invalid_token""#), "\(challenge)")
+        }
+        #expect(RelayError.quotable("é\u{7}ok") == "??ok")
+    }
+
     @Test func thePivotDecidesWhetherTwoSignInsAreOnePerson() {
         let angela = [
             "given_name": "Angela Claire Louise", "family_name": "DUBOIS", "birthdate": "1962-08-24", "gender": "female", "birthplace": "75107", "birthcountry": "99100",

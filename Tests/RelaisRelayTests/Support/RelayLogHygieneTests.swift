@@ -69,6 +69,10 @@ extension RelaySignInAndTokensChain {
                 _ = try await harness.http.send(HTTPClientRequest(url: harness.issuer + path, headers: [(name: "Authorization", value: "Bearer \(newAccess)")]))
                 _ = try await harness.http.send(HTTPClientRequest(url: harness.issuer + path, headers: [(name: "Authorization", value: "Bearer \(newAccess)x")]))
             }
+            // Under /auth/** the path is the guarded request's, which may name the person.
+            let email = try #require(claims["email"]?.stringValue)
+            _ = try await harness.http.send(
+                HTTPClientRequest(url: harness.issuer + "/auth/people/\(email)/orders", headers: [(name: "Authorization", value: "Bearer \(newAccess)")]))
             let basic = Base64.encode(Array("orders:\(introspectionSecret)".utf8))
             let wrongBasic = "orders:wrong-\(introspectionSecret)"
             secrets.append(("wrong introspection secret", "wrong-\(introspectionSecret)"))
