@@ -118,6 +118,13 @@ public struct JWK: Sendable {
             let n = try bytes("n")!.droppingLeadingZeros()
             let e = try bytes("e")!.droppingLeadingZeros()
             guard !n.isEmpty, !e.isEmpty else { throw .invalidKey(reason: "'n' and 'e' must not be zero") }
+            // Bounded before OpenSSL sees them: each verification costs an exponentiation by `e`
+            // modulo `n`, and a DPoP proof brings its own key. Real keys use e = 65537 and at most
+            // 8192 bits (OpenSSL's own bounds are 16384 bits, and `e` of any size below 3073 bits).
+            guard n.count <= 1024 else { throw .invalidKey(reason: "RSA keys over 8192 bits are refused") }
+            guard e.count <= 4, e.last.map({ $0 & 1 == 1 }) == true, e != [1] else {
+                throw .invalidKey(reason: "an RSA exponent 'e' must be odd, at least 3 and under 2^32")
+            }
             let d = try bytes("d", required: false)
             curve = nil
             isPrivate = d != nil

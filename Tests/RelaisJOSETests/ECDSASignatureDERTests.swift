@@ -64,7 +64,9 @@ import Testing
             "not an integer": "3006030100020105",
             "empty integer": "30050200020105",
             "a needless leading zero": "300702020005020105",
-            "longer than the curve": "302502210101" + String(repeating: "00", count: 31) + "020105",
+            // A sequence whose length is right, so that the integer's own length is what refuses it.
+            "longer than the curve": "3026022101" + String(repeating: "00", count: 32) + "020105",
+            "negative": "3006020180020105",
             "truncated": "300602010002",
             "empty": "",
         ]

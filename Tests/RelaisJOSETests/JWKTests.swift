@@ -87,6 +87,35 @@ import Testing
         #expect(throws: JOSEError.invalidKey(reason: "'x' does not match the private key 'd'")) { try JWK(object: mismatched) }
     }
 
+    /// Each verification is an exponentiation by `e` modulo `n`, and a DPoP proof brings its own
+    /// key: an exponent of 200 bytes or a modulus of 16,384 bits would make one unauthenticated
+    /// request cost hundreds of ordinary ones. `e` is odd, at least 3, under 2^32; `n` 8192 bits at most.
+    @Test func rsaKeysOfCostlyOrBrokenSizesAreRefused() throws {
+        var key = Vectors.named("RS256").public_jwk!
+        for e in [[0xff] + Array(repeating: UInt8(0xff), count: 199) + [0x01], [0x02], [0x01], [0x01, 0x00, 0x00, 0x00, 0x01]] {
+            key["e"] = .string(Base64URL.encode(e))
+            #expect(throws: JOSEError.invalidKey(reason: "an RSA exponent 'e' must be odd, at least 3 and under 2^32"), "\(e.count) bytes") { try JWK(object: key) }
+        }
+        key["e"] = .string(Base64URL.encode([0x01, 0x00, 0x01]))
+        #expect((try? JWK(object: key)) != nil)
+        key["n"] = .string(Base64URL.encode([0xc5] + Array(repeating: UInt8(0x11), count: 1024)))
+        #expect(throws: JOSEError.invalidKey(reason: "RSA keys over 8192 bits are refused")) { try JWK(object: key) }
+    }
+
+    /// A private key whose parts do not belong together (a `d` that is not the public point's, a
+    /// `p` that is not a factor of `n`) would sign what its published half never verifies.
+    @Test func privateKeysWhosePartsDoNotMatchAreRefused() throws {
+        var ec = Vectors.named("ES256").private_jwk
+        ec["d"] = .string(Base64URL.encode(Array(repeating: 0, count: 31) + [1]))
+        #expect(throws: JOSEError.invalidKey(reason: "the EC key's private part does not match its public part")) { try JWK(object: ec) }
+        var rsa = Vectors.named("RS256").private_jwk
+        var d = Base64URL.decode(rsa["d"]!.stringValue!)!
+        d[d.count - 1] ^= 0x02
+        rsa["d"] = .string(Base64URL.encode(d))
+        #expect(throws: JOSEError.invalidKey(reason: "the RSA key's private part does not match its public part")) { try JWK(object: rsa) }
+        for name in ["ES256", "RS256", "PS256"] { #expect((try? JWK(object: Vectors.named(name).private_jwk)) != nil, "\(name)") }
+    }
+
     @Test func shortRSAKeysAreRefusedForSignatures() throws {
         // A 1024-bit modulus (RFC 7517 Appendix A-sized) imports but never verifies.
         let n = Base64URL.encode([0xc5] + Array(repeating: UInt8(0x11), count: 127))

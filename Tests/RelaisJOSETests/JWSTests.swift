@@ -172,6 +172,46 @@ private func code(_ body: () throws -> Void) -> String? {
         #expect(throws: JOSEError.tokenTooLarge(limit: JWS.defaultMaxLength)) { try JWS.parse(String(repeating: "a", count: 20_000)) }
     }
 
+    /// RFC 8017 §8.1.2: an RSA signature is exactly the modulus' length. A PSS signature that
+    /// starts with a zero byte still verifies in OpenSSL without it; Relais refuses it shortened.
+    @Test(arguments: ["RS256", "PS256"])
+    func rsaSignaturesShorterThanTheModulusAreInvalid(name: String) throws {
+        let privateKey = try JWK(object: Vectors.named(name).private_jwk)
+        let publicKey = try JWK(object: Vectors.named(name).public_jwk!)
+        let algorithm = try #require(JWSAlgorithm(rawValue: name))
+        var found = false
+        for attempt in 0..<4096 where !found {
+            let token = try JWS.sign(payload: Array("{\"n\":\(attempt)}".utf8), with: privateKey, algorithm: algorithm)
+            let parts = token.split(separator: ".").map(String.init)
+            let signature = try #require(Base64URL.decode(parts[2]))
+            guard signature.first == 0 else { continue }
+            found = true
+            try JWS.parse(token).verify(with: publicKey)
+            let shortened = "\(parts[0]).\(parts[1]).\(Base64URL.encode(Array(signature.dropFirst())))"
+            #expect(code { try JWS.parse(shortened).verify(with: publicKey) } == "jose_invalid_signature")
+        }
+        // PKCS#1 v1.5 is deterministic: one payload signs one way, so look among payloads.
+        #expect(found, "no signature with a leading zero byte in 4096 tries")
+    }
+
+    /// Past a few dozen members a header's names are checked for duplicates by hashing (a crafted
+    /// header of thousands would otherwise cost a comparison per pair): duplicates are still found
+    /// there, escaped names by what they decode to, and every member is still found by name.
+    @Test func duplicatesAmongManyHeaderMembersAreRefused() throws {
+        func token(_ names: [String]) -> String {
+            let members = names.enumerated().map { "\"\($0.element)\":\($0.offset)" }
+            let header = Base64URL.encode(Array(("{\"alg\":\"ES256\"," + members.joined(separator: ",") + ",\"kid\":\"late\"}").utf8))
+            return header + "." + Base64URL.encode(Array("{}".utf8)) + "." + Base64URL.encode(Array(repeating: 1, count: 64))
+        }
+        let names = (0..<3_000).map { "m\($0)" }
+        let parsed = try JWS.parse(token(names), maxLength: 1 << 20)
+        #expect(parsed.algorithm == .es256 && parsed.keyID == "late")
+        for duplicate in ["m0", "m2998", "alg", #"m\u0030"#, #"\u0061lg"#] {
+            #expect(code { _ = try JWS.parse(token(names + [duplicate]), maxLength: 1 << 20) } == "jose_malformed", "\(duplicate)")
+        }
+        #expect(code { _ = try JWS.parse(token(["a", "b", #"\u0061"#]), maxLength: 1 << 20) } == "jose_malformed")
+    }
+
     @Test func ecdsaSignaturesOfTheWrongLengthAreInvalidNotACrash() throws {
         let key = try JWK(object: Vectors.named("ES256").public_jwk!)
         let parts = Vectors.named("ES256").token.split(separator: ".").map(String.init)

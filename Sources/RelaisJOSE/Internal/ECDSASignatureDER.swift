@@ -48,10 +48,13 @@ extension SignatureEngine {
             guard count > 0, index + count <= der.count else { throw malformed }
             var magnitude = der[index..<index + count]
             index += count
-            // One leading zero only, and only before a set first bit (DER's minimal encoding).
+            // One leading zero only, and only before a set first bit (DER's minimal encoding); a
+            // set first bit without it is a negative INTEGER, which r and s never are.
             if magnitude.count > 1, magnitude.first == 0 {
                 guard magnitude[magnitude.startIndex + 1] & 0x80 != 0 else { throw malformed }
                 magnitude = magnitude.dropFirst()
+            } else if magnitude.first! & 0x80 != 0 {
+                throw malformed
             }
             guard magnitude.count <= coordinateSize else { throw malformed }
             let end = (half + 1) * coordinateSize

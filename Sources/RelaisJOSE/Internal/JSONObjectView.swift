@@ -6,7 +6,9 @@ import RelaisCrypto
 struct JSONObjectView: Sendable, Equatable {
     /// Where each member of the object sits in its text. Names are compared as bytes (JSON compares
     /// member names by code points, without normalization); escaped names by their decoded bytes.
-    /// A token's members are few, so a linear scan beats hashing every name.
+    /// A token's members are few, so a linear scan beats hashing every name; past
+    /// ``hashedFrom`` members the duplicate check hashes, so that a crafted header of thousands of
+    /// members costs linear time, not quadratic.
     struct Members: Sendable, Equatable {
         struct Entry: Sendable, Equatable {
             var name: Range<Int>
@@ -17,18 +19,26 @@ struct JSONObjectView: Sendable, Equatable {
 
         private(set) var entries: [Entry] = []
         private(set) var decodedNames: [[UInt8]] = []
+        /// Every name so far, once there are ``hashedFrom`` of them.
+        private var names: Set<[UInt8]>?
+        static let hashedFrom = 32
 
         init() { entries.reserveCapacity(16) }
 
         /// Adds a member; false when the name is already present (a duplicate).
         mutating func append(name: Range<Int>, decodedName: [UInt8]?, value: Range<Int>, in buffer: UnsafeBufferPointer<UInt8>) -> Bool {
-            let duplicate: Bool =
-                if let decodedName {
-                    decodedName.withUnsafeBufferPointer { contains(name: $0, in: buffer) }
-                } else {
-                    contains(name: UnsafeBufferPointer(rebasing: buffer[name]), in: buffer)
-                }
-            if duplicate { return false }
+            if entries.count == Self.hashedFrom { names = Set(entries.map { bytes(of: $0, in: buffer) }) }
+            if names != nil {
+                guard names!.insert(decodedName ?? Array(buffer[name])).inserted else { return false }
+            } else {
+                let duplicate: Bool =
+                    if let decodedName {
+                        decodedName.withUnsafeBufferPointer { contains(name: $0, in: buffer) }
+                    } else {
+                        contains(name: UnsafeBufferPointer(rebasing: buffer[name]), in: buffer)
+                    }
+                if duplicate { return false }
+            }
             var index = -1
             if let decodedName {
                 index = decodedNames.count
@@ -44,6 +54,11 @@ struct JSONObjectView: Sendable, Equatable {
                 if entry.decodedName >= 0 { return decodedNames[entry.decodedName].elementsEqual(wanted) }
                 return entry.name.count == wanted.count && UnsafeBufferPointer(rebasing: buffer[entry.name]).elementsEqual(wanted)
             }
+        }
+
+        /// An entry's name as bytes: decoded when it holds escapes.
+        private func bytes(of entry: Entry, in buffer: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+            entry.decodedName >= 0 ? decodedNames[entry.decodedName] : Array(buffer[entry.name])
         }
 
         private func contains(name: UnsafeBufferPointer<UInt8>, in buffer: UnsafeBufferPointer<UInt8>) -> Bool {

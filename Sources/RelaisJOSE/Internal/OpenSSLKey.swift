@@ -77,6 +77,8 @@ final class OpenSSLKey: @unchecked Sendable {
 
     var baseID: Int32 { EVP_PKEY_get_base_id(pointer) }
     var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }
+    /// The largest signature in bytes: an RSA key's modulus length.
+    var size: Int { Int(EVP_PKEY_get_size(pointer)) }
 
     /// Builds a key from OSSL_PARAM components (`EVP_PKEY_fromdata`), e.g. RSA n/e or EC group/pub.
     static func fromData(
@@ -96,7 +98,18 @@ final class OpenSSLKey: @unchecked Sendable {
             let detail = OpenSSLErrors.lastMessage()
             throw .invalidKey(reason: "OpenSSL rejected the \(type) key components\(detail.map { ": \($0)" } ?? "")")
         }
-        return OpenSSLKey(taking: key)
+        let made = OpenSSLKey(taking: key)
+        // Imported parts are not checked against each other: a private half that is not the
+        // public half's would sign what the published key never verifies.
+        if isPrivate {
+            guard let check = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { throw .cryptoFailure(reason: "EVP_PKEY_CTX_new_from_pkey failed") }
+            defer { EVP_PKEY_CTX_free(check) }
+            guard EVP_PKEY_pairwise_check(check) == 1 else {
+                OpenSSLErrors.clear()
+                throw .invalidKey(reason: "the \(type) key's private part does not match its public part")
+            }
+        }
+        return made
     }
 
     /// A big-endian unsigned integer parameter (RSA n, e, …), without leading zero bytes.

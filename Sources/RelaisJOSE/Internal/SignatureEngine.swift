@@ -11,10 +11,17 @@ enum SignatureEngine {
             return ConstantTime.equals(expected, signature)
         case .asymmetric(let openSSLKey):
             var der = signature
-            if case .ecdsa(let curve) = algorithm.family {
+            switch algorithm.family {
+            case .ecdsa(let curve):
                 // JOSE carries r||s, each left-padded to the curve size; OpenSSL wants DER.
                 guard signature.count == 2 * curve.coordinateSize else { return false }
                 der = try ecdsaRawToDER(signature, coordinateSize: curve.coordinateSize)
+            case .rsaPKCS1, .rsaPSS:
+                // RFC 8017 §8.1.2 and §8.2.2: exactly the modulus' length. OpenSSL's PSS path takes a
+                // shorter one, so that a signature with a leading zero byte would verify without it.
+                guard signature.count == openSSLKey.size else { return false }
+            default:
+                break
             }
             if algorithm.family != .edDSA {
                 // Hash once with the fetched digest, then verify the digest with a pooled context.
