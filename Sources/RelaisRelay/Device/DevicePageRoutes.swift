@@ -42,6 +42,7 @@ struct DevicePageRoutes: RelayRoutes {
             }
         }
         page.post("/device/sign-in") { request, context in
+            try Self.fromOurPage(request, issuer: issuer)
             let (_, sid, found) = try await lookUp(request, context: context)
             guard let app = apps[found.clientID], let provider = app.providers.first else {
                 throw RelayError(.unknownClient, "The device's app is no longer registered.", page: .deviceAppGone)
@@ -53,6 +54,7 @@ struct DevicePageRoutes: RelayRoutes {
             return try await starter.start(signIn, deviceSID: sid, logger: context.logger)
         }
         page.post("/device/deny") { request, context in
+            try Self.fromOurPage(request, issuer: issuer)
             let (_, sid, _) = try await lookUp(request, context: context)
             _ = try await sessions.decideDevice(sid, .denied)
             let strings = PageContext.now.strings
@@ -71,6 +73,15 @@ struct DevicePageRoutes: RelayRoutes {
                 status: .ok, headers: [.contentType: "image/svg+xml", .cacheControl: "no-store", HTTPField.Name("X-Content-Type-Options")!: "nosniff"],
                 body: .init(byteBuffer: .init(string: code.svg(title: "Code \(userCode.display)")))
             )
+        }
+    }
+
+    /// The confirmation page's own forms only. Another site's form naming a user code it got from
+    /// its own device would otherwise send the person's browser through a sign-in that approves
+    /// that device (silently, with a live session at the provider), or deny someone's request.
+    private static func fromOurPage(_ request: Request, issuer: String) throws(RelayError) {
+        guard SecFetchSite.isSameOrigin(request, issuer: issuer) else {
+            throw RelayError(.invalidRequest, "Approve or deny the device from Relais' own page.", page: .notFromOurPage)
         }
     }
 

@@ -33,7 +33,20 @@ extension RelaySignInAndTokensChain {
             let userCode = try #require(started["user_code"]?.stringValue)
             #expect(try await poll(harness, deviceCode)["error"] == .string("authorization_pending"))
 
-            let toProvider = try await harness.post(harness.issuer + "/device/sign-in", [("user_code", userCode)])
+            // Another site's form naming the code (its attacker's own device) starts nothing:
+            // with a live session at the provider, the person would approve it unawares.
+            for (name, value) in [("Sec-Fetch-Site", "cross-site"), ("Sec-Fetch-Site", "same-site"), ("Origin", "https://evil.example")] {
+                let forged = try await harness.post(harness.issuer + "/device/sign-in", [("user_code", userCode)], headers: [(name: name, value: value)])
+                #expect(forged.status == 400 && forged.header("location") == nil, "\(name): \(value)")
+                let denied = try await harness.post(harness.issuer + "/device/deny", [("user_code", userCode)], headers: [(name: name, value: value)])
+                #expect(denied.status == 400, "\(name): \(value)")
+            }
+            harness.clock.advance(by: .seconds(5))  // the polling interval
+            #expect(try await poll(harness, deviceCode)["error"] == .string("authorization_pending"))
+
+            // From Relais' own confirmation page, as a browser says it.
+            let toProvider = try await harness.post(
+                harness.issuer + "/device/sign-in", [("user_code", userCode)], headers: [(name: "Sec-Fetch-Site", value: "same-origin")])
             #expect(toProvider.status == 302)
             let authorize = try #require(toProvider.header("location"))
             #expect(authorize.hasPrefix(harness.providerIssuer + "/authorize"))

@@ -361,7 +361,10 @@ import Testing
             #expect(wrong.status == .badRequest && again.contains(#"id="device-error" class="error" role="alert""#))
             #expect(again.contains(#"<label for="user-code">"#) && again.contains(#"aria-describedby="device-error""#))
 
-            let deny = try await client.execute(uri: "/device/deny", method: .post, headers: Route.formHeaders, body: Route.form([("user_code", started.userCode)]))
+            // A browser too old for Fetch Metadata: its Origin says the form is Relais' own.
+            var fromOurPage = Route.formHeaders
+            fromOurPage[.origin] = Route.issuer
+            let deny = try await client.execute(uri: "/device/deny", method: .post, headers: fromOurPage, body: Route.form([("user_code", started.userCode)]))
             #expect(String(buffer: deny.body).contains("device-denied"))
             #expect(Self.error(try await Self.poll(client, started.deviceCode)) == "access_denied")
 

@@ -175,7 +175,9 @@ import Testing
             }
             let started = try await Device.start(client)
             add("/device confirmation", try await client.execute(uri: "/device", method: .post, headers: posted, body: Route.form([("user_code", started.userCode)])))
-            add("/device denied", try await client.execute(uri: "/device/deny", method: .post, headers: posted, body: Route.form([("user_code", started.userCode)])))
+            var fromOurPage = posted
+            fromOurPage[SecFetchSite.header] = "same-origin"
+            add("/device denied", try await client.execute(uri: "/device/deny", method: .post, headers: fromOurPage, body: Route.form([("user_code", started.userCode)])))
 
             // Two people: this browser's, and the one a link would sign in instead.
             let mine = try RelaySessionCodeTests.cookie(
