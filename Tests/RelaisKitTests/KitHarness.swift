@@ -174,8 +174,9 @@ struct KitClock: RelaisKitClock {
     var now: Date { Date(timeIntervalSince1970: clock.now) }
 }
 
-/// URLSession underneath, counting refreshes and recording every DPoP header sent.
-final class CountingTransport: HTTPTransport, @unchecked Sendable {
+/// URLSession underneath, counting refreshes and recording every DPoP header sent (a class tests
+/// may extend: ``HeldRefreshes``).
+class CountingTransport: HTTPTransport, @unchecked Sendable {
     private let inner = URLSessionTransport()
     private let lock = NSLock()
     private var log: [(request: HTTPRequest, status: Int, error: String?)] = []

@@ -143,9 +143,16 @@ import Testing
         #expect(RelaisClient.cause(ofInvalidGrant: refused("approver_ended")).code == .sessionEnded)
         #expect(RelaisClient.cause(ofInvalidGrant: refused(nil)).code == .sessionEnded)
         let cancelled = #expect(throws: RelaisKitError.self) {
-            try RelaisClient.code(from: URL(string: "http://127.0.0.1:5/cb?error=access_denied&state=s1")!, state: "s1", issuer: "https://r")
+            try RelaisClient.code(from: URL(string: "http://127.0.0.1:5/cb?error=access_denied&state=s1&iss=https%3A%2F%2Fr")!, state: "s1", issuer: "https://r")
         }
         #expect(cancelled?.code == .cancelled)
+        // RFC 9207 §2.4: Relais always names itself, so a redirect without iss, or with another, is refused.
+        for query in ["code=c&state=s1", "code=c&state=s1&iss=https%3A%2F%2Fother", "error=access_denied&state=s1"] {
+            let unnamed = #expect(throws: RelaisKitError.self, "\(query)") {
+                try RelaisClient.code(from: URL(string: "http://127.0.0.1:5/cb?" + query)!, state: "s1", issuer: "https://r")
+            }
+            #expect(unnamed?.code == .invalidCallback, "\(query)")
+        }
         let foreign = #expect(throws: RelaisKitError.self) {
             try RelaisClient.code(from: URL(string: "http://127.0.0.1:5/cb?code=c&state=s2")!, state: "s1", issuer: "https://r")
         }

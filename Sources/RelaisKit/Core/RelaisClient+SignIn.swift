@@ -64,8 +64,12 @@ extension RelaisClient {
         do {
             try save(next)
             unsaved = false
-        } catch let error as RelaisKitError where error.code == .storageLocked {
-            // Kept in memory: the session goes on, and the next call writes it (``validTokens``).
+        } catch {
+            // Kept in memory: the session goes on, and the next call writes it (``ensureLoaded``).
+            // Whatever stopped the write (a locked device, a full disk, another process of the app
+            // writing at the same time), Relais has rotated the refresh token: dropping these
+            // tokens would leave the stored, rotated-out one to be sent again, a reuse that ends
+            // the session.
             unsaved = true
         }
         apply(.tokensReceived(next.summary))
@@ -77,7 +81,8 @@ extension RelaisClient {
     static func code(from redirect: URL, state: String, issuer: String) throws -> String {
         let query = FormEncoding.decode(URLComponents(url: redirect, resolvingAgainstBaseURL: false)?.percentEncodedQuery ?? "")
         guard query["state"] == state else { throw RelaisKitError(.invalidCallback, "the redirect does not carry this sign-in's state") }
-        if let iss = query["iss"], iss != issuer { throw RelaisKitError(.invalidCallback, "the redirect comes from another issuer (RFC 9207)") }
+        // RFC 9207 §2.4: Relais says it sends `iss` (its metadata), so a redirect without one is refused too.
+        guard query["iss"] == issuer else { throw RelaisKitError(.invalidCallback, "the redirect does not name this issuer (RFC 9207)") }
         if let error = query["error"] {
             let description = query["error_description"] ?? ""
             if error == "access_denied" { throw RelaisKitError(.cancelled, description.isEmpty ? "the sign-in was cancelled" : description) }

@@ -53,10 +53,17 @@ public actor RelaisClient {
 
     /// Reads the stored session (once, or again while the storage was locked). Locked storage is
     /// the ``ClientState/storageLocked`` state and an error; nothing is deleted because of it.
+    /// Tokens received while the storage could not be written are written first: the stored ones
+    /// are older, and their refresh token already rotated out (sending it would end the session).
     @discardableResult
     public func restore() async throws -> ClientState {
         do {
-            record = try platform.storage.decode(TokenRecord.self, keys.session)
+            if unsaved, let record {
+                try save(record)
+                unsaved = false
+            } else {
+                record = try platform.storage.decode(TokenRecord.self, keys.session)
+            }
             attestation = try platform.storage.decode(StoredAttestation.self, keys.attestation)
         } catch let error as RelaisKitError where error.code == .storageLocked {
             apply(.storageLocked)
