@@ -46,8 +46,11 @@ struct LogoutRoutes: RelayRoutes {
     }
 
     private func browserLogout(_ parameters: FormParameters, crossSite: Bool, context: RelaisRequestContext) async throws -> Response {
-        guard let clientID = parameters["client_id"], let app = apps[clientID] else {
-            throw RelayError(.unknownClient, "No app is registered with this client_id.")
+        // Without client_id, the app the id_token_hint was issued to (OpenID Connect RP-Initiated
+        // Logout §2: client_id is optional beside the hint).
+        let named = parameters["client_id"] ?? parameters["id_token_hint"].flatMap(tokens.clientOfLogoutHint)
+        guard let clientID = named, let app = apps[clientID] else {
+            throw RelayError(.unknownClient, "No app is registered with this client_id (give client_id, or an id_token_hint Relais issued).")
         }
         guard let target = parameters["post_logout_redirect_uri"], app.postLogoutRedirectURIs.contains(target) else {
             throw RelayError(.invalidRedirectURI, "This post_logout_redirect_uri is not registered for the app.")

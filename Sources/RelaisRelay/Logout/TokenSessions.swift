@@ -69,6 +69,17 @@ struct TokenSessions: Sendable {
         return .live(sid: sid, session)
     }
 
+    /// The app an id_token of Relais' was issued to (its one `aud`), for a logout request that
+    /// names no `client_id`: OpenID Connect RP-Initiated Logout makes it optional beside the hint,
+    /// and AppAuth does not send it. nil when the hint is not Relais' own, or names several.
+    func clientOfLogoutHint(_ token: String) -> String? {
+        var policy = ClaimsPolicy(issuer: issuer, now: now)
+        policy.requireExpiration = false
+        policy.leeway = .seconds(365 * 86400)
+        guard let claims = verified(token, policy), claims.audience.count == 1 else { return nil }
+        return claims.audience[0]
+    }
+
     private var now: @Sendable () -> Double { { [clock = sessions.clock] in clock.now } }
 
     private func verified(_ token: String, _ policy: ClaimsPolicy) -> VerifiedClaims? {

@@ -183,6 +183,26 @@ extension RelaySessionsAndProvidersChain {
             #expect(try await harness.get(relayCallback).status == 400)
         }
 
+        /// OpenID Connect RP-Initiated Logout makes client_id optional beside id_token_hint, and
+        /// AppAuth sends none: the hint's app is the one logging out. A hint that is not Relais'
+        /// names no app.
+        @Test func browserLogoutWithoutClientIDTakesTheHintsApp() async throws {
+            let harness = try await RelayHarness.launch()
+            let tokens = try await harness.tokens()
+            let idToken = try #require(tokens["id_token"]?.stringValue)
+            let forged = try await harness.get(
+                FormParameters.url(
+                    harness.issuer + "/logout",
+                    adding: [("post_logout_redirect_uri", "com.example.app:/logged-out"), ("id_token_hint", String(idToken.dropLast(4)) + "AAAA")]))
+            #expect(forged.status == 400 && forged.header("location") == nil)
+            let logout = try await harness.get(
+                FormParameters.url(
+                    harness.issuer + "/logout", adding: [("post_logout_redirect_uri", "com.example.app:/logged-out"), ("state", "bye"), ("id_token_hint", idToken)]))
+            #expect(logout.status == 302)
+            #expect(logout.header("location")?.hasPrefix(harness.providerIssuer + "/session/end?") == true)
+            #expect(try await harness.refresh(try #require(tokens["refresh_token"]?.stringValue)).status == 400)
+        }
+
         @Test func logoutRefusesUnknownAppsAndTargetsAndToleratesNoHint() async throws {
             let harness = try await RelayHarness.launch()
             func logout(_ parameters: [(String, String)]) async throws -> HTTPClientResponse {
