@@ -245,11 +245,12 @@ import Testing
     /// A code as /callback mints it: the sign-in sealed in it (``SealedCode``), nothing stored.
     static func mintCode(
         _ fixture: Fixture, app: AppRequest, subject: String = "sub-1", acr: String?,
-        identity: SessionIdentity = SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x"), replaces: String? = nil, sid: String = RelayStore.newSessionID()
+        identity: SessionIdentity = SessionIdentity(claims: [:], amr: nil, authTime: nil, providerIDToken: "x"), replaces: String? = nil, sid: String = RelayStore.newSessionID(),
+        lifetime: Double? = nil
     ) async throws -> String {
         let vault = SessionVault(keys: try await RelayKeys.load(fixture.configuration.keys, store: fixture.sessions))
         let record = RelayCode(app: app, subject: subject, acr: acr, sealedIdentity: try vault.seal(identity), providerSessionID: nil, replaces: replaces)
-        let deadline = fixture.sessions.clock.now + Double(fixture.sessions.settings.codeLifetime.components.seconds)
+        let deadline = fixture.sessions.clock.now + (lifetime ?? Double(fixture.sessions.settings.codeLifetime.components.seconds))
         return try SealedCode(sid: sid, record: record, expiresAt: deadline).seal(with: vault)
     }
 

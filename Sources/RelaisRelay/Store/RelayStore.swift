@@ -94,10 +94,12 @@ struct RelayStore: Sendable {
 
     /// What makes a sealed code (``SealedCode``) good once: its used-mark, claimed by the step that
     /// opens its session (which also refuses to write over a session that exists). The mark
-    /// outlives the code's deadline by five minutes of clock difference between instances; after
+    /// outlives the code's own deadline (`expiresAt`, as the sealing instance set it, whatever this
+    /// one's `code_lifetime` is now) by five minutes of clock difference between instances; after
     /// that the code itself is refused as expired.
-    func usedMark(ofCodeFor sid: String) -> OneTimeKey {
-        .claim(Key.usedCode(sid), mark: [1], ttl: settings.codeLifetime + .seconds(300))
+    func usedMark(ofCodeFor sid: String, expiresAt: Double) -> OneTimeKey {
+        let left = max(0, expiresAt - clock.now)
+        return .claim(Key.usedCode(sid), mark: [1], ttl: .milliseconds(Int64((left * 1000).rounded(.up))) + .seconds(300))
     }
 
     /// Burns a code that failed its checks (wrong client, redirect or verifier): its used-mark is

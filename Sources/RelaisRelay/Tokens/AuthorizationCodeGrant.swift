@@ -43,7 +43,7 @@ struct AuthorizationCodeGrant: TokenGrant {
     private func find(_ presented: Presented) async throws -> (record: RelayCode, once: OneTimeKey)? {
         guard SealedCode.hasSealedShape(presented.code) else { return try await sessions.storedCode(presented.code) }
         guard let sealed = presented.sealed, sealed.expiresAt > sessions.clock.now else { return nil }
-        return (sealed.record, sessions.usedMark(ofCodeFor: sealed.sid))
+        return (sealed.record, sessions.usedMark(ofCodeFor: sealed.sid, expiresAt: sealed.expiresAt))
     }
 
     /// Performs `.open`. The code's used-mark is claimed in the same atomic step that writes the

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisJOSE
@@ -34,6 +35,30 @@ import Testing
         let retry = try await client.execute(uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(fields))
         #expect(retry.status == .ok, "store call \(call) failed, then the retry: \(RelayRouteTests.json(retry))")
         return (first.status, RelayRouteTests.json(retry))
+    }
+
+    /// A code sealed by an instance whose `code_lifetime` was longer (before a reload lowered it,
+    /// or another instance of a rollout) stays single use for its whole life: its used-mark lives
+    /// as long as the code does, not this instance's lifetime.
+    @Test func aCodeSealedForLongerThanTodaysLifetimeIsStillUsedOnce() async throws {
+        let fixture = RelayRouteTests.Fixture()
+        let verifier = SecureRandom.token(bits: 256)
+        let app = AppRequest(
+            clientID: "app", redirectURI: RelayRouteTests.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"],
+            nonce: nil, providerID: "fc", acr: "eidas1", forceLogin: false
+        )
+        let code = try await RelayRouteTests.mintCode(fixture, app: app, acr: "eidas1", lifetime: 3600)
+        let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", RelayRouteTests.redirect), ("code_verifier", verifier)]
+        try await fixture.test { client in
+            let first = try await client.execute(uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(fields))
+            let refresh = try #require(RelayRouteTests.json(first)["refresh_token"]?.stringValue)
+            let revoked = try await client.execute(
+                uri: "/revoke", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form([("token", refresh), ("client_id", "app")]))
+            #expect(revoked.status == .ok)
+            fixture.clock.advance(by: .seconds(400))  // past this instance's 60 s and five minutes
+            let again = try await client.execute(uri: "/token", method: .post, headers: RelayRouteTests.formHeaders, body: RelayRouteTests.form(fields))
+            #expect(again.status == .badRequest && RelayRouteTests.json(again)["error"] == .string("invalid_grant"))
+        }
     }
 
     /// A store failure at any point of a redemption leaves the code redeemable (503, retry) or the
