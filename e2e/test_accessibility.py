@@ -140,7 +140,9 @@ class Accessibility(unittest.TestCase):
     def test_session_switch_page(self):
         def session_uri(identity):
             tokens = sign_in(self.stack, "standard-client", identity=identity)
-            issued = requests.post(self.stack.relay + "/session_code", headers={"Authorization": "Bearer " + tokens["access_token"]}, timeout=10)
+            issued = requests.post(
+                self.stack.relay + "/session_code", headers={"Authorization": "Bearer " + tokens["access_token"]},
+                data={"refresh_token": tokens["refresh_token"]}, timeout=10)
             self.assertEqual(issued.status_code, 200, issued.text)
             return issued.json()["session_uri"]
 

@@ -121,7 +121,8 @@ class NginxForwardAuth(unittest.TestCase):
         self.assertEqual(sorted(names), sorted(set(names)), names)
         self.assertTrue(all("_" not in name for name in names), names)
 
-        issued = requests.post(self.stack.relay + "/session_code", headers=dict([bearer]), timeout=10).json()
+        # A Bearer token alone opens no web session: the session's refresh token comes beside it.
+        issued = requests.post(self.stack.relay + "/session_code", headers=dict([bearer]), data={"refresh_token": tokens["refresh_token"]}, timeout=10).json()
         status, _, opened = raw_get(self.port, "/session?code=" + issued["session_code"], forged_headers())
         self.assertEqual(status, 303)
         cookie = ("Cookie", opened["Set-Cookie"].split(";")[0])
@@ -203,7 +204,7 @@ class NginxForwardAuth(unittest.TestCase):
     def test_a_session_code_opens_the_web_pages_and_only_them(self):
         tokens = sign_in(self.stack, "web-app", identity="pierre")
         bearer = {"Authorization": "Bearer " + tokens["access_token"]}
-        issued = requests.post(self.stack.relay + "/session_code", headers=bearer, timeout=10).json()
+        issued = requests.post(self.stack.relay + "/session_code", headers=bearer, data={"refresh_token": tokens["refresh_token"]}, timeout=10).json()
         self.assertEqual(issued["target"], self.web_target)
         gateway = f"http://127.0.0.1:{self.port}"
         # The webview opens the code on the gateway's host (nginx passes /session to Relais).

@@ -15,7 +15,12 @@ extension RelaisClient {
     /// the webview at once (60 s, one use).
     /// - Parameter target: one of the app's `web_targets`; nil for the first.
     public func webSession(target: String? = nil) async throws -> WebSessionLink {
-        let response = try await relayCall("POST", "/session_code", form: target.map { [("target", $0)] } ?? [])
+        var form = target.map { [("target", $0)] } ?? []
+        // The web session outlives the access token: Relais wants more than a Bearer token for it,
+        // the session's refresh token (a DPoP-bound token is proven by its key instead).
+        let tokens = try await validTokens()
+        if tokens.tokenType.caseInsensitiveCompare("DPoP") != .orderedSame, let refresh = tokens.refreshToken { form.append(("refresh_token", refresh)) }
+        let response = try await relayCall("POST", "/session_code", form: form)
         guard let answer = JSONReading.object(response.body), let uri = answer.string("session_uri"), let url = URL(string: uri) else {
             throw RelaisKitError(.invalidResponse, "/session_code gave no session_uri")
         }

@@ -10,7 +10,11 @@ import RelaisServer
 /// session code):
 /// - `POST /session_code` with the app's access token (and its DPoP proof when bound), optional
 ///   form field `target` among the app's `web_targets` → a one-time code (256 bits, 60 s, stored by
-///   hash, bound to the session and the target) and the URL to open.
+///   hash, bound to the session and the target) and the URL to open. The web session it opens
+///   lives as long as the app's session, far longer than the access token: a capability that
+///   outlives the token needs a stronger proof than the token (which every API the app calls
+///   sees). A DPoP-bound token is proven by its key; an unbound one needs the session's refresh
+///   token beside it (form field `refresh_token`), which only the app holds.
 /// - `GET /session?code=…` in the webview: the code is consumed and the web session written in one
 ///   atomic step; the cookie is set and the browser goes to the target. Any refusal is an HTML page
 ///   that never redirects.
@@ -49,15 +53,23 @@ struct SessionCodeRoutes: RelayRoutes {
         let access = try await bearer.authenticate(request, session: .alive, target: .init(method: "POST", url: issuer + "/session_code"))
         guard let app = apps[access.clientID] else { throw RelayError.invalidToken("the token's app is no longer registered") }
         // The body is optional; when there is one, it is a form that can be read whole.
-        var requested: String?
+        var form: FormParameters?
         if request.headers[.contentType] != nil {
-            guard let form = try await FormParameters.body(of: request, limit: 16 * 1024) else {
+            guard let read = try await FormParameters.body(of: request, limit: 16 * 1024) else {
                 throw RelayError.invalidRequest("the body must be an application/x-www-form-urlencoded form")
             }
-            if let repeated = form.firstRepeatedName { throw RelayError.invalidRequest("the parameter '\(repeated)' is given more than once") }
-            requested = form["target"]
+            if let repeated = read.firstRepeatedName { throw RelayError.invalidRequest("the parameter '\(repeated)' is given more than once") }
+            form = read
         }
-        let target = try target(requested, app: app)
+        if access.jkt == nil {
+            guard let refresh = form?["refresh_token"] else {
+                throw RelayError.invalidRequest("a Bearer access token alone opens no web session: send the session's refresh_token beside it (or use DPoP)")
+            }
+            guard try await isLiveRefreshToken(refresh, of: access.sid) else {
+                throw RelayError.invalidGrant("the refresh_token is not this session's live one", .sessionEnded)
+            }
+        }
+        let target = try target(form?["target"], app: app)
         let code = RelayStore.newToken(for: access.sid)
         try await sessions.saveSessionCode(code, .init(sid: access.sid, clientID: app.clientID, target: target))
         return RelayResponse.json(
@@ -66,6 +78,18 @@ struct SessionCodeRoutes: RelayRoutes {
                 "session_code": .string(code), "expires_in": .number(Double(RelayStore.sessionCodeLifetime.components.seconds)),
                 "session_uri": .string(FormParameters.url(issuer + "/session", adding: [("code", code)])), "target": .string(target),
             ]))
+    }
+
+    /// Whether `token` is session `sid`'s refresh token: the live generation, or the one before it
+    /// (an app that lost a rotation's answer), or a session's token from before derived tokens.
+    private func isLiveRefreshToken(_ token: String, of sid: String) async throws -> Bool {
+        guard let (named, generation) = SessionTokens.parseRefresh(token) else {
+            return try await sessions.earlierVersionRefreshRecord(token)?.sid == sid
+        }
+        guard named == sid, let session = try await sessions.session(sid), generation <= session.span.generation, generation + 1 >= session.span.generation,
+            let secret = await vault.openIdentityAfterSync(session.sealedIdentity)?.tokenSecret
+        else { return false }
+        return SessionTokens.isRefreshToken(token, sid: sid, generation: generation, secret: secret)
     }
 
     /// The requested target, exactly as configured; without one, the app's first.

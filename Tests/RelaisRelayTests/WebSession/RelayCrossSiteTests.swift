@@ -40,7 +40,7 @@ import Testing
 
     static func code(_ client: any TestClientProtocol, _ tokens: [String: JSONValue]) async throws -> String {
         let access = try #require(tokens["access_token"]?.stringValue)
-        return try #require(Route.json(try await Codes.sessionCode(client, access))["session_code"]?.stringValue)
+        return try #require(Route.json(try await Codes.sessionCode(client, access, refresh: tokens["refresh_token"]?.stringValue))["session_code"]?.stringValue)
     }
 
     static func open(_ client: any TestClientProtocol, _ code: String, headers: HTTPFields) async throws -> TestResponse {

@@ -32,12 +32,14 @@ import Testing
         return (try #require(tokens["access_token"]?.stringValue), try #require(tokens["refresh_token"]?.stringValue))
     }
 
-    static func sessionCode(_ client: any TestClientProtocol, _ access: String, target: String? = nil) async throws -> TestResponse {
+    /// `refresh`: the session's refresh token, which an unbound (Bearer) token needs beside it.
+    static func sessionCode(_ client: any TestClientProtocol, _ access: String, refresh: String?, target: String? = nil) async throws -> TestResponse {
         var headers: HTTPFields = [.authorization: "Bearer " + access]
         var body = ByteBuffer()
-        if let target {
+        let fields = (target.map { [("target", $0)] } ?? []) + (refresh.map { [("refresh_token", $0)] } ?? [])
+        if !fields.isEmpty {
             headers[.contentType] = "application/x-www-form-urlencoded"
-            body = Route.form([("target", target)])
+            body = Route.form(fields)
         }
         return try await client.execute(uri: "/session_code", method: .post, headers: headers, body: body)
     }
@@ -64,8 +66,8 @@ import Testing
     @Test(.tags(.fast)) func aCodeOpensOneWebSessionThatAuthAccepts() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
-            let (access, _) = try await Self.signIn(fixture, client)
-            let issued = try await Self.sessionCode(client, access)
+            let (access, refresh) = try await Self.signIn(fixture, client)
+            let issued = try await Self.sessionCode(client, access, refresh: refresh)
             #expect(issued.status == .ok)
             #expect(issued.headers[.cacheControl] == "no-store")
             let body = Route.json(issued)
@@ -121,14 +123,14 @@ import Testing
     @Test(.tags(.fast)) func targetsAreTheAppsOwnOnly() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
-            let (access, _) = try await Self.signIn(fixture, client)
-            let second = try await Self.sessionCode(client, access, target: Self.targets[1])
+            let (access, refresh) = try await Self.signIn(fixture, client)
+            let second = try await Self.sessionCode(client, access, refresh: refresh, target: Self.targets[1])
             #expect(Route.json(second)["target"] == .string(Self.targets[1]))
             let opened = try await Self.open(client, try #require(Route.json(second)["session_code"]?.stringValue))
             #expect(opened.headers[.location] == Self.targets[1])
 
             for target in ["https://evil.example/", Self.targets[0] + "/../x", Self.targets[0].uppercased()] {
-                let refused = try await Self.sessionCode(client, access, target: target)
+                let refused = try await Self.sessionCode(client, access, refresh: refresh, target: target)
                 #expect(refused.status == .badRequest)
                 #expect(Route.json(refused)["error"] == .string("invalid_target"))
             }
@@ -147,10 +149,10 @@ import Testing
     @Test(.tags(.fast)) func withoutTargetsDevelopmentOpensTheDemoPage() async throws {
         let fixture = Self.fixture(targets: [])
         try await fixture.test { client in
-            let (access, _) = try await Self.signIn(fixture, client)
-            let issued = Route.json(try await Self.sessionCode(client, access))
+            let (access, refresh) = try await Self.signIn(fixture, client)
+            let issued = Route.json(try await Self.sessionCode(client, access, refresh: refresh))
             #expect(issued["target"] == .string(Route.issuer + DemoAppRoutes.webPath))
-            let refused = try await Self.sessionCode(client, access, target: "https://app.example.fr/documents")
+            let refused = try await Self.sessionCode(client, access, refresh: refresh, target: "https://app.example.fr/documents")
             #expect(Route.json(refused)["error"] == .string("invalid_target"))
         }
     }
@@ -158,13 +160,13 @@ import Testing
     @Test(.tags(.fast)) func codesExpireWithTheClockAndForeignCodesOpenNothing() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
-            let (access, _) = try await Self.signIn(fixture, client)
-            let code = try #require(Route.json(try await Self.sessionCode(client, access))["session_code"]?.stringValue)
+            let (access, refresh) = try await Self.signIn(fixture, client)
+            let code = try #require(Route.json(try await Self.sessionCode(client, access, refresh: refresh))["session_code"]?.stringValue)
             fixture.clock.advance(by: .seconds(61))
             let late = try await Self.open(client, code)
             #expect(late.status == .badRequest && late.headers[.setCookie] == nil && late.headers[.location] == nil)
 
-            let fresh = try #require(Route.json(try await Self.sessionCode(client, access))["session_code"]?.stringValue)
+            let fresh = try #require(Route.json(try await Self.sessionCode(client, access, refresh: refresh))["session_code"]?.stringValue)
             let sid = try #require(RelayStore.sessionID(in: fresh))
             // Another random part with the same session, another session's id, no code, junk.
             for forged in [RelayStore.newToken(for: sid), RelayStore.newToken(for: RelayStore.newSessionID()), "", "junk", String(repeating: "a", count: 5000)] {
@@ -182,8 +184,8 @@ import Testing
     @Test func concurrentOpeningsOfOneCodeGiveOneWebSession() async throws {
         let fixture = Self.fixture()
         try await fixture.test(.live) { client in
-            let (access, _) = try await Self.signIn(fixture, client)
-            let code = try #require(Route.json(try await Self.sessionCode(client, access))["session_code"]?.stringValue)
+            let (access, refresh) = try await Self.signIn(fixture, client)
+            let code = try #require(Route.json(try await Self.sessionCode(client, access, refresh: refresh))["session_code"]?.stringValue)
             let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
                 for _ in 0..<12 { group.addTask { try await Self.open(client, code).status } }
                 return try await group.reduce(into: []) { $0.append($1) }
@@ -197,11 +199,11 @@ import Testing
         let fixture = Self.fixture()
         try await fixture.test { client in
             let (access, refresh) = try await Self.signIn(fixture, client)
-            let code = try #require(Route.json(try await Self.sessionCode(client, access))["session_code"]?.stringValue)
+            let code = try #require(Route.json(try await Self.sessionCode(client, access, refresh: refresh))["session_code"]?.stringValue)
             let cookie = try Self.cookie(try await Self.open(client, code))
             #expect(try await Self.auth(client, query: "?via=cookie", cookie: cookie).status == .ok)
             // A code issued before the session ends opens nothing after.
-            let pending = try #require(Route.json(try await Self.sessionCode(client, access))["session_code"]?.stringValue)
+            let pending = try #require(Route.json(try await Self.sessionCode(client, access, refresh: refresh))["session_code"]?.stringValue)
             let revoked = try await client.execute(
                 uri: "/revoke", method: .post, headers: Route.formHeaders, body: Route.form([("token", refresh), ("client_id", "app")])
             )
@@ -215,8 +217,8 @@ import Testing
     @Test(.tags(.fast)) func theCookieOpensNothingElse() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
-            let (access, _) = try await Self.signIn(fixture, client)
-            let code = try #require(Route.json(try await Self.sessionCode(client, access))["session_code"]?.stringValue)
+            let (access, refresh) = try await Self.signIn(fixture, client)
+            let code = try #require(Route.json(try await Self.sessionCode(client, access, refresh: refresh))["session_code"]?.stringValue)
             let cookie = try Self.cookie(try await Self.open(client, code))
             let cookieOnly: HTTPFields = [Self.cookieHeader: "\(WebSessionAuthenticator.cookieName)=\(cookie)", .contentType: "application/x-www-form-urlencoded"]
             for (method, path) in [(HTTPRequest.Method.get, "/userinfo"), (.post, "/userinfo"), (.post, "/session_code"), (.post, "/logout"), (.post, "/introspect")] {
@@ -234,13 +236,43 @@ import Testing
         }
     }
 
+    /// The web session outlives the access token (every API the app calls sees it): an unbound
+    /// token alone opens none. The session's refresh token must come beside it, the live one or the
+    /// one just before it, and of this very session.
+    @Test(.tags(.fast)) func aBearerTokenNeedsItsSessionsRefreshTokenBesideIt() async throws {
+        let fixture = Self.fixture()
+        try await fixture.test { client in
+            let (access, refresh) = try await Self.signIn(fixture, client)
+            let alone = try await Self.sessionCode(client, access, refresh: nil)
+            #expect(alone.status == .badRequest && Route.json(alone)["error"] == .string("invalid_request"))
+            let (_, otherRefresh) = try await Self.signIn(fixture, client)
+            for wrong in [otherRefresh, refresh + "x", "not-a-token"] {
+                let refused = try await Self.sessionCode(client, access, refresh: wrong)
+                #expect(refused.status == .badRequest && Route.json(refused)["error"] == .string("invalid_grant"), "\(wrong)")
+            }
+            // Two rotations later the first refresh token is two generations old: no longer the
+            // app's. The one before the live one still is (an app that lost a rotation's answer).
+            var generations = [refresh]
+            for _ in 0..<2 {
+                let rotated = try await client.execute(
+                    uri: "/token", method: .post, headers: Route.formHeaders,
+                    body: Route.form([("grant_type", "refresh_token"), ("refresh_token", generations.last!), ("client_id", "app")]))
+                generations.append(try #require(Route.json(rotated)["refresh_token"]?.stringValue))
+            }
+            #expect(Route.json(try await Self.sessionCode(client, access, refresh: generations[0]))["error"] == .string("invalid_grant"))
+            for accepted in generations[1...] {
+                #expect(Route.json(try await Self.sessionCode(client, access, refresh: accepted))["session_code"] != nil)
+            }
+        }
+    }
+
     @Test(.tags(.fast)) func aBoundTokenNeedsItsProof() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
             let key = try DPoP.AppKey(fixture.clock)
             let tokens = Route.json(try await DPoP.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", DPoP.tokenURL)]))
             let access = try #require(tokens["access_token"]?.stringValue)
-            #expect(try await Self.sessionCode(client, access).status == .unauthorized)
+            #expect(try await Self.sessionCode(client, access, refresh: nil).status == .unauthorized)
             let url = Route.issuer + "/session_code"
             let wrongURL = try await client.execute(
                 uri: "/session_code", method: .post, headers: [.authorization: "DPoP " + access, DPoPGuard.header: try key.proof("POST", DPoP.tokenURL, accessToken: access)]
