@@ -108,7 +108,7 @@ final class KitHarness: @unchecked Sendable {
     /// A client of `clientID` on `storage`, its transport counting what it sends.
     func client(
         _ clientID: String, storage: any SecureStorage = MemoryStorage(), identity: String? = "angela", keys: any ProofKeyFactory = SoftwareProofKeyFactory(),
-        transport: CountingTransport = CountingTransport()
+        transport: CountingTransport = CountingTransport(), clockSkew: TimeInterval = 0
     ) -> RelaisClient {
         let secure = clientID == "secure"
         let configuration = RelaisConfiguration(
@@ -119,7 +119,7 @@ final class KitHarness: @unchecked Sendable {
         let browser = Browser(harness: self, identity: identity)
         let platform = RelaisPlatform(
             transport: transport, storage: storage, keys: keys, web: LoopbackWebAuthenticator { url in try await browser.follow(url) },
-            clock: KitClock(clock: clock), wait: { [clock] seconds in clock.advance(by: .seconds(seconds)) }
+            clock: KitClock(clock: clock, skew: clockSkew), wait: { [clock] seconds in clock.advance(by: .seconds(seconds)) }
         )
         return RelaisClient(configuration: configuration, platform: platform)
     }
@@ -171,7 +171,9 @@ final class KitHarness: @unchecked Sendable {
 /// The harness's manual clock, as RelaisKit reads time.
 struct KitClock: RelaisKitClock {
     let clock: ManualClock
-    var now: Date { Date(timeIntervalSince1970: clock.now) }
+    /// How far this device's clock is off (set by hand, never synchronised).
+    var skew: TimeInterval = 0
+    var now: Date { Date(timeIntervalSince1970: clock.now + skew) }
 }
 
 /// URLSession underneath, counting refreshes and recording every DPoP header sent (a class tests

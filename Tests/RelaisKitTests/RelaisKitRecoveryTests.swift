@@ -1,5 +1,6 @@
 import Foundation
 import RelaisClock
+import RelaisTestSupport
 import Testing
 
 @testable import RelaisKit
@@ -84,6 +85,29 @@ import Testing
         #expect(await client.state == .signedOut)
     }
 
+    /// A device whose clock is off by more than Relais' window for a proof's `iat` (5 s ahead,
+    /// 60 s back): the first refusal names `dpop_iat` (or `jwt_iat`), the client takes Relais'
+    /// clock from that answer's `Date` header, and every proof from then on is on time.
+    @Test(arguments: [30.0, -90.0])
+    func aDeviceClockFarOffIsCorrectedFromRelaisAnswer(skew: TimeInterval) async throws {
+        let harness = try await KitHarness.launch()
+        let transport = RelayClockDates(harness.clock)
+        let client = harness.client("secure", transport: transport, clockSkew: skew)
+        try await client.signIn()
+        #expect(try await client.userinfo().isEmpty == false)
+        try await client.refresh()
+        // One refusal taught it, on the first proof; none after.
+        let refusals = transport.errors.filter { $0 == "invalid_dpop_proof" || $0 == "invalid_client_attestation" }
+        #expect(refusals.count == 1, "\(transport.errors)")
+    }
+
+    @Test(.tags(.fast)) func relaisDateHeaderIsRead() {
+        #expect(RelayClock.parse("Sun, 06 Nov 1994 08:49:37 GMT") == Date(timeIntervalSince1970: 784_111_777))
+        for junk in ["", "Sun, 06 Nov 1994 08:49:37 CET", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49 GMT"] {
+            #expect(RelayClock.parse(junk) == nil, "\(junk)")
+        }
+    }
+
     @Test func useFreshAttestationAttestsAgainOnce() async throws {
         let harness = try await KitHarness.launch()
         let storage = MemoryStorage()
@@ -142,4 +166,23 @@ final class HeldRefreshes: CountingTransport, @unchecked Sendable {
 
     func refreshArrived() async { for await _ in arrivals { return } }
     func release() { releaser.yield() }
+}
+
+/// Answers dated by the harness's manual clock, the one its Relais checks proofs against: a real
+/// Relais dates its answers (Hummingbird, from the machine's clock) by the clock it checks with.
+final class RelayClockDates: CountingTransport, @unchecked Sendable {
+    private let clock: ManualClock
+
+    init(_ clock: ManualClock) { self.clock = clock }
+
+    override func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        var response = try await super.send(request)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        response.headers.removeAll { $0.name.lowercased() == "date" }
+        response.headers.append((name: "Date", value: formatter.string(from: Date(timeIntervalSince1970: clock.now))))
+        return response
+    }
 }

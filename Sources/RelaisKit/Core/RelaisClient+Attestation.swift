@@ -15,7 +15,7 @@ extension RelaisClient {
             header: [("alg", .string("ES256")), ("typ", .string("oauth-client-attestation-pop+jwt"))],
             claims: [
                 ("iss", .string(configuration.clientID)), ("aud", .string(configuration.issuer)), ("jti", .string(CompactJWT.random(bits: 128))),
-                ("iat", .integer(Int(now.timeIntervalSince1970))),
+                ("iat", .integer(Int(relayNow.timeIntervalSince1970))),
             ],
             key: key
         )

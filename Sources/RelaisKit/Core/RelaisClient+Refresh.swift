@@ -111,6 +111,7 @@ extension RelaisClient {
     public func authorizedRequest(_ request: HTTPRequest) async throws -> HTTPResponse {
         var tokens = try await validTokens()
         var retriedNonce = false
+        var retriedClock = false
         var refreshed = false
         while true {
             var sent = request
@@ -133,6 +134,10 @@ extension RelaisClient {
             // no refresh would help, and nothing is signed out.
             if !sent.headers.contains(where: { $0.name == "DPoP" }), response.header("WWW-Authenticate")?.hasPrefix("DPoP ") == true {
                 throw RelaisKitError(.dpopRequired, failure.description, status: response.status)
+            }
+            if !retriedClock, correctedClock(after: failure, response, from: request.url) {
+                retriedClock = true
+                continue
             }
             switch failure.error {
             case "use_dpop_nonce" where !retriedNonce && response.header("DPoP-Nonce") != nil:

@@ -29,6 +29,10 @@ public actor RelaisClient {
     var attestation: StoredAttestation?
     /// Tokens received while the storage was locked: written at the next call.
     var unsaved = false
+    /// How far Relais' clock is ahead of this device's, learnt when Relais refused a proof's `iat`
+    /// (it takes one from 60 s back to 5 s ahead of its own time; a clock set by hand is often
+    /// further off): what every later proof's `iat` adds.
+    var relayClockOffset: TimeInterval = 0
 
     public init(configuration: RelaisConfiguration, platform: RelaisPlatform) {
         self.configuration = configuration
@@ -48,6 +52,24 @@ public actor RelaisClient {
     }
 
     var now: Date { platform.clock.now }
+
+    /// The device's time moved onto Relais' clock: the `iat` of DPoP and attestation proofs.
+    var relayNow: Date { now.addingTimeInterval(relayClockOffset) }
+
+    /// For a refusal of a proof's `iat` by Relais itself (`dpop_iat`, `jwt_iat`): learns Relais'
+    /// clock from the answer's `Date` header, and says whether the proof is worth making again.
+    func correctedClock(after failure: RelayFailure, _ response: HTTPResponse, from url: URL) -> Bool {
+        guard
+            (failure.error == "invalid_dpop_proof" && failure.description.contains("dpop_iat"))
+                || (failure.error == "invalid_client_attestation" && failure.description.contains("jwt_iat")),
+            let issuer = URL(string: configuration.issuer), Self.origin(url) == Self.origin(issuer),  // an API's Date is not Relais' clock
+            let date = response.header("Date").flatMap(RelayClock.parse)
+        else { return false }
+        let offset = date.timeIntervalSince(now)
+        guard abs(offset - relayClockOffset) > RelayClock.tolerance else { return false }
+        relayClockOffset = offset
+        return true
+    }
 
     // MARK: Storage
 
@@ -158,7 +180,7 @@ public actor RelaisClient {
         components?.fragment = nil
         var claims: [(String, JSONScalar)] = [
             ("jti", .string(CompactJWT.random(bits: 128))), ("htm", .string(method)), ("htu", .string(components?.string ?? url.absoluteString)),
-            ("iat", .integer(Int(now.timeIntervalSince1970))),
+            ("iat", .integer(Int(relayNow.timeIntervalSince1970))),
         ]
         if let accessToken { claims.append(("ath", .string(CompactJWT.sha256(accessToken)))) }
         if let nonce = nonces[Self.origin(url)] { claims.append(("nonce", .string(nonce))) }
@@ -175,6 +197,7 @@ public actor RelaisClient {
         let endpoints = try await endpoints()
         var retriedNonce = false
         var retriedAttestation = false
+        var retriedClock = false
         while true {
             var headers: [(name: String, value: String)] = []
             if configuration.dpop || configuration.attestation != nil {
@@ -190,6 +213,10 @@ public actor RelaisClient {
                 retriedNonce = true
                 continue
             }
+            if !retriedClock, correctedClock(after: failure, response, from: endpoints.token) {
+                retriedClock = true
+                continue
+            }
             if failure.error == "use_fresh_attestation", !retriedAttestation {
                 retriedAttestation = true
                 try forgetAttestation()
@@ -197,6 +224,27 @@ public actor RelaisClient {
             }
             throw failure.kitError(status: response.status)
         }
+    }
+}
+
+/// Relais' clock as its `Date` header (RFC 9110 §5.6.7, IMF-fixdate) tells it.
+enum RelayClock {
+    /// Seconds of difference taken as noise: the header's rounding and the answer's time.
+    static let tolerance: TimeInterval = 2
+
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// `Sun, 06 Nov 1994 08:49:37 GMT`; nil for anything else.
+    static func parse(_ text: String) -> Date? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let month = months.firstIndex(of: String(parts[2])), let year = Int(parts[3]) else {
+            return nil
+        }
+        let time = parts[4].split(separator: ":").compactMap { Int($0) }
+        guard time.count == 3 else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar.date(from: DateComponents(year: year, month: month + 1, day: day, hour: time[0], minute: time[1], second: time[2]))
     }
 }
 
