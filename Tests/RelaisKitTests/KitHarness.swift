@@ -108,7 +108,8 @@ final class KitHarness: @unchecked Sendable {
     /// A client of `clientID` on `storage`, its transport counting what it sends.
     func client(
         _ clientID: String, storage: any SecureStorage = MemoryStorage(), identity: String? = "angela", keys: any ProofKeyFactory = SoftwareProofKeyFactory(),
-        transport: CountingTransport = CountingTransport(), clockSkew: TimeInterval = 0
+        transport: CountingTransport = CountingTransport(), clockSkew: TimeInterval = 0,
+        whileTheBrowserIsOpen: (@Sendable () async throws -> Void)? = nil
     ) -> RelaisClient {
         let secure = clientID == "secure"
         let configuration = RelaisConfiguration(
@@ -118,7 +119,11 @@ final class KitHarness: @unchecked Sendable {
         )
         let browser = Browser(harness: self, identity: identity)
         let platform = RelaisPlatform(
-            transport: transport, storage: storage, keys: keys, web: LoopbackWebAuthenticator { url in try await browser.follow(url) },
+            transport: transport, storage: storage, keys: keys,
+            web: LoopbackWebAuthenticator { url in
+                try await whileTheBrowserIsOpen?()
+                try await browser.follow(url)
+            },
             clock: KitClock(clock: clock, skew: clockSkew), wait: { [clock] seconds in clock.advance(by: .seconds(seconds)) }
         )
         return RelaisClient(configuration: configuration, platform: platform)

@@ -108,6 +108,81 @@ import Testing
         }
     }
 
+    /// A step-up the person cancels keeps the session, even when a call refreshed it while the
+    /// browser was open (a sign-in at FranceConnect+ easily outlasts an access token): the refresh
+    /// took the state back to signed in, and a cancellation keeps it there.
+    @Test func aStepUpCancelledAfterABackgroundRefreshKeepsTheSession() async throws {
+        let harness = try await KitHarness.launch()
+        let held = ClientBox()
+        // A session first, signed in by one client; the step-up by another on the same storage,
+        // whose person cancels at the provider.
+        let storage = MemoryStorage()
+        let signedIn = harness.client("plain", storage: storage)
+        try await signedIn.signIn()
+        let stepping = harness.client("plain", storage: storage, identity: nil) {
+            harness.clock.advance(by: .seconds(6 * 60))
+            _ = try await held.client?.userinfo()
+        }
+        held.client = stepping
+        _ = try await stepping.restore()
+        let before = try #require(try storage.decode(TokenRecord.self, "plain.session"))
+        await #expect(throws: RelaisKitError.self) { try await stepping.signIn(acr: "eidas2") }
+        // The call made while the browser was open refreshed the session.
+        #expect(try storage.decode(TokenRecord.self, "plain.session")?.refreshToken != before.refreshToken)
+        guard case .signedIn = await stepping.state else {
+            Issue.record("the session was held, and is: \(await stepping.state)")
+            return
+        }
+        #expect(try await stepping.userinfo().isEmpty == false)
+    }
+
+    /// An error that is not the library's (an app's own transport failing) ends a refresh like a
+    /// network failure: it comes out as `network`, and the state goes back to signed in (the
+    /// session is kept), never left refreshing.
+    @Test func aTransportErrorLeavesNoStateStuck() async throws {
+        let harness = try await KitHarness.launch()
+        let storage = MemoryStorage()
+        try await harness.client("plain", storage: storage).signIn()
+        let client = harness.client("plain", storage: storage, transport: FailingTokenRequests())
+        _ = try await client.restore()
+        let error = await #expect(throws: RelaisKitError.self) { try await client.refresh() }
+        #expect(error?.code == .network)
+        guard case .signedIn = await client.state else {
+            Issue.record("the state is \(await client.state)")
+            return
+        }
+    }
+
+    /// An instance key that cannot be read now (a locked device) is the storage's state: the
+    /// DPoP-bound session is kept, not ended as a lost key.
+    @Test func aLockedInstanceKeyKeepsTheSession() async throws {
+        let harness = try await KitHarness.launch()
+        let storage = LockedKey()
+        try await harness.client("secure", storage: storage).signIn()
+        storage.keyLocked = true
+        let client = harness.client("secure", storage: storage)
+        await #expect(throws: RelaisKitError.self) { try await client.restore() }
+        #expect(await client.state == .storageLocked)
+        #expect(try storage.read("secure.session") != nil)
+        storage.keyLocked = false
+        #expect(try await client.userinfo().isEmpty == false)
+    }
+
+    /// The loopback listener takes its redirect path exactly (RFC 8252 §7.3): another path that
+    /// starts the same, sent first by any local page or process, is answered 404 and the
+    /// listener goes on waiting for the real redirect.
+    @Test(.tags(.fast)) func theLoopbackListenerTakesItsPathExactly() async throws {
+        let listener = try LoopbackRedirectListener(path: "/cb") { _ in }
+        let base = "http://127.0.0.1:\(listener.port)"
+        async let redirect = listener.run(authorizationURL: URL(string: "https://relais.example/authorize")!)
+        var statuses: [Int] = []
+        for path in ["/cbX?code=evil", "/cb/x?code=evil", "/c", "/cb?code=real&state=s"] {
+            statuses.append(try await URLSessionTransport().send(HTTPRequest(url: URL(string: base + path)!)).status)
+        }
+        #expect(statuses == [404, 404, 404, 200])
+        #expect(try await redirect.absoluteString == base + "/cb?code=real&state=s")
+    }
+
     @Test func useFreshAttestationAttestsAgainOnce() async throws {
         let harness = try await KitHarness.launch()
         let storage = MemoryStorage()
@@ -185,4 +260,39 @@ final class RelayClockDates: CountingTransport, @unchecked Sendable {
         response.headers.append((name: "Date", value: formatter.string(from: Date(timeIntervalSince1970: clock.now))))
         return response
     }
+}
+
+final class ClientBox: @unchecked Sendable {
+    var client: RelaisClient?
+}
+
+/// Token requests fail in the app's own transport, as a URLSession error would.
+final class FailingTokenRequests: CountingTransport, @unchecked Sendable {
+    struct Offline: Error {}
+
+    override func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        if request.url.path.hasSuffix("/token") { throw Offline() }
+        return try await super.send(request)
+    }
+}
+
+/// A storage whose instance key alone cannot be read while `keyLocked`, as a key kept with a
+/// stricter protection than the tokens would be before the device is unlocked.
+final class LockedKey: SecureStorage, @unchecked Sendable {
+    private let inner = MemoryStorage()
+    private let lock = NSLock()
+    private var locked = false
+
+    var keyLocked: Bool {
+        get { lock.withLock { locked } }
+        set { lock.withLock { locked = newValue } }
+    }
+
+    func read(_ key: String) throws -> Data? {
+        if key.hasSuffix(".instance-key"), keyLocked { throw RelaisKitError(.storageLocked, "the key is locked") }
+        return try inner.read(key)
+    }
+
+    func write(_ key: String, _ value: Data) throws { try inner.write(key, value) }
+    func delete(_ key: String) throws { try inner.delete(key) }
 }

@@ -68,7 +68,10 @@ extension RelaisClient {
             let ended = Self.cause(ofInvalidGrant: error)
             try await endLocally(ended)
             throw ended
-        } catch let error as RelaisKitError {
+        } catch {
+            // Whatever failed (an app's own transport, the key), the state says it: never left refreshing.
+            let error = RelaisKitError(wrapping: error)
+            guard record == used else { return try Superseded(current: record).outcome() }
             apply(.failed(error))
             throw error
         }

@@ -47,7 +47,9 @@ extension RelaisClient {
                 throw RelaisKitError(.invalidResponse, "the id_token does not carry this sign-in's nonce")
             }
             return try accept(answer, previous: nil)
-        } catch let error as RelaisKitError {
+        } catch {
+            // Whatever failed (an app's own browser adapter, the key), the state says it: never left authorizing.
+            let error = RelaisKitError(wrapping: error)
             if let held, record == held { apply(.signInAbandoned(held.summary)) } else { apply(.failed(error)) }
             throw error
         }

@@ -93,8 +93,18 @@ public actor RelaisClient {
         }
         loaded = true
         if let record, let bound = record.dpopThumbprint {
-            // The key the tokens are bound to must still be this instance's.
-            let key = try? loadInstanceKey(create: false)
+            // The key the tokens are bound to must still be this instance's. Only a key that is
+            // gone or another ends the session: one that cannot be read now (a locked device) is
+            // the storage's state, never a reason to delete anything.
+            let key: (any ProofKey)?
+            do {
+                key = try loadInstanceKey(create: false)
+            } catch let error as RelaisKitError where error.code == .keyLost {
+                key = nil
+            } catch let error as RelaisKitError where error.code == .storageLocked {
+                apply(.storageLocked)
+                throw error
+            }
             if key?.thumbprint != bound {
                 try await endLocally(RelaisKitError(.keyLost, "the tokens are bound to a key this instance no longer has; sign in again"), revoke: record)
                 return state

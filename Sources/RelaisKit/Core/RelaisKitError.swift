@@ -72,6 +72,17 @@ public struct RelaisKitError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public var description: String { "\(code.rawValue): \(message)" }
 
+    /// Any error as RelaisKit's: its own as it is, a cancelled task as ``RelaisKitErrorCode/cancelled``,
+    /// anything else (an app's own transport, the platform) as ``RelaisKitErrorCode/network``, named
+    /// by its type only (its text may hold a URL with a code in it).
+    init(wrapping error: any Error) {
+        switch error {
+        case let own as RelaisKitError: self = own
+        case is CancellationError: self.init(.cancelled, "the task was cancelled")
+        default: self.init(.network, "the request failed (\(type(of: error)))")
+        }
+    }
+
     /// Whether the session survives this error (the app keeps its tokens and may retry).
     public var keepsSession: Bool {
         switch code {

@@ -119,7 +119,8 @@ final class LoopbackRedirectListener: WebAuthenticationSession, @unchecked Senda
                 request += buffer[0..<count]
             }
             let line = String(decoding: request.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self).split(separator: " ")
-            guard line.count >= 2, line[0] == "GET", line[1].hasPrefix(path), let url = URL(string: "http://127.0.0.1:\(port)" + line[1]) else {
+            // The path exactly (RFC 8252 §7.3), its query aside: `/cbX` or `/cb/x` is not the redirect.
+            guard line.count >= 2, line[0] == "GET", line[1].prefix(while: { $0 != "?" }) == path, let url = URL(string: "http://127.0.0.1:\(port)" + line[1]) else {
                 reply(client, status: "404 Not Found", "Not the sign-in redirect.")
                 continue
             }
