@@ -123,7 +123,10 @@ struct DeviceRoutes: RelayRoutes {
         }
         guard let session = try await sessions.session(access.sid) else { throw RelayError.invalidToken("the session has ended") }
         let maxAge = Int(grant.approvalMaxAge.components.seconds)
-        if sessions.clock.now - session.span.createdAt > Double(maxAge) {
+        // A session that another one's approval opened is as recent as that approval, not as the
+        // person's sign-in behind it: approving with it would chain approvals without anybody
+        // signing in again. Only a sign-in on this device approves.
+        if session.span.createdAt < sessions.clock.now - Double(maxAge) || session.origin.approvedBy != nil {
             var error = RelayError.insufficientUserAuthentication(
                 "approving a device needs a sign-in of the last \(maxAge) s: sign the person in again", .init(acrValues: nil, maxAge: maxAge)
             )

@@ -105,6 +105,28 @@ import Testing
         }
     }
 
+    /// A device session opened by an approval is as recent as the approval, not as a sign-in:
+    /// were its app among the approvers, it could approve the next device, and that one the
+    /// next, without anybody signing in again. Only a sign-in on the device approves.
+    @Test func aSessionOpenedByAnApprovalApprovesNothing() async throws {
+        let fixture = Self.fixture {
+            $0.apps[1].deviceGrant?.approvers = ["app", "tv"]
+            $0.apps[1].deviceGrant?.approverProof = .bearer
+        }
+        try await fixture.test { client in
+            let phone = try await Device.phone(fixture, client)
+            let tv = try await Self.approvedDevice(fixture, client, by: phone)
+            let asApprover = Device.Phone(access: try #require(tv["access_token"]?.stringValue), key: nil)
+            let next = try await Device.start(client)
+            let refused = try await Device.approve(client, asApprover, next.userCode)
+            #expect(refused.status == .unauthorized && Device.error(refused) == "insufficient_user_authentication", "\(String(buffer: refused.body))")
+            fixture.clock.advance(by: .seconds(5))
+            #expect(Device.error(try await Device.poll(client, next.deviceCode)) == "authorization_pending")
+            // The phone, signed in a moment ago, still may.
+            #expect(try await Device.approve(client, phone, next.userCode).status == .ok)
+        }
+    }
+
     /// Logout, revocation, `/sessions`, a replayed refresh token: whichever way the approving
     /// session ends, the device's ends with it.
     @Test func theDevicesSessionEndsWithTheApprovingSession() async throws {
