@@ -154,12 +154,12 @@ final class RelayKeys: Sendable {
         state.withLock { state in
             if let stored = storedSigning, stored != state.sharedSigning, let key = Self.signingKey(stored, .es256) {
                 state.ring.activeSigningKey = key
-                state.ring.signingKeys = JWKSet(keys: [key] + state.ring.signingKeys.keys.filter { $0.keyID != key.keyID }.prefix(Self.keptPrevious + 1))
+                state.ring.signingKeys = Self.adopting(key, into: state.ring.signingKeys)
                 state.sharedSigning = stored
             }
             if let stored = storedRSA, stored != state.sharedRSA, let key = Self.signingKey(stored, .rs256) {
                 state.ring.rsaSigningKey = key
-                state.ring.signingKeys = JWKSet(keys: [key] + state.ring.signingKeys.keys.filter { $0.keyID != key.keyID }.prefix(Self.keptPrevious + 1))
+                state.ring.signingKeys = Self.adopting(key, into: state.ring.signingKeys)
                 state.sharedRSA = stored
             }
             if let stored = storedSession, stored != state.sharedSession, let key = Self.sessionKey(stored) {
@@ -168,6 +168,15 @@ final class RelayKeys: Sendable {
                 state.sharedSession = stored
             }
         }
+    }
+
+    /// The published signing keys once `key` is active: it, the previous keys of its type (as many
+    /// as ``keptPrevious``), and every key of the other type untouched. Counted per type: the
+    /// ES256 keys adopted one after another must never push the RS256 key that signs id_tokens
+    /// out of the JWKS (apps could no longer verify their id_tokens).
+    private static func adopting(_ key: JWK, into keys: JWKSet) -> JWKSet {
+        let previous = keys.keys.filter { $0.keyType == key.keyType && $0.keyID != key.keyID }.prefix(keptPrevious)
+        return JWKSet(keys: [key] + previous + keys.keys.filter { $0.keyType != key.keyType })
     }
 
     /// A generated signing key (EC for ES256, RSA for RS256) from its stored PEM, named by its

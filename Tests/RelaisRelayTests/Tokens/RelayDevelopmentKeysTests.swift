@@ -93,6 +93,27 @@ import Testing
         try await http.shutdown()
     }
 
+    /// An instance adopting one ES256 key after another (instances restarted against a Redis that
+    /// lost its keys) keeps publishing the RS256 key that signs id_tokens: keys are kept per type.
+    @Test func adoptingManyECKeysKeepsTheRSAKeyPublished() async throws {
+        let fixture = Route.Fixture()
+        let http = HTTPClient(configuration: .init())
+        let (first, firstRelay) = try await Self.application(fixture, http)
+        try await first.test(.router) { one in
+            let rsa = try await Self.keyIDs(one, type: "RSA")
+            #expect(rsa.count == 1)
+            for _ in 0..<5 {
+                _ = try await fixture.store.delete(RelayStore.Key.signingKey)
+                _ = try await Self.application(fixture, http)  // a new instance makes its own and stores it
+                fixture.clock.advance(by: .seconds(6))
+                try await Self.syncRound(firstRelay)
+            }
+            #expect(try await Self.keyIDs(one, type: "RSA") == rsa)
+            #expect(try await Self.keyIDs(one).count == RelayKeys.keptPrevious + 1)
+        }
+        try await http.shutdown()
+    }
+
     /// Configured keys never follow the store, and a session sealed with a key no longer
     /// configured sends the app back to sign-in (invalid_grant), not into a 5xx loop; with
     /// generated keys that have not converged yet, the app is asked to retry (503).
