@@ -14,6 +14,14 @@ enum SecFetchSite {
 }
 
 extension SecFetchSite {
+    /// True unless the browser says the person opened the request (`none`: typed, bookmarked, or
+    /// opened by an app, its webview included) or one of Relais' own pages did (`same-origin`).
+    /// Stricter than ``isCrossSite(_:)``: a sibling subdomain (`same-site`) is another party too,
+    /// for what signs a browser in. Absent is not taken as elsewhere, as there.
+    static func isFromElsewhere(_ request: Request) -> Bool {
+        request.headers[values: header].contains { !["none", "same-origin"].contains($0.lowercased()) }
+    }
+
     /// True when a form post comes from one of Relais' own pages (the confirmation pages): the
     /// browser says `same-origin`, or, in a browser too old for Fetch Metadata, its `Origin` is
     /// Relais' own. Anything else, and a post with neither, is refused.

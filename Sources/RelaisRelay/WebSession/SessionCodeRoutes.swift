@@ -20,7 +20,8 @@ import RelaisServer
 ///   that never redirects.
 ///
 /// Login CSRF: another site's link must not sign a browser into someone else's session. A code is
-/// refused when the browser says the navigation is cross-site (webviews an app opens send `none`),
+/// refused when the browser says another site started the navigation, a sibling subdomain included
+/// (webviews an app opens send `none`),
 /// and a web session of another person is never replaced silently: a page says who is signed in
 /// and asks (`POST /session` with the code, from that page only).
 struct SessionCodeRoutes: RelayRoutes {
@@ -104,7 +105,7 @@ struct SessionCodeRoutes: RelayRoutes {
     static let invalid = RelayError(.invalidSessionCode, "This link has expired or was already used. Go back to the app and open the page again.", page: .sessionCodeInvalid)
 
     private func open(_ request: Request, code: String?, confirmed: Bool) async throws -> Response {
-        guard !SecFetchSite.isCrossSite(request) else {
+        guard !SecFetchSite.isFromElsewhere(request) else {
             throw RelayError(.invalidSessionCode, "This link was opened from another site. Open the page from the app instead.", page: .sessionCodeCrossSite)
         }
         guard let code, code.utf8.count <= 128, let sid = RelayStore.sessionID(in: code) else { throw Self.invalid }
