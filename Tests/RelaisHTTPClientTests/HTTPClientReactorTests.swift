@@ -535,31 +535,29 @@ import Glibc
     /// Without peer verification libcurl still reads the CA bundle at each handshake, and never
     /// caches it: such TLS calls always go to the reactor, the first handshake's success aside.
     @Test func withoutPeerVerificationTLSCallsAlwaysStartOnTheReactor() async throws {
-        let certificates = try await TestCertificates.make()
-        try await TLSTests.withTLSServer(certificates) { port async throws in
-            let client = client {
-                $0.tls.verifyPeer = false
-                $0.reuseConnections = false
-                $0.connectTimeout = .seconds(30)
-                $0.totalTimeout = .seconds(60)
-            }
-            defer { Task { try? await client.shutdown() } }
-            for _ in 0..<2 {
-                #expect(try await client.send(.init(url: "https://127.0.0.1:\(port)/")).status == 200)
-            }
-            #expect(client.engine.handedToReactor.load(ordering: .relaxed) == 2)
-            #expect(client.engine.startedByCallers.load(ordering: .relaxed) == 0)
+        try await expectEveryTLSCallOnTheReactor(requireClientCertificate: false) { configuration, _ in
+            configuration.tls.verifyPeer = false
+            configuration.reuseConnections = false
         }
     }
 
     /// A client certificate and key are read at every TLS handshake: such calls always go to the reactor.
     @Test func withAClientCertificateTLSCallsAlwaysStartOnTheReactor() async throws {
+        try await expectEveryTLSCallOnTheReactor(requireClientCertificate: true) { configuration, certificates in
+            configuration.tls.caBundlePath = certificates.serverCertificate
+            configuration.tls.clientCertificatePath = certificates.clientCertificate
+            configuration.tls.clientKeyPath = certificates.clientKey
+        }
+    }
+
+    /// Two TLS calls of a client configured by `configure`: both started by the reactor.
+    private func expectEveryTLSCallOnTheReactor(
+        requireClientCertificate: Bool, _ configure: @escaping (inout HTTPClientConfiguration, TestCertificates) -> Void
+    ) async throws {
         let certificates = try await TestCertificates.make()
-        try await TLSTests.withTLSServer(certificates, requireClientCertificate: true) { port async throws in
+        try await TLSTests.withTLSServer(certificates, requireClientCertificate: requireClientCertificate) { port async throws in
             let client = client {
-                $0.tls.caBundlePath = certificates.serverCertificate
-                $0.tls.clientCertificatePath = certificates.clientCertificate
-                $0.tls.clientKeyPath = certificates.clientKey
+                configure(&$0, certificates)
                 $0.connectTimeout = .seconds(30)
                 $0.totalTimeout = .seconds(60)
             }

@@ -45,15 +45,26 @@ import Testing
         server.stop()
     }
 
-    /// A command with no reply within the command timeout fails, closes its connection (with what
-    /// was pipelined behind it), and the next call opens a new one.
-    @Test func aPassedCommandTimeoutClosesTheConnectionAndTheNextCallSucceeds() async throws {
+    /// A node on a loop of its own, against a fresh redis-server: `body` runs on that loop with the
+    /// node and its connection's client id (`CLIENT ID` asked once: a later answer tells whether
+    /// the connection is the same).
+    private func withNode(_ body: (RedisNode, _ clientID: @Sendable () async throws -> [RedisReply]) async throws -> Void) async throws {
         let server = try await RedisServerProcess.launch()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let node = RedisNode(connector: RedisConnector(configuration: try configuration(server)), group: group, logger: .init(label: "test"))
         try await withTaskExecutorPreference(EventLoopTaskExecutor(group.next())) {
-            let clientID: [[UInt8]] = [Array("CLIENT".utf8), Array("ID".utf8)]
-            let first = try await node.run([clientID], deadline: ContinuousClock.now + .seconds(10))
+            try await body(node) { try await node.run([[Array("CLIENT".utf8), Array("ID".utf8)]], deadline: ContinuousClock.now + .seconds(10)) }
+        }
+        try await node.shutdown()
+        try await group.shutdownGracefully()
+        server.stop()
+    }
+
+    /// A command with no reply within the command timeout fails, closes its connection (with what
+    /// was pipelined behind it), and the next call opens a new one.
+    @Test func aPassedCommandTimeoutClosesTheConnectionAndTheNextCallSucceeds() async throws {
+        try await withNode { node, clientID in
+            let first = try await clientID()
             // BLPOP waits 5 s for a list that never fills: past a 200 ms command timeout.
             async let blocked = node.run([[Array("BLPOP".utf8), Array("never".utf8), Array("5".utf8)]], deadline: ContinuousClock.now + .milliseconds(200))
             async let behind = node.run([[Array("GET".utf8), Array("k".utf8)]], deadline: ContinuousClock.now + .seconds(10))
@@ -67,24 +78,16 @@ import Testing
                 }
                 #expect(reason.contains("no reply within the command timeout"))
             }
-            let second = try await node.run([clientID], deadline: ContinuousClock.now + .seconds(10))
-            #expect(first != second)  // a new connection
+            #expect(try await clientID() != first)  // a new connection
         }
-        try await node.shutdown()
-        try await group.shutdownGracefully()
-        server.stop()
     }
 
     /// A caller that gives up before the command timeout (its request's store budget nearly
     /// spent) fails alone: the calls pipelined with it on the connection get their own replies,
     /// the late reply to its command is read and dropped, and the connection stays.
     @Test func aCallersShortDeadlineFailsItAloneAndTheConnectionStays() async throws {
-        let server = try await RedisServerProcess.launch()
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let node = RedisNode(connector: RedisConnector(configuration: try configuration(server)), group: group, logger: .init(label: "test"))
-        try await withTaskExecutorPreference(EventLoopTaskExecutor(group.next())) {
-            let clientID: [[UInt8]] = [Array("CLIENT".utf8), Array("ID".utf8)]
-            let first = try await node.run([clientID], deadline: ContinuousClock.now + .seconds(10))
+        try await withNode { node, clientID in
+            let first = try await clientID()
             // BLPOP waits 1 s for a list that never fills: past its caller's 200 ms, within the 10 s timeout.
             async let blocked = node.run(
                 [[Array("BLPOP".utf8), Array("never".utf8), Array("1".utf8)]], deadline: ContinuousClock.now + .seconds(10), givesUpAt: ContinuousClock.now + .milliseconds(200))
@@ -94,12 +97,9 @@ import Testing
             #expect(reason?.contains("store budget") == true, "\(reason ?? "no failure")")
             #expect(try await behind == [.status("OK")])
             #expect(try await node.run([[Array("GET".utf8), Array("k".utf8)]], deadline: ContinuousClock.now + .seconds(10)) == [.string(Array("v".utf8))])
-            #expect(try await node.run([clientID], deadline: ContinuousClock.now + .seconds(10)) == first)  // the same connection
+            #expect(try await clientID() == first)  // the same connection
+            #expect(!node.isCircuitOpen)
         }
-        #expect(!node.isCircuitOpen)
-        try await node.shutdown()
-        try await group.shutdownGracefully()
-        server.stop()
     }
 
     /// A connection Redis closed (a restart, a client kill) is replaced on the next call.
