@@ -33,6 +33,10 @@ struct Fault: Codable, Sendable, Equatable {
         /// userinfo only: the access token is taken from a POSTed form only (RFC 6750 §2.2), a
         /// token in the Authorization header is refused.
         case tokenInBodyOnly = "token_in_body_only"
+        /// id_token only: `auth_time` an hour old, as a provider that ignored `prompt=login` says.
+        case staleAuthTime = "stale_auth_time"
+        /// id_token only: no `auth_time` at all.
+        case noAuthTime = "no_auth_time"
     }
 
     var target: Target
@@ -72,8 +76,8 @@ struct Fault: Codable, Sendable, Equatable {
             guard target != .idToken, target != .authorize else { return "\(kind.rawValue) applies to a response body (discovery, token, userinfo, jwks)" }
         case .subMismatch, .tokenInBodyOnly:
             guard target == .userinfo else { return "\(kind.rawValue) applies to userinfo" }
-        case .wrongNonce:
-            guard target == .idToken else { return "wrong_nonce applies to id_token" }
+        case .wrongNonce, .staleAuthTime, .noAuthTime:
+            guard target == .idToken else { return "\(kind.rawValue) applies to id_token" }
         default:
             guard target == .idToken || target == .userinfo else { return "\(kind.rawValue) applies to id_token or userinfo" }
         }

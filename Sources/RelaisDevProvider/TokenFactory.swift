@@ -28,6 +28,8 @@ struct TokenFactory: Sendable {
         if includeSessionID { claims["sid"] = .string(Self.publicSessionID(grant.sessionID)) }
         apply(faults, on: .idToken, to: &claims, now: now)
         if faults.has(.wrongNonce, on: .idToken) { claims["nonce"] = .string(grant.request.nonce + "-not-yours") }
+        if faults.has(.staleAuthTime, on: .idToken) { claims["auth_time"] = .number(Double(now - 3600)) }
+        if faults.has(.noAuthTime, on: .idToken) { claims["auth_time"] = nil }
         return claims
     }
 

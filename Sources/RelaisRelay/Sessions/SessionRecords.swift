@@ -39,6 +39,9 @@ struct AppRequest: Sendable, Equatable {
         var stepUpOf: String?
         /// The app's `idp_hint`, passed on to providers that take it (FranceConnect, ProConnect).
         var idpHint: String?
+        /// The app's `max_age` (OpenID Connect Core §3.1.2.1): the provider's sign-in must be at
+        /// most this old, and the id_token then carries `auth_time`.
+        var maxAge: Int?
     }
 
     init(
@@ -71,6 +74,7 @@ struct AppRequest: Sendable, Equatable {
         deviceName = json["deviceName"]?.stringValue
         upstream.stepUpOf = json["stepUpOf"]?.stringValue
         upstream.idpHint = json["idpHint"]?.stringValue
+        upstream.maxAge = json["maxAge"]?.numberValue.map { Int($0) }
     }
 
     var json: [String: JSONValue] {
@@ -85,6 +89,7 @@ struct AppRequest: Sendable, Equatable {
         object["acr"] = upstream.acr.map { .string($0) }
         object["stepUpOf"] = upstream.stepUpOf.map { .string($0) }
         object["idpHint"] = upstream.idpHint.map { .string($0) }
+        object["maxAge"] = upstream.maxAge.map { .number(Double($0)) }
         return object
     }
 }
@@ -94,6 +99,9 @@ struct LoginTransaction: JSONRecord, Sendable {
     var app: AppRequest
     var providerNonce: String
     var providerCodeVerifier: String?
+    /// When Relais sent the browser to the provider: the person signed in there after it, the
+    /// `auth_time` to give when the provider says none.
+    var startedAt: Double?
     /// A sign-in at `/device` that approves this device request (the session id it will open),
     /// instead of one that returns a code to the app.
     var deviceSID: String?
@@ -108,12 +116,14 @@ struct LoginTransaction: JSONRecord, Sendable {
     init?(json: [String: JSONValue]) {
         guard let app = json["app"]?.objectValue.flatMap(AppRequest.init(json:)), let nonce = json["providerNonce"]?.stringValue else { return nil }
         self.init(app: app, providerNonce: nonce, providerCodeVerifier: json["providerCodeVerifier"]?.stringValue, deviceSID: json["deviceSID"]?.stringValue)
+        startedAt = json["startedAt"]?.numberValue
     }
 
     var json: JSONValue {
         var object: [String: JSONValue] = ["app": .object(app.json), "providerNonce": .string(providerNonce)]
         object["providerCodeVerifier"] = providerCodeVerifier.map { .string($0) }
         object["deviceSID"] = deviceSID.map { .string($0) }
+        object["startedAt"] = startedAt.map { .number($0) }
         return .object(object)
     }
 }

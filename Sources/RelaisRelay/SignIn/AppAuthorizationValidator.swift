@@ -99,11 +99,16 @@ struct AppAuthorizationValidator: Sendable {
             }
         }
         var forceLogin = false
+        var maxAge: Int?
         // OIDC max_age: the provider cannot say how old its session is, so any max_age asks for a
-        // fresh login; Relais' tokens then carry the new auth_time.
-        if let maxAge = parameters["max_age"] {
-            guard let seconds = Int(maxAge), seconds >= 0, maxAge.utf8.count <= 10 else { return reject(.invalidRequest, "max_age must be a number of seconds") }
+        // fresh login; /callback checks the provider's auth_time against it, and Relais' tokens
+        // carry auth_time.
+        if let text = parameters["max_age"] {
+            guard text.utf8.count <= 10, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let seconds = Int(text) else {
+                return reject(.invalidRequest, "max_age must be a number of seconds")
+            }
             forceLogin = true
+            maxAge = seconds
         }
         if let prompt = parameters["prompt"] {
             let values = prompt.split(separator: " ").map(String.init)
@@ -133,6 +138,7 @@ struct AppAuthorizationValidator: Sendable {
         )
         request.redemption.dpopJKT = dpopJKT
         request.upstream.idpHint = idpHint
+        request.upstream.maxAge = maxAge
         request.deviceName = deviceName
         return .valid(request)
     }

@@ -19,6 +19,9 @@ struct CallbackRoute: RelayRoutes {
     let events: SecurityEventLog
     let issuer: String
 
+    /// Clock difference taken between the provider and Relais, for `auth_time` against `max_age`.
+    static let clockLeeway = 60.0
+
     func register(on router: some RouterMethods<RelaisRequestContext>) {
         router.surface(.page, limitedBy: limiter).get("/callback") { request, context in try await callback(request, context: context) }
     }
@@ -78,7 +81,7 @@ struct CallbackRoute: RelayRoutes {
         }
         guard let code = parameters["code"], !code.isEmpty else { return fail(.callbackRejected("the callback carries no code")) }
 
-        let identity: UpstreamIdentity
+        var identity: UpstreamIdentity
         let providerStart = ContinuousClock.now
         do {
             identity = try await provider.signIn(
@@ -87,6 +90,19 @@ struct CallbackRoute: RelayRoutes {
             )
         } catch {
             return fail(error)
+        }
+        if let maxAge = app.upstream.maxAge {
+            // OpenID Connect Core §3.1.2.1: a sign-in at most max_age old, and an auth_time in the
+            // id_token. The provider was asked for a new login; one that says its sign-in is older
+            // did not make one. One that says nothing signed the person in after Relais sent them.
+            let now = sessions.clock.now
+            if let said = identity.authTime {
+                guard now - said <= Double(maxAge) + Self.clockLeeway else {
+                    return fail(.callbackRejected("the provider's sign-in (auth_time) is older than the app's max_age"))
+                }
+            } else {
+                identity.authTime = transaction.startedAt ?? now
+            }
         }
         // Time spent waiting for the provider (token, userinfo, JWKS), so operators and the
         // benchmark can tell Relais' own latency from the provider's (Server-Timing, W3C).

@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisOIDC
@@ -28,7 +29,8 @@ struct SignInStarter: Sendable {
             throw RelayError(upstream: error)
         }
         do {
-            let transaction = LoginTransaction(app: app, providerNonce: nonce, providerCodeVerifier: verifier, deviceSID: deviceSID)
+            var transaction = LoginTransaction(app: app, providerNonce: nonce, providerCodeVerifier: verifier, deviceSID: deviceSID)
+            transaction.startedAt = sessions.clock.now
             try await sessions.saveTransaction(transaction, state: state)
         } catch {
             logger.error("store unavailable at authorize", metadata: ["error": "\(error)"])

@@ -24,6 +24,36 @@ extension RelaySessionsAndProvidersChain {
             return query.oauthError
         }
 
+        /// OpenID Connect Core §3.1.2.1: with max_age the id_token carries auth_time, and a provider
+        /// sign-in older than max_age (a provider that ignored prompt=login) is refused. A provider
+        /// that gives no auth_time signed the person in after Relais sent them: that time is given.
+        @Test func maxAgeIsHeldAgainstTheProvidersSignIn() async throws {
+            let harness = try await RelayHarness.launch()
+            var stale = RelayHarness.AppRequest()
+            stale.extra = [("max_age", "600")]
+            try await harness.armProvider("id_token:stale_auth_time")
+            let refused = try await harness.callback(try await harness.throughProvider(stale))
+            let query = try RelayHarness.query(try #require(refused.header("location")))
+            #expect(query["code"] == nil)
+            #expect(query.oauthError == "server_error: provider_callback_rejected: the provider's sign-in (auth_time) is older than the app's max_age")
+
+            let started = harness.clock.now
+            var unsaid = RelayHarness.AppRequest()
+            unsaid.extra = [("max_age", "600")]
+            try await harness.armProvider("id_token:no_auth_time")
+            let code = try #require(try await harness.signIn(unsaid)["code"])
+            let tokens = try #require(JSONValue.object(from: try await harness.exchange(code, unsaid).body))
+            let idToken = try JWS.parse(try #require(tokens["id_token"]?.stringValue))
+            let authTime = try #require(JSONValue.object(from: idToken.payload)?["auth_time"]?.numberValue)
+            #expect(authTime >= started.rounded(.down) && authTime <= harness.clock.now)
+
+            // Within max_age, the provider's own auth_time is kept.
+            var fresh = RelayHarness.AppRequest()
+            fresh.extra = [("max_age", "600")]
+            let freshCode = try #require(try await harness.signIn(fresh)["code"])
+            #expect(try await harness.exchange(freshCode, fresh).status == 200)
+        }
+
         @Test func everyProviderFaultEndsInASpecificErrorAtTheApp() async throws {
             let harness = try await RelayHarness.launch()
             let cases: [(String, String)] = [
