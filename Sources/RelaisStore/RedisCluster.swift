@@ -44,7 +44,7 @@ final class RedisCluster: Sendable {
 
     /// Runs `command` on the master of `slot` (any master when nil), following redirections.
     func run(_ command: [[UInt8]], slot: Int?, deadline: ContinuousClock.Instant, givesUpAt: ContinuousClock.Instant?, repeatable: Bool) async throws -> RedisReply {
-        var target = try await master(of: slot)
+        var target = try await master(of: slot, until: givesUpAt)
         var asking = false
         var redirections = 0
         var migrating = false  // seen TRYAGAIN: a later timeout is the migration's, and says so
@@ -59,7 +59,7 @@ final class RedisCluster: Sendable {
                     asking ? [[Array("ASKING".utf8)], command] : [command], deadline: deadline, givesUpAt: givesUpAt, repeatable: repeatable)
             } catch StoreError.shutdown where !state.withLock({ $0.isShutdown }) {
                 // A refresh retired this node (no longer a master) while the call was on its way.
-                target = try await master(of: slot)
+                target = try await master(of: slot, until: givesUpAt)
                 redirections += 1
                 continue
             } catch let error as StoreError {
@@ -86,7 +86,7 @@ final class RedisCluster: Sendable {
                     guard ContinuousClock.now + .milliseconds(20) < min(deadline, givesUpAt ?? deadline) else { throw Self.migratingSlot(slot) }
                     try await Task.sleep(for: .milliseconds(20))
                     // From the slot's master again: the migration may have moved on meanwhile.
-                    target = try await master(of: slot)
+                    target = try await master(of: slot, until: givesUpAt)
                     asking = false
                     continue
                 }
@@ -157,8 +157,8 @@ final class RedisCluster: Sendable {
 
     // MARK: - Slot map
 
-    private func master(of slot: Int?) async throws -> RedisConfiguration.Node {
-        let map = try await currentMap()
+    private func master(of slot: Int?, until givesUpAt: ContinuousClock.Instant?) async throws -> RedisConfiguration.Node {
+        let map = try await currentMap(until: givesUpAt)
         guard let master = slot.map(map.master(of:)) ?? map.masters.first else {
             refreshSoon()
             throw StoreError.storeUnavailable(reason: "no Redis Cluster master serves slot \(slot.map(String.init) ?? "-") (failover in progress?)")
@@ -166,17 +166,39 @@ final class RedisCluster: Sendable {
         return master
     }
 
-    /// The map, asked for now if there is none yet (the first call waits for it).
-    private func currentMap() async throws -> RedisSlotMap {
+    /// The map, asked for now if there is none yet: a call waits for it until `givesUpAt` at most
+    /// (its request's store budget; the asking goes on for the calls after it).
+    private func currentMap(until givesUpAt: ContinuousClock.Instant? = nil) async throws -> RedisSlotMap {
         if let map = state.withLock({ $0.map }) { return map }
-        await startRefresh(force: true)?.value
+        if let refresh = startRefresh(force: true) {
+            if let givesUpAt { await Self.wait(for: refresh, until: givesUpAt) } else { await refresh.value }
+        }
         guard let map = state.withLock({ $0.map }) else {
-            throw StoreError.storeUnavailable(reason: "no Redis Cluster node gave its slot map: " + state.withLock { $0.lastFailure })
+            let failure = state.withLock { $0.lastFailure }
+            throw StoreError.storeUnavailable(reason: "no Redis Cluster node gave its slot map" + (failure.isEmpty ? " yet (the request's store budget is spent)" : ": " + failure))
         }
         return map
     }
 
     private func refreshSoon() { _ = startRefresh(force: false) }
+
+    /// Until `task` ends or `deadline` passes, whichever is first (awaiting a task's value alone
+    /// cannot be cut short: it is not cancellable).
+    private static func wait(for task: Task<Void, Never>, until deadline: ContinuousClock.Instant) async {
+        let resumed = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let resume: @Sendable () -> Void = { resumed.withLock { $0.take() }?.resume() }
+        await withCheckedContinuation { continuation in
+            resumed.withLock { $0 = continuation }
+            Task {
+                await task.value
+                resume()
+            }
+            Task {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                resume()
+            }
+        }
+    }
 
     /// The refresh under way, or a new one when the last ended over ``refreshInterval`` ago (or
     /// `force`); nil when none is needed.

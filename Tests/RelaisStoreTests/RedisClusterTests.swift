@@ -66,6 +66,29 @@ import Glibc
 
     // MARK: - A real cluster
 
+    /// Seeds that accept and never answer come first: the first sweep for the slot map waits on
+    /// each of them for the command timeout. A call waits for it as long as its request's store
+    /// budget only (503 then), the sweep going on for the calls after it.
+    @Test func aCallWaitsForTheSlotMapWithinItsBudgetOnly() async throws {
+        let cluster = try await RedisClusterProcess.launch(masters: 3, replicasPerMaster: 0)
+        defer { cluster.stop() }
+        let silent = [try SilentListener(), try SilentListener()]
+        let seeds = silent.map { "127.0.0.1:\($0.port)" } + [cluster.nodes[0]]
+        let nodes = seeds.compactMap { RedisConfiguration.Node(parsing: $0, defaultPort: 6379) }
+        let store = RedisStore(configuration: RedisConfiguration(connectTimeout: .seconds(1), commandTimeout: .seconds(10), cluster: nodes))
+        let start = ContinuousClock.now
+        await #expect {
+            try await StoreBudget.withBudget(.milliseconds(200)) { try await store.get("k") }
+        } throws: { error in
+            guard case .storeUnavailable(let reason)? = error as? StoreError else { return false }
+            return reason.contains("slot map")
+        }
+        // The budget, not the silent seeds' 20 s (room for a machine loaded by the other tests).
+        #expect(ContinuousClock.now - start < .seconds(8), "\(ContinuousClock.now - start)")
+        try await store.shutdown()
+        withExtendedLifetime(silent) {}
+    }
+
     /// Keys of every master, multi-key steps on one session's tag, slots as Redis computes them.
     @Test func everySlotIsReachedAndMultiKeyStepsStayOnOneNode() async throws {
         let cluster = try await RedisClusterProcess.launch(masters: 3, replicasPerMaster: 0)
