@@ -175,11 +175,17 @@ import Testing
         let listener = try LoopbackRedirectListener(path: "/cb") { _ in }
         let base = "http://127.0.0.1:\(listener.port)"
         async let redirect = listener.run(authorizationURL: URL(string: "https://relais.example/authorize")!)
-        var statuses: [Int] = []
+        var statuses: [String] = []
         for path in ["/cbX?code=evil", "/cb/x?code=evil", "/c", "/cb?code=real&state=s"] {
-            statuses.append(try await URLSessionTransport().send(HTTPRequest(url: URL(string: base + path)!)).status)
+            // A raw request, a connection each, as a browser or a local process would send it.
+            let answer = try await RawConnection.blocking { [port = listener.port] in
+                guard let connection = RawConnection(port: port) else { return "refused" }
+                connection.send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                return connection.receive(timeout: .seconds(30))
+            }
+            statuses.append(String(answer.prefix { $0 != "\r\n" }))
         }
-        #expect(statuses == [404, 404, 404, 200])
+        #expect(statuses == ["HTTP/1.1 404 Not Found", "HTTP/1.1 404 Not Found", "HTTP/1.1 404 Not Found", "HTTP/1.1 200 OK"])
         #expect(try await redirect.absoluteString == base + "/cb?code=real&state=s")
     }
 
