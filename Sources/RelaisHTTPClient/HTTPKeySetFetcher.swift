@@ -4,15 +4,20 @@ public import RelaisJOSE
 public struct HTTPKeySetFetcher: JWKSFetcher {
     let client: HTTPClient
     let operation: String
+    let timeout: Duration?
 
-    /// - Parameter operation: the span name of each fetch, when tracing is on.
-    public init(client: HTTPClient, operation: String = "jwks") {
+    /// - Parameters:
+    ///   - operation: the span name of each fetch, when tracing is on.
+    ///   - timeout: each fetch's own bound (a provider's `timeout`); nil for the client's.
+    public init(client: HTTPClient, operation: String = "jwks", timeout: Duration? = nil) {
         self.client = client
         self.operation = operation
+        self.timeout = timeout
     }
 
     public func fetchKeySet(from url: String) async throws -> [UInt8] {
-        let response = try await client.send(HTTPClientRequest(url: url, headers: [(name: "Accept", value: "application/json, application/jwk-set+json")], operation: operation))
+        let response = try await client.send(
+            HTTPClientRequest(url: url, headers: [(name: "Accept", value: "application/json, application/jwk-set+json")], timeout: timeout, operation: operation))
         guard (200..<300).contains(response.status) else { throw HTTPKeySetFetcherError(url: url, status: response.status) }
         return response.body
     }

@@ -24,6 +24,8 @@ public struct ProviderMetadata: Sendable, Equatable {
         endSessionEndpoint = settings.endSessionEndpoint
     }
 
+    private static func isHTTPS(_ url: String) -> Bool { url.utf8.prefix(8).elementsEqual("https://".utf8) { $0 | 0x20 == $1 | 0x20 } }
+
     /// Reads a discovery document; its `issuer` must be the configured one exactly (Discovery §4.3),
     /// or a document from elsewhere could redirect sign-ins.
     init(discovery document: [String: JSONValue], settings: ProviderSettings) throws(UpstreamError) {
@@ -43,5 +45,15 @@ public struct ProviderMetadata: Sendable, Equatable {
         jwksURI = settings.jwksURI ?? endpoint("jwks_uri")
         endSessionEndpoint = settings.endSessionEndpoint ?? endpoint("end_session_endpoint")
         sendsCallbackIssuer = document["authorization_response_iss_parameter_supported"] == .bool(true)
+        // The document speaks for an https issuer: an endpoint it names in clear would carry the
+        // client secret, the code and the tokens where anyone on the path reads them.
+        if Self.isHTTPS(settings.issuer) {
+            for (name, url) in [
+                ("authorization_endpoint", authorizationEndpoint), ("token_endpoint", tokenEndpoint), ("userinfo_endpoint", userinfoEndpoint),
+                ("jwks_uri", jwksURI), ("end_session_endpoint", endSessionEndpoint),
+            ] {
+                if let url, !Self.isHTTPS(url) { throw .invalidResponse("the discovery document's \(name) is not https, though the issuer is") }
+            }
+        }
     }
 }

@@ -41,7 +41,8 @@ public enum UpstreamError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .unavailable(let reason): "\(code): \(reason)"
         case .invalidResponse(let reason): "\(code): \(reason)"
-        case .rejected(let error, let description): "\(code): the provider refused the code exchange (\(error): \(description))"
+        // The provider's own words, cut as /callback cuts its error_description: they reach the app's redirect.
+        case .rejected(let error, let description): "\(code): the provider refused the code exchange (\(error.prefix(64)): \(description.prefix(200)))"
         case .idTokenRejected(let error): "\(code): \(error.code)"
         case .userinfoRejected(let reason): "\(code): \(reason)"
         case .callbackRejected(let reason): "\(code): \(reason)"

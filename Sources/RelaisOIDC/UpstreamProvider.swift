@@ -247,9 +247,9 @@ public actor UpstreamProvider {
         switch response.status {
         case 200:
             guard let body else { throw .invalidResponse("the token response is not a JSON object") }
-            if let type = body["token_type"]?.stringValue, type.lowercased() != "bearer" {
-                throw .invalidResponse("token_type '\(type)' is not Bearer")
-            }
+            // RFC 6749 §5.1: token_type is REQUIRED.
+            guard let type = body["token_type"]?.stringValue else { throw .invalidResponse("the token response has no token_type") }
+            guard type.lowercased() == "bearer" else { throw .invalidResponse("token_type '\(type)' is not Bearer") }
             return body
         case 429, 500...599:
             throw .unavailable("the token endpoint answered HTTP \(response.status)")
@@ -291,7 +291,8 @@ public actor UpstreamProvider {
         }
         guard let uri = metadata.jwksURI else { return nil }
         let cache = JWKSCache(
-            url: uri, fetcher: HTTPKeySetFetcher(client: http, operation: "provider jwks"), maxAge: .seconds(3600), minimumRefetchInterval: settings.jwksRefetchInterval,
+            url: uri, fetcher: HTTPKeySetFetcher(client: http, operation: "provider jwks", timeout: settings.timeout), maxAge: .seconds(3600),
+            minimumRefetchInterval: settings.jwksRefetchInterval,
             clock: { [clock] in clock.instant })
         keys = cache
         return cache
@@ -309,9 +310,17 @@ public actor UpstreamProvider {
             policy.nonce = nonce
             policy.requireIssuedAt = true
             policy.requiredClaims = ["sub"]
-            if let requestedACR, !settings.acrOrder.isEmpty {
-                policy.minimumACR = requestedACR
-                policy.acrOrder = settings.acrOrder
+            if let requestedACR {
+                if !settings.acrOrder.isEmpty {
+                    policy.minimumACR = requestedACR
+                    policy.acrOrder = settings.acrOrder
+                } else {
+                    // No scale to compare levels on: the id_token must name one of the levels asked
+                    // for, exactly (fail closed: an acr asked for is never dropped for want of an order).
+                    let asked = requestedACR.split(separator: " ").map(String.init)
+                    policy.minimumACR = asked.first
+                    policy.acrOrder = asked
+                }
             }
             return try policy.validate(jws)
         } catch {

@@ -42,6 +42,28 @@ extension Case {
 }
 
 @Suite struct DiscoveryTests {
+    /// An https issuer's document names https endpoints only: one in clear would carry the client
+    /// secret, the code and the tokens unencrypted. An http issuer (a local development provider)
+    /// keeps its own.
+    @Test func anHTTPSIssuersDocumentNamesHTTPSEndpointsOnly() throws {
+        let names = ["authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri", "end_session_endpoint"]
+        for issuer in ["https://op.example", "http://127.0.0.1:9000"] {
+            let settings = ProviderSettings(id: "op", preset: .oidc, issuer: issuer, clientID: "c")
+            var document: [String: JSONValue] = ["issuer": .string(issuer)]
+            for name in names { document[name] = .string(issuer + "/" + name) }
+            #expect((try? ProviderMetadata(discovery: document, settings: settings)) != nil, "\(issuer)")
+            for name in names {
+                var clear = document
+                clear[name] = .string("http://op.example/" + name)
+                if issuer.hasPrefix("https") {
+                    #expect(throws: UpstreamError.self, "\(name)") { try ProviderMetadata(discovery: clear, settings: settings) }
+                } else {
+                    #expect((try? ProviderMetadata(discovery: clear, settings: settings)) != nil, "\(name)")
+                }
+            }
+        }
+    }
+
     @Test("discovery documents", arguments: Case.discoveryDocuments)
     func discovery(_ row: Case) async throws {
         try await Harness.run(row.setup) { harness in

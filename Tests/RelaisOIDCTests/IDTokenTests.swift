@@ -41,6 +41,17 @@ extension Case {
         Case("acr missing while a level is requested", refused("jwt_acr", mentioning: "missing")) { $0.idToken.claims["acr"] = nil },
         Case("acr not a known level", refused("jwt_acr", mentioning: "not a known level")) { $0.idToken.claims["acr"] = .string("eidas9") },
         Case("acr above the requested level", .accepted) { $0.idToken.claims["acr"] = .string("eidas3") },
+        // No acr_order configured (an `oidc` provider with acr_values only): no scale to compare
+        // on, so the id_token must name a level that was asked for, exactly, never none.
+        Case("acr asked, no acr_order: the level asked", .accepted) { $0.settings.acrOrder = [] },
+        Case("acr asked, no acr_order: another level", refused("jwt_acr")) {
+            $0.settings.acrOrder = []
+            $0.idToken.claims["acr"] = .string("eidas3")
+        },
+        Case("acr asked, no acr_order: none", refused("jwt_acr", mentioning: "missing")) {
+            $0.settings.acrOrder = []
+            $0.idToken.claims["acr"] = nil
+        },
         Case("acr below, but no level requested", .accepted) {
             $0.requestedACR = nil
             $0.idToken.claims["acr"] = .string("eidas1")

@@ -18,6 +18,8 @@ extension Case {
         Case("200 without access_token", invalid("no access_token")) { $0.tokenFields["access_token"] = nil },
         Case("200, access_token not a string", invalid("no access_token")) { $0.tokenFields["access_token"] = .number(7) },
         Case("200, token_type not Bearer", invalid("token_type 'DPoP'")) { $0.tokenFields["token_type"] = .string("DPoP") },
+        // RFC 6749 §5.1: token_type is REQUIRED.
+        Case("200 without token_type", invalid("no token_type")) { $0.tokenFields["token_type"] = nil },
         Case("200, not JSON", invalid("not a JSON object")) { $0.tokenRawBody = "<html>ok</html>" },
         Case("200, an id_token that fails its checks", .refused("provider_id_token_rejected", check: "jwt_nonce")) {
             $0.idToken.claims["nonce"] = .string("nonce-2")
@@ -59,6 +61,15 @@ extension Case {
     private func tokenRequest(_ harness: Harness) throws -> (form: FormParameters, authorization: String?) {
         let request = try #require(harness.double.lastRequest(.token))
         return (try #require(FormParameters(encoded: request.body)), request.authorization)
+    }
+
+    /// The provider's own words reach the app's redirect: its error and description are cut (64 and
+    /// 200 characters), as /callback cuts the description it is given.
+    @Test func theProvidersRefusalIsCutBeforeItReachesTheApp() {
+        let refusal = UpstreamError.rejected(error: String(repeating: "e", count: 5000), description: String(repeating: "x", count: 5000))
+        #expect(refusal.description.contains(String(repeating: "x", count: 200) + ")"))
+        #expect(!refusal.description.contains(String(repeating: "x", count: 201)))
+        #expect(!refusal.description.contains(String(repeating: "e", count: 65)))
     }
 
     @Test func clientSecretPostSendsTheSecretInTheForm() async throws {

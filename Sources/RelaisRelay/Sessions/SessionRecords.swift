@@ -99,9 +99,6 @@ struct LoginTransaction: JSONRecord, Sendable {
     var app: AppRequest
     var providerNonce: String
     var providerCodeVerifier: String?
-    /// When Relais sent the browser to the provider: the person signed in there after it, the
-    /// `auth_time` to give when the provider says none.
-    var startedAt: Double?
     /// A sign-in at `/device` that approves this device request (the session id it will open),
     /// instead of one that returns a code to the app.
     var deviceSID: String?
@@ -116,14 +113,12 @@ struct LoginTransaction: JSONRecord, Sendable {
     init?(json: [String: JSONValue]) {
         guard let app = json["app"]?.objectValue.flatMap(AppRequest.init(json:)), let nonce = json["providerNonce"]?.stringValue else { return nil }
         self.init(app: app, providerNonce: nonce, providerCodeVerifier: json["providerCodeVerifier"]?.stringValue, deviceSID: json["deviceSID"]?.stringValue)
-        startedAt = json["startedAt"]?.numberValue
     }
 
     var json: JSONValue {
         var object: [String: JSONValue] = ["app": .object(app.json), "providerNonce": .string(providerNonce)]
         object["providerCodeVerifier"] = providerCodeVerifier.map { .string($0) }
         object["deviceSID"] = deviceSID.map { .string($0) }
-        object["startedAt"] = startedAt.map { .number($0) }
         return .object(object)
     }
 }

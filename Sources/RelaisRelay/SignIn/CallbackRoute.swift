@@ -81,7 +81,7 @@ struct CallbackRoute: RelayRoutes {
         }
         guard let code = parameters["code"], !code.isEmpty else { return fail(.callbackRejected("the callback carries no code")) }
 
-        var identity: UpstreamIdentity
+        let identity: UpstreamIdentity
         let providerStart = ContinuousClock.now
         do {
             identity = try await provider.signIn(
@@ -93,15 +93,14 @@ struct CallbackRoute: RelayRoutes {
         }
         if let maxAge = app.upstream.maxAge {
             // OpenID Connect Core §3.1.2.1: a sign-in at most max_age old, and an auth_time in the
-            // id_token. The provider was asked for a new login; one that says its sign-in is older
-            // did not make one. One that says nothing signed the person in after Relais sent them.
-            let now = sessions.clock.now
-            if let said = identity.authTime {
-                guard now - said <= Double(maxAge) + Self.clockLeeway else {
-                    return fail(.callbackRejected("the provider's sign-in (auth_time) is older than the app's max_age"))
-                }
-            } else {
-                identity.authTime = transaction.startedAt ?? now
+            // id_token. The provider was asked for a new login (prompt=login); one whose auth_time
+            // is older did not make one, and one that gives none cannot show it did (fail closed:
+            // the app's max_age is never dropped).
+            guard let said = identity.authTime else {
+                return fail(.callbackRejected("the provider gave no auth_time, so the app's max_age cannot be held"))
+            }
+            guard sessions.clock.now - said <= Double(maxAge) + Self.clockLeeway else {
+                return fail(.callbackRejected("the provider's sign-in (auth_time) is older than the app's max_age"))
             }
         }
         // Time spent waiting for the provider (token, userinfo, JWKS), so operators and the

@@ -1,6 +1,5 @@
 import Hummingbird
 import Logging
-import RelaisClock
 import RelaisConfig
 import RelaisCrypto
 import RelaisOIDC
@@ -29,8 +28,7 @@ struct SignInStarter: Sendable {
             throw RelayError(upstream: error)
         }
         do {
-            var transaction = LoginTransaction(app: app, providerNonce: nonce, providerCodeVerifier: verifier, deviceSID: deviceSID)
-            transaction.startedAt = sessions.clock.now
+            let transaction = LoginTransaction(app: app, providerNonce: nonce, providerCodeVerifier: verifier, deviceSID: deviceSID)
             try await sessions.saveTransaction(transaction, state: state)
         } catch {
             logger.error("store unavailable at authorize", metadata: ["error": "\(error)"])

@@ -25,8 +25,8 @@ extension RelaySessionsAndProvidersChain {
         }
 
         /// OpenID Connect Core §3.1.2.1: with max_age the id_token carries auth_time, and a provider
-        /// sign-in older than max_age (a provider that ignored prompt=login) is refused. A provider
-        /// that gives no auth_time signed the person in after Relais sent them: that time is given.
+        /// sign-in older than max_age (a provider that ignored prompt=login) is refused, as is one
+        /// with no auth_time at all, which cannot show it is recent (fail closed).
         @Test func maxAgeIsHeldAgainstTheProvidersSignIn() async throws {
             let harness = try await RelayHarness.launch()
             var stale = RelayHarness.AppRequest()
@@ -37,21 +37,21 @@ extension RelaySessionsAndProvidersChain {
             #expect(query["code"] == nil)
             #expect(query.oauthError == "server_error: provider_callback_rejected: the provider's sign-in (auth_time) is older than the app's max_age")
 
-            let started = harness.clock.now
             var unsaid = RelayHarness.AppRequest()
             unsaid.extra = [("max_age", "600")]
             try await harness.armProvider("id_token:no_auth_time")
-            let code = try #require(try await harness.signIn(unsaid)["code"])
-            let tokens = try #require(JSONValue.object(from: try await harness.exchange(code, unsaid).body))
-            let idToken = try JWS.parse(try #require(tokens["id_token"]?.stringValue))
-            let authTime = try #require(JSONValue.object(from: idToken.payload)?["auth_time"]?.numberValue)
-            #expect(authTime >= started.rounded(.down) && authTime <= harness.clock.now)
+            let unproven = try RelayHarness.query(try #require(try await harness.callback(try await harness.throughProvider(unsaid)).header("location")))
+            #expect(unproven["code"] == nil)
+            #expect(unproven.oauthError == "server_error: provider_callback_rejected: the provider gave no auth_time, so the app's max_age cannot be held")
 
-            // Within max_age, the provider's own auth_time is kept.
+            // Within max_age, the provider's own auth_time goes into Relais' id_token.
             var fresh = RelayHarness.AppRequest()
             fresh.extra = [("max_age", "600")]
             let freshCode = try #require(try await harness.signIn(fresh)["code"])
-            #expect(try await harness.exchange(freshCode, fresh).status == 200)
+            let tokens = try #require(JSONValue.object(from: try await harness.exchange(freshCode, fresh).body))
+            let idToken = try JWS.parse(try #require(tokens["id_token"]?.stringValue))
+            let authTime = try #require(JSONValue.object(from: idToken.payload)?["auth_time"]?.numberValue)
+            #expect(harness.clock.now - authTime <= 600)
         }
 
         @Test func everyProviderFaultEndsInASpecificErrorAtTheApp() async throws {
@@ -90,6 +90,19 @@ extension RelaySessionsAndProvidersChain {
             #expect(try RelayHarness.query(location).oauthError?.hasPrefix("temporarily_unavailable: provider_unavailable: http_timeout") == true)
             // The app hears back after Relais' 1 s timeout, long before the provider's 20 s answer.
             #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(10))
+
+            // The provider's JWKS too: its fetch is bound by the provider's timeout (1 s), not the
+            // HTTP client's (the harness' 3 s).
+            let cold = try await RelayHarness.launch(providerExtra: "    timeout: 1s\n")
+            try await cold.armProvider("jwks:delay=20000")
+            let coldToRelay = try await cold.throughProvider(RelayHarness.AppRequest())
+            let coldStart = ContinuousClock.now
+            let coldResponse = try await cold.callback(coldToRelay)
+            let coldElapsed = ContinuousClock.now - coldStart
+            let coldQuery = try RelayHarness.query(try #require(coldResponse.header("location")))
+            #expect(coldQuery["code"] == nil, "\(coldQuery.oauthError ?? "")")
+            #expect(coldQuery.oauthError == "server_error: provider_id_token_rejected: jose_jwks_unavailable")
+            #expect(coldElapsed < .milliseconds(2500), "\(coldElapsed)")
         }
 
         @Test func aMissingKidOrARotatedKeyIsStillVerified() async throws {
