@@ -35,9 +35,15 @@ public actor UpstreamProvider {
     private let http: HTTPClient
     private let clock: any RelaisClock
     private var cachedMetadata: (value: ProviderMetadata, fetchedAt: ContinuousClock.Instant)?
+    /// The discovery fetch under way, which every caller meanwhile waits for (one request, not one
+    /// per concurrent sign-in).
+    private var discovering: Task<Result<ProviderMetadata, UpstreamError>, Never>?
     private var keys: JWKSCache?
 
     static let metadataMaxAge: Duration = .seconds(3600)
+    /// After a refresh failed, the last good document serves this long before the next attempt:
+    /// a provider whose discovery is down does not cost every sign-in a wait for its timeout.
+    static let retryAfterFailedRefresh: Duration = .seconds(30)
     static let leeway: Duration = .seconds(30)
 
     public init(settings: ProviderSettings, http: HTTPClient, clock: any RelaisClock = SystemClock()) {
@@ -49,7 +55,7 @@ public actor UpstreamProvider {
     // MARK: - Endpoints
 
     /// The provider's endpoints: discovered (cached an hour; the last good document is kept if a
-    /// refresh fails) or configured.
+    /// refresh fails, and tried again ``retryAfterFailedRefresh`` later) or configured.
     public func metadata() async throws(UpstreamError) -> ProviderMetadata {
         if let cachedMetadata, clock.instant - cachedMetadata.fetchedAt < Self.metadataMaxAge { return cachedMetadata.value }
         guard settings.discovery else {
@@ -57,24 +63,20 @@ public actor UpstreamProvider {
             cachedMetadata = (configured, clock.instant)
             return configured
         }
-        do {
-            let response = try await send(
-                HTTPClientRequest(
-                    url: settings.issuer + "/.well-known/openid-configuration", headers: [(name: "Accept", value: "application/json")], operation: "provider discovery"))
-            switch response.status {
-            case 200: break
-            case 429, 500...599: throw UpstreamError.unavailable("discovery answered HTTP \(response.status)")
-            default: throw UpstreamError.invalidResponse("discovery answered HTTP \(response.status)")
-            }
-            guard let document = JSONValue.object(from: response.body) else { throw UpstreamError.invalidResponse("the discovery document is not a JSON object") }
-            let metadata = try ProviderMetadata(discovery: document, settings: settings)
+        let fetch = discovering ?? Task { await self.discover() }
+        discovering = fetch
+        let result = await fetch.value
+        if discovering == fetch { discovering = nil }
+        switch result {
+        case .success(let metadata):
             cachedMetadata = (metadata, clock.instant)
             return metadata
-        } catch let error as UpstreamError {
-            if let cachedMetadata { return cachedMetadata.value }
-            throw error
-        } catch {
-            throw .invalidResponse("\(error)")
+        case .failure(let error):
+            guard let cached = cachedMetadata else { throw error }
+            if clock.instant - cached.fetchedAt >= Self.metadataMaxAge {
+                cachedMetadata = (cached.value, clock.instant - Self.metadataMaxAge + Self.retryAfterFailedRefresh)
+            }
+            return cached.value
         }
     }
 
@@ -101,14 +103,6 @@ public actor UpstreamProvider {
             parameters.append(("code_challenge_method", "S256"))
         }
         return FormParameters.url(metadata.authorizationEndpoint, adding: parameters)
-    }
-
-    /// The `claims` parameter that requires `acr` or a level above it in `order` (OIDC Core §5.5.1.1):
-    /// the provider must meet it or refuse, where `acr_values` is only a wish.
-    static func essentialACRClaims(_ acr: String, order: [String]) -> String {
-        let levels = order.firstIndex(of: acr).map { Array(order[$0...]) } ?? [acr]
-        let requirement: JSONValue = .object(["essential": .bool(true), "values": .array(levels.map { .string($0) })])
-        return String(decoding: JSONValue.object(["id_token": .object(["acr": requirement])]).serialized(), as: UTF8.self)
     }
 
     /// The provider's logout redirect, when it has one.
@@ -380,7 +374,7 @@ public actor UpstreamProvider {
         }
     }
 
-    private func send(_ request: HTTPClientRequest) async throws(UpstreamError) -> HTTPClientResponse {
+    func send(_ request: HTTPClientRequest) async throws(UpstreamError) -> HTTPClientResponse {
         var request = request
         request.timeout = settings.timeout
         do {

@@ -133,11 +133,29 @@ extension Case {
             harness.clock.advance(by: .seconds(3601))
             #expect(try await harness.provider.metadata() == first)
             #expect(harness.double.hits(.discovery) == 2)
-            // And sign-ins keep starting from it.
+            // And sign-ins keep starting from it, without asking again at each one.
             let url = try await harness.provider.authorizationURL(
                 redirectURI: "https://relais.example/callback", state: "state-1", nonce: "nonce-1", acr: nil, prompt: nil, codeChallenge: nil
             )
             #expect(url.hasPrefix(harness.scenario.issuer + "/authorize?"))
+            #expect(harness.double.hits(.discovery) == 2)
+            // Until the retry delay has passed.
+            harness.clock.advance(by: UpstreamProvider.retryAfterFailedRefresh)
+            #expect(try await harness.provider.metadata() == first)
+            #expect(harness.double.hits(.discovery) == 3)
+        }
+    }
+
+    /// Sign-ins that start together while no document is held wait for one request, not one each.
+    @Test func concurrentCallsShareOneDiscoveryRequest() async throws {
+        try await Harness.run { harness in
+            let provider = harness.provider
+            let documents = try await withThrowingTaskGroup(of: ProviderMetadata.self) { group in
+                for _ in 0..<10 { group.addTask { try await provider.metadata() } }
+                return try await group.reduce(into: [ProviderMetadata]()) { $0.append($1) }
+            }
+            #expect(documents.count == 10 && Set(documents.map(\.tokenEndpoint)).count == 1)
+            #expect(harness.double.hits(.discovery) == 1)
         }
     }
 
