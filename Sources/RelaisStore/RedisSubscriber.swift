@@ -166,7 +166,7 @@ extension RedisSubscriber {
 /// What proves a subscription current: its PINGs not answered yet, oldest first (Redis answers in
 /// order), and on a cluster its rounds of markers not all heard yet. The proof is when the last
 /// answered PING was sent, or on a cluster the older of that and the last round fully heard.
-private final class Proofs: Sendable {
+final class Proofs: Sendable {
     private struct Round {
         var sent: ContinuousClock.Instant
         var masters: Int?
@@ -190,7 +190,9 @@ private final class Proofs: Sendable {
         /// Round `number` is complete when every master's marker came: everything published before
         /// it on any master has come too. Rounds before it are then of no use.
         mutating func check(_ number: Int) -> ContinuousClock.Instant? {
-            guard let round = rounds[number], let masters = round.masters, round.heard.count >= masters else { return nil }
+            // Every master's own index: a marker naming one past them (anyone may publish on the
+            // channel) completes nothing.
+            guard let round = rounds[number], let masters = round.masters, round.heard.isSuperset(of: 0..<masters) else { return nil }
             lastRound = max(lastRound ?? round.sent, round.sent)
             rounds = rounds.filter { $0.key > number }
             return proof
@@ -199,6 +201,9 @@ private final class Proofs: Sendable {
 
     /// Rounds kept waiting at most: while a master is down none completes.
     private static let roundsKept = 16
+    /// Redis Cluster's own ceiling on nodes: a marker naming a master beyond it is not counted,
+    /// so that what a round holds stays bounded.
+    private static let mostMasters = 1000
     private let state: Mutex<State>
 
     init(byMarkers: Bool) { state = Mutex(State(byMarkers: byMarkers)) }
@@ -240,7 +245,7 @@ private final class Proofs: Sendable {
     /// Master `master`'s marker of round `number` came: the proof it makes, if any.
     func heard(round number: Int, master: Int) -> ContinuousClock.Instant? {
         state.withLock { state in
-            guard state.rounds[number] != nil else { return nil }
+            guard state.rounds[number] != nil, (0..<Self.mostMasters).contains(master) else { return nil }
             state.rounds[number]?.heard.insert(master)
             return state.check(number)
         }
