@@ -129,10 +129,10 @@ final class RedisCluster: Sendable {
         guard let masters = try? await currentMap().masters, !masters.isEmpty else { return nil }
         let commands = masters.indices.map { [[Array("PUBLISH".utf8), channel, message($0)]] }
         let nodes = masters.map(client(for:))
+        let giving = givesUpAt < deadline ? givesUpAt : nil
         let published = await withTaskGroup(of: Bool.self) { group in
             for (node, command) in zip(nodes, commands) {
                 group.addTask {
-                    let giving = givesUpAt < deadline ? givesUpAt : nil
                     guard case .integer? = try? await node.run(command, deadline: deadline, givesUpAt: giving, repeatable: true).first else { return false }
                     return true
                 }
@@ -171,7 +171,9 @@ final class RedisCluster: Sendable {
     private func currentMap(until givesUpAt: ContinuousClock.Instant? = nil) async throws -> RedisSlotMap {
         if let map = state.withLock({ $0.map }) { return map }
         if let refresh = startRefresh(force: true) {
-            if let givesUpAt { await Self.wait(for: refresh, until: givesUpAt) } else { await refresh.value }
+            // Past the budget the map is simply not there yet: said below.
+            _ = try? await RedisNode.wait(
+                for: group.next().makeFutureWithTask { await refresh.value }, until: givesUpAt, failing: .storeUnavailable(reason: "the store budget is spent"))
         }
         guard let map = state.withLock({ $0.map }) else {
             let failure = state.withLock { $0.lastFailure }
@@ -181,24 +183,6 @@ final class RedisCluster: Sendable {
     }
 
     private func refreshSoon() { _ = startRefresh(force: false) }
-
-    /// Until `task` ends or `deadline` passes, whichever is first (awaiting a task's value alone
-    /// cannot be cut short: it is not cancellable).
-    private static func wait(for task: Task<Void, Never>, until deadline: ContinuousClock.Instant) async {
-        let resumed = Mutex<CheckedContinuation<Void, Never>?>(nil)
-        let resume: @Sendable () -> Void = { resumed.withLock { $0.take() }?.resume() }
-        await withCheckedContinuation { continuation in
-            resumed.withLock { $0 = continuation }
-            Task {
-                await task.value
-                resume()
-            }
-            Task {
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                resume()
-            }
-        }
-    }
 
     /// The refresh under way, or a new one when the last ended over ``refreshInterval`` ago (or
     /// `force`); nil when none is needed.

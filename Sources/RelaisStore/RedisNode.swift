@@ -186,7 +186,11 @@ final class RedisNode: Sendable {
             opening = promise.futureResult
         }
         do {
-            return (try await Self.wait(for: opening, until: givingUpAt), false)
+            return (
+                try await Self.wait(
+                    for: opening, until: givingUpAt,
+                    failing: StoreError.storeUnavailable(reason: "the request's store budget is spent waiting for a connection to Redis")), false
+            )
         } catch let error as StoreError {
             throw error
         } catch {
@@ -226,14 +230,13 @@ final class RedisNode: Sendable {
         promise.succeed(connection)
     }
 
-    /// `future`'s value, or a failure at `deadline` if it has none by then.
-    private static func wait<Value: Sendable>(for future: EventLoopFuture<Value>, until deadline: ContinuousClock.Instant?) async throws -> Value {
+    /// `future`'s value, or `failure` at `deadline` if it has none by then (nil: no bound). What is
+    /// waited for goes on for whoever else waits on it.
+    static func wait<Value: Sendable>(for future: EventLoopFuture<Value>, until deadline: ContinuousClock.Instant?, failing failure: StoreError) async throws -> Value {
         guard let deadline else { return try await future.get() }
         let bounded = future.eventLoop.makePromise(of: Value.self)
         future.cascade(to: bounded)
-        let timer = future.eventLoop.scheduleTask(in: .nanoseconds((deadline - ContinuousClock.now).nanoseconds)) {
-            bounded.fail(StoreError.storeUnavailable(reason: "the request's store budget is spent waiting for a connection to Redis"))
-        }
+        let timer = future.eventLoop.scheduleTask(in: .nanoseconds((deadline - ContinuousClock.now).nanoseconds)) { bounded.fail(failure) }
         bounded.futureResult.whenComplete { _ in timer.cancel() }
         return try await bounded.futureResult.get()
     }

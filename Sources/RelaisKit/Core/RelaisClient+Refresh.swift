@@ -49,16 +49,13 @@ extension RelaisClient {
         apply(.refreshStarted)
         do {
             let answer = try await tokenRequest([("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", configuration.clientID)])
-            try checkStillCurrent(used)
+            guard record == used else { return try heldInstead() }
             _ = try accept(answer, previous: used)
             apply(.refreshed(record!.summary))
             return record!
-        } catch let superseded as Superseded {
-            return try superseded.outcome()
-        } catch let error as RelaisKitError where record != used {
+        } catch  where record != used {
             // The refresh failed after a sign-out or a new sign-in: not this session's error anymore.
-            _ = error
-            return try Superseded(current: record).outcome()
+            return try heldInstead()
         } catch let error as RelaisKitError where error.code == .relay("invalid_grant") {
             if let stored = try? platform.storage.decode(TokenRecord.self, keys.session), stored.refreshToken != refreshToken {
                 record = stored
@@ -71,25 +68,16 @@ extension RelaisClient {
         } catch {
             // Whatever failed (an app's own transport, the key), the state says it: never left refreshing.
             let error = RelaisKitError(wrapping: error)
-            guard record == used else { return try Superseded(current: record).outcome() }
             apply(.failed(error))
             throw error
         }
     }
 
-    /// The session a refresh answer belongs to ended here while it was on its way (a sign-out), or
-    /// another sign-in replaced it: the answer is dropped, and the waiters get what is current.
-    struct Superseded: Error {
-        let current: TokenRecord?
-
-        func outcome() throws -> TokenRecord {
-            guard let current else { throw RelaisKitError(.notSignedIn, "signed out while the refresh was under way") }
-            return current
-        }
-    }
-
-    private func checkStillCurrent(_ refreshed: TokenRecord) throws {
-        guard record == refreshed else { throw Superseded(current: record) }
+    /// For a refresh whose session ended here while it was on its way (a sign-out), or that another
+    /// sign-in replaced: its answer is dropped, and the waiters get what is held now.
+    private func heldInstead() throws -> TokenRecord {
+        guard let record else { throw RelaisKitError(.notSignedIn, "signed out while the refresh was under way") }
+        return record
     }
 
     /// What a refused refresh means for the person, from Relais' stable `error_reason`

@@ -26,18 +26,14 @@ struct TokenSessions: Sendable {
         }
         // An expired access token still names its grant: revoking it ends the session when that
         // still exists (RFC 7009 §2.1 lets revocation reach the whole grant).
-        var policy = ClaimsPolicy(issuer: issuer, now: now)
-        policy.requireExpiration = false
-        policy.leeway = .seconds(365 * 86400)
+        let policy = lateTokenPolicy(audience: nil)
         guard let claims = verified(token, policy), claims.string("client_id") == clientID else { return nil }
         return claims.string("sid")
     }
 
     /// The session named by one of Relais' own id_tokens for `clientID`, however old.
     func session(ofIDToken token: String, clientID: String) -> String? {
-        var policy = ClaimsPolicy(issuer: issuer, audience: clientID, now: now)
-        policy.requireExpiration = false
-        policy.leeway = .seconds(365 * 86400)
+        let policy = lateTokenPolicy(audience: clientID)
         return verified(token, policy)?.string("sid")
     }
 
@@ -56,9 +52,7 @@ struct TokenSessions: Sendable {
     /// An `id_token_hint` at logout: it must be younger than a session's absolute lifetime, and its
     /// session must be the one it was minted for (same app, same person, begun before it).
     func logoutHint(_ token: String, clientID: String) async throws -> LogoutHint {
-        var policy = ClaimsPolicy(issuer: issuer, audience: clientID, now: now)
-        policy.requireExpiration = false
-        policy.leeway = .seconds(365 * 86400)
+        let policy = lateTokenPolicy(audience: clientID)
         guard let claims = verified(token, policy), let sid = claims.string("sid"), let issuedAt = claims["iat"]?.numberValue else { return .none }
         let lifetime = Double(sessions.settings.sessionLifetime.components.seconds)
         guard sessions.clock.now - issuedAt <= lifetime else { return .refused("The id_token_hint is older than any session lives.", .logoutHintTooOld) }
@@ -73,14 +67,21 @@ struct TokenSessions: Sendable {
     /// names no `client_id`: OpenID Connect RP-Initiated Logout makes it optional beside the hint,
     /// and AppAuth does not send it. nil when the hint is not Relais' own, or names several.
     func clientOfLogoutHint(_ token: String) -> String? {
-        var policy = ClaimsPolicy(issuer: issuer, now: now)
-        policy.requireExpiration = false
-        policy.leeway = .seconds(365 * 86400)
+        let policy = lateTokenPolicy(audience: nil)
         guard let claims = verified(token, policy), claims.audience.count == 1 else { return nil }
         return claims.audience[0]
     }
 
     private var now: @Sendable () -> Double { { [clock = sessions.clock] in clock.now } }
+
+    /// One of Relais' own tokens however old: revocation and logout come late, so neither expiry
+    /// nor age refuses it here (each caller bounds what it accepts).
+    private func lateTokenPolicy(audience: String?) -> ClaimsPolicy {
+        var policy = ClaimsPolicy(issuer: issuer, audience: audience, now: now)
+        policy.requireExpiration = false
+        policy.leeway = .seconds(365 * 86400)
+        return policy
+    }
 
     private func verified(_ token: String, _ policy: ClaimsPolicy) -> VerifiedClaims? {
         guard let jws = try? JWS.parse(token), (try? jws.verify(with: keys.ring.signingKeys)) != nil else { return nil }

@@ -38,9 +38,7 @@ enum ForwardAuthQuery {
         case "acr":
             guard isList(value, scopeToken: true), !value.contains(" ") else { return "acr must be one acr level" }
         case "max_age":
-            guard !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
-                return "max_age must be a number of seconds"
-            }
+            guard MaxAge.seconds(value) != nil else { return "max_age must be a number of seconds" }
         default:
             return nil
         }

@@ -12,7 +12,7 @@ struct StepUpRequirement: Sendable, Equatable {
         let acr = options?["acr"]
         var maxAge: Int?
         if let text = options?["max_age"] {
-            guard text.utf8.count <= 10, let seconds = Int(text), seconds >= 0 else { throw .invalidRequest("max_age must be a number of seconds") }
+            guard let seconds = MaxAge.seconds(text) else { throw .invalidRequest("max_age must be a number of seconds") }
             maxAge = seconds
         }
         guard acr != nil || maxAge != nil else { return nil }

@@ -104,9 +104,7 @@ struct AppAuthorizationValidator: Sendable {
         // fresh login; /callback checks the provider's auth_time against it, and Relais' tokens
         // carry auth_time.
         if let text = parameters["max_age"] {
-            guard text.utf8.count <= 10, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let seconds = Int(text) else {
-                return reject(.invalidRequest, "max_age must be a number of seconds")
-            }
+            guard let seconds = MaxAge.seconds(text) else { return reject(.invalidRequest, "max_age must be a number of seconds") }
             forceLogin = true
             maxAge = seconds
         }
