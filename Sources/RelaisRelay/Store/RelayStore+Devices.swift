@@ -164,6 +164,29 @@ extension RelayStore {
         }
     }
 
+    /// A step-up's new session `successor` (the same person, proven again) takes over the device
+    /// sessions `sid` approved, before `sid` ends. Each is listed under the successor first, then
+    /// re-pointed to it if it still names `sid` (compare-and-set on its record, read again when a
+    /// refresh rewrote it meanwhile), then leaves `sid`'s list. Best effort: a device not moved
+    /// ends with `sid`, as any approved device does (fail closed).
+    func moveApprovals(of sid: String, to successor: String) async throws {
+        for child in try await store.setMembers(Key.approvedSessions(sid)) where child != sid && child != successor {
+            try await linkApproved(child, to: successor)
+            for _ in 0..<3 {
+                guard let (record, stored) = try await storedSession(child), record.origin.approvedBy == sid,
+                    let idle = try await idleRemaining(child)
+                else { break }
+                var moved = record
+                moved.origin.approvedBy = successor
+                // Its idle deadline stays where it was: a step-up elsewhere is no use of this session.
+                if try await store.apply([.set(Key.session(child), moved.stored, ttl: idle)], ifEqual: Key.session(child), stored) {
+                    _ = try await store.setRemove(Key.approvedSessions(sid), member: child)
+                    break
+                }
+            }
+        }
+    }
+
     /// True when `session` was approved by a session that has ended since. Read from the store,
     /// not the in-process liveness cache: this decides whether a session goes on living.
     func approverEnded(_ session: SessionRecord) async throws -> Bool {

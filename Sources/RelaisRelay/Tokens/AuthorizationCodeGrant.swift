@@ -68,6 +68,12 @@ struct AuthorizationCodeGrant: TokenGrant {
         // answer into an error (the app's retry would then be taken for a replayed code).
         if let replaced = record.replaces {
             do {
+                // The devices the old session approved stay signed in, under the new one.
+                try await sessions.moveApprovals(of: replaced, to: sid)
+            } catch {
+                logger.warning("the devices the stepped-up session approved could not be moved to the new session; they end with it", metadata: ["error": "\(error)"])
+            }
+            do {
                 try await sessions.revoke(replaced, reason: .steppedUp)
             } catch {
                 logger.warning("the stepped-up session could not be ended now; it ends at its idle timeout", metadata: ["error": "\(error)"])

@@ -63,6 +63,9 @@ struct RefreshGrant: TokenGrant {
         switch decision {
         case .refuse(let error): throw error
         case .endWithApprover:
+            // A step-up moves a device to its approver's successor before the approver ends: once
+            // the approver is seen gone, a record that changed since the read may have been moved.
+            if try await sessions.storedSession(sid)?.stored != stored { return nil }
             _ = try? await sessions.revoke(sid, reason: .approverEnded)
             throw Self.approverGone
         case .endAsReplayed(let session): throw try await replayed(sid, session, app: request.app, logger: logger)

@@ -3,10 +3,12 @@ import Hummingbird
 import HummingbirdTesting
 import RelaisClock
 import RelaisConfig
+import RelaisCrypto
 import RelaisJOSE
 import RelaisServer
 import RelaisStore
 import RelaisTestSupport
+import Synchronization
 import Testing
 
 @testable import RelaisRelay
@@ -21,11 +23,14 @@ import Testing
 
     /// The approving app's access tokens live an hour here, so that the sign-in's age, not the
     /// token's, is what a test moves past.
-    static func fixture(_ change: @escaping (inout RelaisConfiguration) -> Void = { _ in }) -> Route.Fixture {
-        Device.fixture { configuration in
-            configuration.apps[0].accessTokenLifetime = .seconds(3600)
-            change(&configuration)
-        }
+    static func fixture(
+        _ change: @escaping (inout RelaisConfiguration) -> Void = { _ in }, serving wrap: (EmbeddedStore) -> any KeyValueStore = { $0 }
+    ) -> Route.Fixture {
+        Device.fixture(
+            { configuration in
+                configuration.apps[0].accessTokenLifetime = .seconds(3600)
+                change(&configuration)
+            }, serving: wrap)
     }
 
     /// A device request approved by `phone`, and the device's tokens.
@@ -190,6 +195,71 @@ import Testing
             #expect(Route.json(refreshed)["error_reason"] == .string("approver_ended"))
             #expect(try await fixture.sessions.session(deviceSID) == nil)
         }
+    }
+
+    /// A step-up replaces the approving session by a new one for the same person (its code names
+    /// the session it replaces): the devices the old one approved stay signed in, now under the
+    /// new session, and end with it.
+    @Test func aStepUpKeepsTheApprovedDevicesUnderTheNewSession() async throws {
+        let fixture = Self.fixture()
+        try await fixture.test { client in
+            let phone = try await Device.phone(fixture, client)
+            let device = try await Self.approvedDevice(fixture, client, by: phone)
+            let deviceSID = try Self.sid(device)
+            let stepped = try await Self.stepUp(fixture, client, phone)
+            #expect(try await fixture.sessions.session(phone.sid) == nil, "the stepped-up session is still there")
+            #expect(try await fixture.sessions.session(deviceSID)?.origin.approvedBy == stepped)
+            let refreshed = try await Self.refreshDevice(client, try #require(device["refresh_token"]?.stringValue))
+            #expect(refreshed.status == .ok, "\(String(buffer: refreshed.body))")
+            #expect(try await fixture.sessions.revoke(stepped, reason: .logout))
+            #expect(try await fixture.sessions.session(deviceSID) == nil, "the device's session outlived its new approver")
+        }
+    }
+
+    /// The device refreshes while its approver steps up, paused after each of its store calls in
+    /// turn: a refresh that read the device's record before the move, and its approver after its
+    /// end, reads again rather than ending a session that was moved.
+    @Test func aDeviceRefreshingDuringItsApproversStepUpStaysSignedIn() async throws {
+        var pausePoint = 1
+        while true {
+            let gate = InterposedStore.Gate()
+            let fixture = Self.fixture(serving: { InterposedStore(base: $0, pauseFirstAfter: pausePoint, gate: gate) })
+            let point = pausePoint
+            try await fixture.test { client in
+                let phone = try await Device.phone(fixture, client)
+                let device = try await Self.approvedDevice(fixture, client, by: phone)
+                let deviceSID = try Self.sid(device)
+                let refresh = try #require(device["refresh_token"]?.stringValue)
+                async let refreshed = InterposedStore.$caller.withValue(.first) {
+                    let response = try await Self.refreshDevice(client, refresh)
+                    gate.finished()
+                    return response
+                }
+                _ = await gate.waitUntilPausedOrDone()
+                let stepped = try await InterposedStore.$caller.withValue(.second) { try await Self.stepUp(fixture, client, phone) }
+                gate.release()
+                let answer = try await refreshed
+                #expect(answer.status == .ok, "pause after store call \(point): \(String(buffer: answer.body))")
+                #expect(try await fixture.sessions.session(deviceSID)?.origin.approvedBy == stepped, "pause after store call \(point)")
+            }
+            if gate.calls.withLock({ $0 }) < pausePoint { break }
+            pausePoint += 1
+        }
+        #expect(pausePoint >= 3)
+    }
+
+    /// The phone's step-up: a code for the same person naming its session, redeemed; the new session's id.
+    static func stepUp(_ fixture: Route.Fixture, _ client: any TestClientProtocol, _ phone: Device.Phone) async throws -> String {
+        let verifier = SecureRandom.token(bits: 256)
+        let app = AppRequest(
+            clientID: "app", redirectURI: Route.redirect, codeChallenge: PKCE.challenge(for: verifier), state: nil, scopes: ["openid"], nonce: nil,
+            providerID: "fc", acr: "eidas2", forceLogin: false
+        )
+        let code = try await Route.mintCode(fixture, app: app, acr: "eidas2", replaces: phone.sid)
+        let fields = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code), ("redirect_uri", Route.redirect), ("code_verifier", verifier)]
+        let redeemed = try await client.execute(uri: "/token", method: .post, headers: Route.formHeaders, body: Route.form(fields))
+        #expect(redeemed.status == .ok, "\(String(buffer: redeemed.body))")
+        return try Self.sid(Route.json(redeemed))
     }
 
     /// An approval whose approving session ends before the device polls opens nothing.

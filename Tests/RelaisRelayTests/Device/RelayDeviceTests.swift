@@ -21,16 +21,19 @@ import Testing
     static let grantType = "urn:ietf:params:oauth:grant-type:device_code"
 
     /// "app" is the signed-in phone app; "tv" is the device's app, approvable by "app".
-    static func fixture(_ change: @escaping (inout RelaisConfiguration) -> Void = { _ in }) -> Route.Fixture {
-        Route.Fixture { configuration in
-            var tv = AppSettings(clientID: "tv", redirectURIs: ["http://127.0.0.1/cb"], providers: ["fc"], scopes: ["openid", "profile"])
-            tv.name = "Télévision du salon"
-            var grant = AppSettings.DeviceGrant()
-            grant.approvers = ["app"]
-            tv.deviceGrant = grant
-            configuration.apps.append(tv)
-            change(&configuration)
-        }
+    static func fixture(
+        _ change: @escaping (inout RelaisConfiguration) -> Void = { _ in }, serving wrap: (EmbeddedStore) -> any KeyValueStore = { $0 }
+    ) -> Route.Fixture {
+        Route.Fixture(
+            { configuration in
+                var tv = AppSettings(clientID: "tv", redirectURIs: ["http://127.0.0.1/cb"], providers: ["fc"], scopes: ["openid", "profile"])
+                tv.name = "Télévision du salon"
+                var grant = AppSettings.DeviceGrant()
+                grant.approvers = ["app"]
+                tv.deviceGrant = grant
+                configuration.apps.append(tv)
+                change(&configuration)
+            }, serving: wrap)
     }
 
     struct Started {
