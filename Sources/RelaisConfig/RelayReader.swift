@@ -49,7 +49,7 @@ extension ValueReader {
                 }
             }
         }
-        result.resourceServers = ids("resource_servers").map { readResourceServer(id: $0) }
+        result.resourceServers = ids("resource_servers").map { readResourceServer(id: $0, environment: environment) }
         result.adminToken = secret("admin.token")
         if let token = result.adminToken, token.utf8.count < 32 { problem("admin.token", "use at least 32 random bytes: it can end anyone's sessions") }
         result.securityEvents = readSecurityEvents()
@@ -288,13 +288,6 @@ extension ValueReader {
         if app.attestation != .off && app.apple == nil && app.android == nil && app.attester == nil && !devAttester {
             problem("\(base).attestation", "'\(app.attestation.rawValue)' needs a way to attest: apple, android or attester")
         }
-    }
-
-    private mutating func readResourceServer(id: String) -> ResourceServerSettings {
-        let base = "resource_servers.\(id)"
-        let secret = secret("\(base).secret") ?? ""
-        if secret.utf8.count < 16 { problem("\(base).secret", "set a secret of at least 16 bytes (secret or secret_file)") }
-        return ResourceServerSettings(id: id, secret: secret, audiences: list("\(base).audiences") ?? [])
     }
 
     private mutating func readKeys(signingIDs: [String], sessionIDs: [String], required: Bool) -> RelayKeySettings {

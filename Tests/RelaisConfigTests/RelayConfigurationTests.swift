@@ -372,4 +372,18 @@ import Testing
         // Development keeps the convenience.
         #expect(!(try await problems(apps)).contains { $0.hasPrefix("forward_auth.audiences") })
     }
+
+    /// The same for `/introspect`: in production, a resource server lists the audiences it serves,
+    /// or it would be told that any app's token, minted for any API, is active.
+    @Test func productionResourceServersNeedAudiences() async throws {
+        let server = """
+            resource_servers:
+              billing: {secret: billing-introspection-secret}
+            """
+        let found = try await problems(server, development: false)
+        #expect(found.contains { $0.hasPrefix("resource_servers.billing.audiences: is empty: /introspect would answer active for any app's access token") }, "\(found)")
+        let listed = try await problems(server.replacingOccurrences(of: "}", with: ", audiences: [billing-api]}"), development: false)
+        #expect(!listed.contains { $0.hasPrefix("resource_servers.billing.audiences") }, "\(listed)")
+        #expect(!(try await problems(server)).contains { $0.hasPrefix("resource_servers.billing.audiences") })
+    }
 }

@@ -172,9 +172,12 @@ import Testing
     /// starts the same, sent first by any local page or process, is answered 404 and the
     /// listener goes on waiting for the real redirect.
     @Test(.tags(.fast)) func theLoopbackListenerTakesItsPathExactly() async throws {
-        let listener = try LoopbackRedirectListener(path: "/cb") { _ in }
+        let (opened, browser) = AsyncStream<Void>.makeStream()
+        let listener = try LoopbackRedirectListener(path: "/cb") { _ in browser.yield() }
         let base = "http://127.0.0.1:\(listener.port)"
         async let redirect = listener.run(authorizationURL: URL(string: "https://relais.example/authorize")!)
+        // Requests come once the browser is open, as they would: not before the listener runs.
+        for await _ in opened { break }
         var statuses: [String] = []
         for path in ["/cbX?code=evil", "/cb/x?code=evil", "/c", "/cb?code=real&state=s"] {
             // A raw request, a connection each, as a browser or a local process would send it.

@@ -245,10 +245,10 @@ final class RelayHarness: @unchecked Sendable {
     }
 
     /// Follows the provider's redirect into Relais' /callback; returns where Relais sends the app.
-    func callback(_ url: String, relay: (any TestServer)? = nil) async throws -> HTTPClientResponse {
+    func callback(_ url: String, relay: (any TestServer)? = nil, cookie: String? = nil) async throws -> HTTPClientResponse {
         var target = url
         if let relay { target = target.replacingOccurrences(of: self.relay.baseURL, with: relay.baseURL) }
-        return try await get(target)
+        return try await get(target, cookie: cookie)
     }
 
     /// A whole sign-in up to the app's redirect; returns its query.

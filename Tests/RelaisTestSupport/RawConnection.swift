@@ -1,4 +1,4 @@
-import NIOPosix
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -7,12 +7,16 @@ import Glibc
 /// A plain TCP connection to a loopback port, for what an HTTP client library will not do: send a
 /// chunked body byte by byte, trickle a request head, or hold a connection open doing nothing.
 ///
-/// Its calls block: from async code use ``blocking(_:)``, which runs them on NIO's thread pool, so
-/// an in-process server that needs the concurrency pool to answer is not starved by its client.
+/// Its calls block: from async code use ``blocking(_:)``, which runs them on a thread of their
+/// own, so an in-process server that needs the concurrency pool to answer is not starved by its
+/// client, and one test's long trickle does not queue another test's connection behind it (as a
+/// shared pool of a thread per core would, on a two-core machine).
 public final class RawConnection: @unchecked Sendable {
-    /// Runs blocking socket work off the Swift concurrency pool.
+    /// Runs blocking socket work off the Swift concurrency pool, on a new thread.
     public static func blocking<Result: Sendable>(_ work: @escaping @Sendable () -> Result) async throws -> Result {
-        try await NIOThreadPool.singleton.runIfActive(work)
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: work()) }
+        }
     }
 
     public let descriptor: Int32

@@ -80,26 +80,47 @@ final class LoopbackRedirectListener: WebAuthenticationSession, @unchecked Senda
 
     func run(authorizationURL: URL) async throws -> URL {
         defer { shut() }
-        // Listen before the browser opens: the redirect may come back before `open` returns.
-        let redirect = Task { [self] in
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<URL, any Error>) in
-                    Thread.detachNewThread { [self] in continuation.resume(with: Result { try acceptRedirect() }) }
-                }
-            } onCancel: {
-                shut()
-            }
-        }
+        // Accepting before the browser opens (the redirect may come back before `open` returns),
+        // on a thread started here: a task would start it only when a busy pool gets to it.
+        let accepted = Accepted()
+        Thread.detachNewThread { [self] in accepted.finish(Result { try acceptRedirect() }) }
         do {
             try await open(authorizationURL)
         } catch {
-            redirect.cancel()
+            shut()
             throw error
         }
+        // Closing the socket ends the blocked accept, which finishes `accepted` as cancelled.
         return try await withTaskCancellationHandler {
-            try await redirect.value
+            try await accepted.value()
         } onCancel: {
-            redirect.cancel()
+            shut()
+        }
+    }
+
+    /// The accepting thread's result, for whichever comes first: the result or its waiter.
+    private final class Accepted: @unchecked Sendable {
+        private let lock = NSLock()
+        private var result: Result<URL, any Error>?
+        private var waiter: CheckedContinuation<URL, any Error>?
+
+        func finish(_ outcome: Result<URL, any Error>) {
+            let waiting = lock.locked { () -> CheckedContinuation<URL, any Error>? in
+                result = outcome
+                defer { waiter = nil }
+                return waiter
+            }
+            waiting?.resume(with: outcome)
+        }
+
+        func value() async throws -> URL {
+            try await withCheckedThrowingContinuation { continuation in
+                let ready = lock.locked { () -> Result<URL, any Error>? in
+                    if result == nil { waiter = continuation }
+                    return result
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
         }
     }
 

@@ -44,6 +44,8 @@ struct DevicePageRoutes: RelayRoutes {
         page.post("/device/sign-in") { request, context in
             try Self.fromOurPage(request, issuer: issuer)
             let (_, sid, found) = try await lookUp(request, context: context)
+            // Decided already (approved from an app, or denied): no sign-in can change that.
+            if try await sessions.deviceDecided(sid) { throw Self.alreadyDecided }
             guard let app = apps[found.clientID], let provider = app.providers.first else {
                 throw RelayError(.unknownClient, "The device's app is no longer registered.", page: .deviceAppGone)
             }
@@ -51,12 +53,13 @@ struct DevicePageRoutes: RelayRoutes {
                 clientID: found.clientID, redirectURI: "", codeChallenge: "", state: nil, scopes: found.scopes, nonce: nil, providerID: provider,
                 acr: starter.providers[provider]?.settings.acrValues, forceLogin: false
             )
-            return try await starter.start(signIn, deviceSID: sid, logger: context.logger)
+            return try await starter.start(signIn, deviceSID: sid, browser: request, logger: context.logger)
         }
         page.post("/device/deny") { request, context in
             try Self.fromOurPage(request, issuer: issuer)
             let (_, sid, _) = try await lookUp(request, context: context)
-            _ = try await sessions.decideDevice(sid, .denied)
+            // The first decision stands: "denied" is said only when this one was it.
+            guard try await sessions.decideDevice(sid, .denied) else { throw Self.alreadyDecided }
             let strings = PageContext.now.strings
             return RelayResponse.html(
                 .ok, title: strings[.deviceDeniedHeading],
@@ -70,11 +73,13 @@ struct DevicePageRoutes: RelayRoutes {
             else { throw RelayError(.invalidUserCode, "user_code is not a user code (XXXX-XXXX).") }
             // No lookup: the image says nothing about whether the code is live.
             return Response(
-                status: .ok, headers: [.contentType: "image/svg+xml", .cacheControl: "no-store", HTTPField.Name("X-Content-Type-Options")!: "nosniff"],
+                status: .ok, headers: [.contentType: "image/svg+xml", .cacheControl: "no-store", .xContentTypeOptions: "nosniff"],
                 body: .init(byteBuffer: .init(string: code.svg(title: "Code \(userCode.display)")))
             )
         }
     }
+
+    static let alreadyDecided = RelayError(.invalidUserCode, "This device's request was already approved or refused.", page: .deviceAlreadyDecided)
 
     /// The confirmation page's own forms only. Another site's form naming a user code it got from
     /// its own device would otherwise send the person's browser through a sign-in that approves

@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import RelaisConfig
+import RelaisCrypto
 import RelaisServer
 
 /// Relais' pages for people, in the operator's look (`pages.*`): one template (Relais' own, or
@@ -19,15 +20,30 @@ struct PageRenderer: Sendable {
         case lang, title, style, header, content, footer
     }
 
+    /// Content-Security-Policy of every page. Relais' own template loads nothing but its inline
+    /// style (allowed by its hash) and the logo, and runs no script; an operator's template keeps
+    /// what cannot break it. `form-action` is left out on purpose: Chrome applies it to the
+    /// redirect after a form (to the provider, or an app's custom scheme after a sign-out).
+    let contentSecurityPolicy: String
+
     init(_ settings: PagesSettings = PagesSettings()) {
         self.settings = settings
         parts = Self.parse(settings.template ?? Self.defaultTemplate)
+        if settings.template == nil {
+            let images = ["'self'"] + (settings.logoURL.flatMap(Self.origin(of:)).map { [$0] } ?? [])
+            contentSecurityPolicy =
+                "default-src 'none'; style-src 'sha256-\(Self.base64(SHA256.hash(Self.style(settings))))'; img-src \(images.joined(separator: " ")); "
+                + "base-uri 'none'; frame-ancestors 'none'"
+        } else {
+            contentSecurityPolicy = "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+        }
     }
 
     var defaultLanguage: PageLanguage { PageLanguage(settings.defaultLanguage) }
 
     /// A page: `content` is HTML the caller escaped; the page is never cached, never framed (no
-    /// clickjacking of an approval).
+    /// clickjacking of an approval), and sends no `Referer` (a page's address may carry a session
+    /// code or an `id_token_hint`; the logo may be on another host).
     func render(_ status: HTTPResponse.Status, title: String, content: String, language: PageLanguage) -> Response {
         let strings = language.strings
         var html = ""
@@ -36,7 +52,7 @@ struct PageRenderer: Sendable {
             case .text(let text): html += text
             case .slot(.lang): html += language.rawValue
             case .slot(.title): html += HTMLText.escape(title) + " — " + HTMLText.escape(settings.serviceName)
-            case .slot(.style): html += style
+            case .slot(.style): html += Self.style(settings)
             case .slot(.header): html += header
             case .slot(.content): html += content
             case .slot(.footer): html += settings.supportURL.map { #"<p><a href="\#(HTMLText.escape($0))">\#(strings[.needHelp])</a></p>"# } ?? ""
@@ -44,7 +60,10 @@ struct PageRenderer: Sendable {
         }
         return Response(
             status: status,
-            headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store", .xFrameOptions: "DENY", .contentSecurityPolicy: "frame-ancestors 'none'"],
+            headers: [
+                .contentType: "text/html; charset=utf-8", .cacheControl: "no-store", .xFrameOptions: "DENY", .contentSecurityPolicy: contentSecurityPolicy,
+                .referrerPolicy: "no-referrer", .xContentTypeOptions: "nosniff",
+            ],
             body: .init(byteBuffer: ByteBuffer(string: html))
         )
     }
@@ -54,8 +73,23 @@ struct PageRenderer: Sendable {
         return #"<p class="service">\#(logo)\#(HTMLText.escape(settings.serviceName))</p>"#
     }
 
+    /// `https://host[:port]` of an absolute URL (a logo elsewhere); nil for a path on Relais' host.
+    static func origin(of url: String) -> String? {
+        guard let scheme = url.firstRange(of: "://") else { return nil }
+        let rest = url[scheme.upperBound...]
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.isEmpty, !authority.contains("@") else { return nil }
+        return String(url[..<scheme.upperBound] + authority)
+    }
+
+    /// Standard base64 (CSP hashes), from the URL-safe form.
+    static func base64(_ bytes: [UInt8]) -> String {
+        let text = String(Base64URL.encode(bytes).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
+        return text + String(repeating: "=", count: (4 - text.count % 4) % 4)
+    }
+
     /// Readable at 320 px, focus always visible, and a field's label above it.
-    private var style: String {
+    private static func style(_ settings: PagesSettings) -> String {
         """
         :root{--primary:\(settings.primaryColor)}body{font-family:system-ui,sans-serif;max-width:36rem;margin:0 auto;padding:1rem;line-height:1.5;color:#161616}\
         .service{font-weight:700;display:flex;align-items:center;gap:.5rem;border-bottom:1px solid #ddd;padding-bottom:.5rem}\

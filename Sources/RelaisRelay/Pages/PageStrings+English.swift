@@ -43,6 +43,7 @@ extension PageStrings {
             .notAUserCode: "This is not a device code: it has 8 letters, for example BCDF-GHJK.",
             .deviceAppGone: "This device's app is no longer registered with the service.",
             .deviceAlreadyDecided: "This device's request was already approved or denied.",
+            .signInOtherBrowser: "This sign-in was started in another browser. Open the device's page in this browser (scan its code again) and sign in from there.",
             .sessionCodeInvalid: "This link has expired or was already used. Go back to the app and open the page again.",
             .sessionCodeCrossSite: "This link was opened from another site. Open the page from the app instead.",
             .notFromOurPage: "This form was not sent from the service's own page: confirm from that page.",

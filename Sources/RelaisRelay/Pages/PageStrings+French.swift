@@ -44,6 +44,8 @@ extension PageStrings {
             .notAUserCode: "Ce n'est pas un code d'appareil : il compte 8 lettres, par exemple BCDF-GHJK.",
             .deviceAppGone: "L'application de cet appareil n'est plus enregistrée auprès du service.",
             .deviceAlreadyDecided: "La demande de cet appareil a déjà été acceptée ou refusée.",
+            .signInOtherBrowser:
+                "Cette connexion a été commencée dans un autre navigateur. Ouvrez la page de l'appareil dans ce navigateur (scannez de nouveau son code) et connectez-vous depuis celle-ci.",
             .sessionCodeInvalid: "Ce lien a expiré ou a déjà été utilisé. Revenez à l'application et ouvrez la page à nouveau.",
             .sessionCodeCrossSite: "Ce lien a été ouvert depuis un autre site. Ouvrez la page depuis l'application.",
             .notFromOurPage: "Ce formulaire n'a pas été envoyé depuis la page du service : confirmez depuis cette page.",

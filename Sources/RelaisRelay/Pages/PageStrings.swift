@@ -53,7 +53,7 @@ enum PageText: String, Sendable, CaseIterable {
 /// The situations an error page explains to a person, each with its sentence in every language.
 enum PageMessage: String, Sendable, CaseIterable {
     case invalidRequest, unknownClient, invalidRedirect, transactionExpired, signInFailed
-    case noSuchDeviceRequest, notAUserCode, deviceAppGone, deviceAlreadyDecided
+    case noSuchDeviceRequest, notAUserCode, deviceAppGone, deviceAlreadyDecided, signInOtherBrowser
     case sessionCodeInvalid, sessionCodeCrossSite, notFromOurPage
     case logoutHintTooOld, logoutHintOtherSession
     case tooManyRequests, unavailable

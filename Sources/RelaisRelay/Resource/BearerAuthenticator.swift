@@ -221,7 +221,9 @@ final class BearerAuthenticator: Sendable {
             throw error
         }
         guard let target else {
-            throw .invalidRequest("a DPoP-bound token needs the guarded request described (X-Forwarded-Method, -Proto, -Host, -Uri from a trusted proxy)")
+            var error = RelayError.invalidRequest("a DPoP-bound token needs the guarded request described (X-Forwarded-Method, -Proto, -Host, -Uri from a trusted proxy)")
+            error.challengesDPoP = true
+            throw error
         }
         let proof: DPoPProof
         do {

@@ -130,7 +130,18 @@ struct ForwardAuthRoute: RelayRoutes {
         }
 
         /// What the gateway asked of `access` (audience, scopes, attestation, step-up), and the 200.
+        /// A refusal of a DPoP-bound token challenges with the DPoP scheme (RFC 9449 §7.1).
         private func decide(_ access: Principal, options: FormParameters?) throws(RelayError) -> Response {
+            do {
+                return try check(access, options: options)
+            } catch {
+                var refusal = error
+                refusal.challengesDPoP = refusal.challengesDPoP || access.facts.jkt != nil
+                throw refusal
+            }
+        }
+
+        private func check(_ access: Principal, options: FormParameters?) throws(RelayError) -> Response {
             let facts = access.facts
             // A token minted for one API must not open another (RFC 9068 §4).
             let wanted = options?["aud"].map { $0.split(separator: " ").map(String.init) } ?? audiences

@@ -41,10 +41,37 @@ struct UserinfoRoute: RelayRoutes {
     /// live, no query, and this token's body rendered before. nil means "take the full path",
     /// never "refused": every refusal is the full path's to word.
     private func bodyFromMemory(_ request: Request) -> [UInt8]? {
-        guard request.uri.query.map(\.isEmpty) ?? true, let access = bearer.authenticateFromMemory(request, session: .alive),
+        guard request.uri.query.map(\.isEmpty) ?? true, !Self.hasBody(request.headers), let access = bearer.authenticateFromMemory(request, session: .alive),
             access.scopes.contains("openid"), access.facts.audiences.contains(bearer.issuer)
         else { return nil }
         return bodies.get(Self.bodyKey(access), now: sessions.clock.now)
+    }
+
+    /// Whether the request says it has a body (a POST's form; a body-less POST says neither).
+    static func hasBody(_ headers: HTTPFields) -> Bool {
+        headers[.contentType] != nil || headers[.transferEncoding] != nil || (headers[.contentLength].map { $0 != "0" } ?? false)
+    }
+
+    /// The query's parameters and a POST's form fields together, each name once. The token itself
+    /// comes only in the Authorization header (RFC 6750 §2.2's form field is not supported).
+    private func parameters(_ request: Request, refuse: (RelayError) -> RelayError) async throws -> FormParameters {
+        guard let query = FormParameters.query(of: request) else { throw refuse(.invalidRequest("the /userinfo query (acr, max_age) cannot be read")) }
+        var pairs = query.pairs
+        if request.method == .post, Self.hasBody(request.headers) {
+            guard let form = try await FormParameters.body(of: request, limit: 4096) else {
+                throw refuse(.invalidRequest("a POST /userinfo body must be an application/x-www-form-urlencoded form (acr, max_age)"))
+            }
+            pairs += form.pairs
+        }
+        var seen = Set<String>()
+        for pair in pairs where !seen.insert(pair.name).inserted {
+            throw refuse(.invalidRequest("/userinfo has the parameter '\(ForwardAuthQuery.printable(pair.name))' more than once"))
+        }
+        if pairs.count == query.pairs.count { return query }
+        guard let all = FormParameters(encoded: FormParameters.encode(pairs.map { ($0.name, $0.value) })) else {
+            throw refuse(.invalidRequest("the /userinfo parameters cannot be read"))
+        }
+        return all
     }
 
     private static func bodyKey(_ access: BearerAuthenticator.AccessToken) -> String {
@@ -55,18 +82,23 @@ struct UserinfoRoute: RelayRoutes {
         let access = try await bearer.authenticate(
             request, session: .alive, target: .init(method: request.method.rawValue, url: bearer.issuer + request.uri.path)
         )
-        guard access.scopes.contains("openid") else { throw RelayError.insufficientScope("the token lacks the openid scope") }
-        guard access.facts.audiences.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais' /userinfo (aud)") }
-        // `?acr=` and `?max_age=`: an app may ask that the identity comes from a strong enough, recent enough sign-in.
-        // Fail closed: a query that cannot be read, or names anything else, must not drop its requirements.
-        guard let query = FormParameters.query(of: request), query.firstRepeatedName == nil else {
-            throw RelayError.invalidRequest("the /userinfo query (acr, max_age) cannot be read or repeats a parameter")
+        // RFC 9449 §7.1: a bound token's refusals challenge with the DPoP scheme.
+        func refuse(_ error: RelayError) -> RelayError {
+            var error = error
+            error.challengesDPoP = error.challengesDPoP || access.jkt != nil
+            return error
         }
+        guard access.scopes.contains("openid") else { throw refuse(.insufficientScope("the token lacks the openid scope")) }
+        guard access.facts.audiences.contains(bearer.issuer) else { throw refuse(.invalidToken("the access token is not for Relais' /userinfo (aud)")) }
+        // `acr` and `max_age`, in the query or a POST's form: an app may ask that the identity comes
+        // from a strong enough, recent enough sign-in. Fail closed: parameters that cannot be read,
+        // or name anything else, must not drop their requirements.
+        let query = try await parameters(request, refuse: refuse)
         for pair in query.pairs {
             guard pair.name == "acr" || pair.name == "max_age" else {
-                throw RelayError.invalidRequest("the /userinfo query has no parameter '\(ForwardAuthQuery.printable(pair.name))' (it knows acr, max_age)")
+                throw refuse(.invalidRequest("/userinfo has no parameter '\(ForwardAuthQuery.printable(pair.name))' (it knows acr, max_age)"))
             }
-            if let problem = ForwardAuthQuery.stepUpProblem(pair.name, pair.value) { throw RelayError.invalidRequest(problem) }
+            if let problem = ForwardAuthQuery.stepUpProblem(pair.name, pair.value) { throw refuse(.invalidRequest(problem)) }
         }
         if let requirement = try StepUpRequirement(query) {
             try requirement.check(
@@ -79,7 +111,7 @@ struct UserinfoRoute: RelayRoutes {
         if let body = bodies.get(key, now: now) { return body }
         guard let session = try await sessions.session(access.sid), session.subject == access.subject, session.clientID == access.clientID,
             let identity = await vault.openIdentityAfterSync(session.sealedIdentity)
-        else { throw RelayError.invalidToken("the session has ended") }
+        else { throw refuse(.invalidToken("the session has ended")) }
         var claims = TokenMinter.grantedClaims(identity, scopes: access.scopes)
         claims["sub"] = .string(access.subject)
         let body = JSONValue.object(claims).serialized()

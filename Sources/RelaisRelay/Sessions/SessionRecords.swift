@@ -102,23 +102,31 @@ struct LoginTransaction: JSONRecord, Sendable {
     /// A sign-in at `/device` that approves this device request (the session id it will open),
     /// instead of one that returns a code to the app.
     var deviceSID: String?
+    /// The hash of the browser cookie set when the sign-in started (``SignInStarter/browserCookie``):
+    /// a device sign-in completes only in the browser that started it.
+    var browserHash: String?
 
-    init(app: AppRequest, providerNonce: String, providerCodeVerifier: String?, deviceSID: String?) {
+    init(app: AppRequest, providerNonce: String, providerCodeVerifier: String?, deviceSID: String?, browserHash: String? = nil) {
         self.app = app
         self.providerNonce = providerNonce
         self.providerCodeVerifier = providerCodeVerifier
         self.deviceSID = deviceSID
+        self.browserHash = browserHash
     }
 
     init?(json: [String: JSONValue]) {
         guard let app = json["app"]?.objectValue.flatMap(AppRequest.init(json:)), let nonce = json["providerNonce"]?.stringValue else { return nil }
-        self.init(app: app, providerNonce: nonce, providerCodeVerifier: json["providerCodeVerifier"]?.stringValue, deviceSID: json["deviceSID"]?.stringValue)
+        self.init(
+            app: app, providerNonce: nonce, providerCodeVerifier: json["providerCodeVerifier"]?.stringValue, deviceSID: json["deviceSID"]?.stringValue,
+            browserHash: json["browserHash"]?.stringValue
+        )
     }
 
     var json: JSONValue {
         var object: [String: JSONValue] = ["app": .object(app.json), "providerNonce": .string(providerNonce)]
         object["providerCodeVerifier"] = providerCodeVerifier.map { .string($0) }
         object["deviceSID"] = deviceSID.map { .string($0) }
+        object["browserHash"] = browserHash.map { .string($0) }
         return .object(object)
     }
 }

@@ -64,6 +64,10 @@ struct CallbackRoute: RelayRoutes {
             context.logger.warning("sign-in failed", metadata: ["provider": "\(app.upstream.providerID)", "client_id": "\(app.clientID)", "error": "\(error.description)"])
             return fail(RelayError(upstream: error), outcome: error.code)
         }
+        guard SignInStarter.isSameBrowser(request, as: transaction) else {
+            context.logger.warning("device sign-in completed in another browser than the one that started it", metadata: ["client_id": "\(app.clientID)"])
+            return fail(RelayError(.invalidRequest, "This sign-in was started in another browser.", page: .signInOtherBrowser), outcome: "other_browser")
+        }
         guard let provider = providers[app.upstream.providerID] else { return fail(RelayError(.serverError, "the provider is no longer configured"), outcome: "server_error") }
         // RFC 9207: the callback names its issuer, which defeats mix-up attacks between providers.
         if let iss = parameters["iss"] {

@@ -11,8 +11,17 @@ struct SignInStarter: Sendable {
     let sessions: RelayStore
     let issuer: String
 
-    /// The redirect to the provider; a refusal the caller renders on its own surface.
-    func start(_ app: AppRequest, deviceSID: String? = nil, logger: Logger) async throws(RelayError) -> Response {
+    /// Binds a device sign-in to the browser that starts it. Its result goes to the device, not
+    /// back to this browser, so a provider link taken from `/device/sign-in` and sent to someone
+    /// else would otherwise approve the sender's device with that person's sign-in, without their
+    /// ever seeing the confirmation page. An app's sign-in needs none: its code goes back to the
+    /// app's own redirect URI, where the app's state and PKCE verifier bind it.
+    static let browserCookie = "__Host-relais-signin"
+
+    /// The redirect to the provider; a refusal the caller renders on its own surface. A device
+    /// sign-in (`deviceSID`) reuses the browser's binding cookie when it has one (several device
+    /// pages open at once in one browser), or sets a new one.
+    func start(_ app: AppRequest, deviceSID: String? = nil, browser request: Request? = nil, logger: Logger) async throws(RelayError) -> Response {
         guard let provider = providers[app.upstream.providerID] else { throw RelayError(.serverError, "the provider is not configured") }
         let state = SecureRandom.token(bits: 256)
         let nonce = SecureRandom.token(bits: 256)
@@ -27,13 +36,36 @@ struct SignInStarter: Sendable {
             logger.warning("provider unavailable at authorize", metadata: ["provider": "\(app.upstream.providerID)", "error": "\(error.code)"])
             throw RelayError(upstream: error)
         }
+        let binding = deviceSID == nil ? nil : (request.flatMap(Self.browserBinding(of:)) ?? SecureRandom.token(bits: 256))
         do {
-            let transaction = LoginTransaction(app: app, providerNonce: nonce, providerCodeVerifier: verifier, deviceSID: deviceSID)
+            let transaction = LoginTransaction(
+                app: app, providerNonce: nonce, providerCodeVerifier: verifier, deviceSID: deviceSID, browserHash: binding.map(SHA256.hexHash)
+            )
             try await sessions.saveTransaction(transaction, state: state)
         } catch {
             logger.error("store unavailable at authorize", metadata: ["error": "\(error)"])
             throw RelayError(.temporarilyUnavailable, "Relais cannot store the sign-in right now; try again shortly")
         }
-        return RelayResponse.redirect(location)
+        var response = RelayResponse.redirect(location)
+        if let binding {
+            // Lax: the provider's redirect back to /callback is a top-level GET, which carries it.
+            let lifetime = Int(sessions.settings.transactionLifetime.components.seconds)
+            response.setCookie(Cookie(name: Self.browserCookie, value: binding, maxAge: lifetime, path: "/", secure: true, httpOnly: true, sameSite: .lax))
+        }
+        return response
+    }
+
+    /// The binding cookie the request carries, if it has the shape Relais gives it.
+    static func browserBinding(of request: Request) -> String? {
+        guard let value = request.cookies[browserCookie]?.value, value.utf8.count == 43, Base64URL.decode(value)?.count == 32 else { return nil }
+        return value
+    }
+
+    /// Whether `request` comes from the browser that started `transaction` (always true for an
+    /// app's sign-in, which carries no binding).
+    static func isSameBrowser(_ request: Request, as transaction: LoginTransaction) -> Bool {
+        guard transaction.deviceSID != nil else { return true }
+        guard let expected = transaction.browserHash, let binding = browserBinding(of: request) else { return false }
+        return ConstantTime.equals(SHA256.hexHash(binding), expected)
     }
 }

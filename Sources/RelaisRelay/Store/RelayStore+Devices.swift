@@ -83,6 +83,11 @@ extension RelayStore {
     }
 
     /// Records the decision; false when the request was already decided.
+    /// Whether the request of device session `sid` was approved or denied already.
+    func deviceDecided(_ sid: String) async throws -> Bool {
+        try await store.get(Key.deviceDecision(sid)) != nil
+    }
+
     func decideDevice(_ sid: String, _ decision: DeviceDecision) async throws -> Bool {
         try await store.setIfAbsent(Key.deviceDecision(sid), StoredJSON.encode(decision), ttl: settings.deviceCodeLifetime)
     }

@@ -46,7 +46,7 @@ enum RelayResponse {
 
 extension HTTPField.Name {
     static let xFrameOptions = Self("X-Frame-Options")!
-    static let contentSecurityPolicy = Self("Content-Security-Policy")!
+    static let referrerPolicy = Self("Referrer-Policy")!
 }
 
 extension HTTPField.Name {

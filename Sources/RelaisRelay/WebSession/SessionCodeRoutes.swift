@@ -118,6 +118,13 @@ struct SessionCodeRoutes: RelayRoutes {
         }
         let cookie = RelayStore.newToken(for: sid)
         guard let record = try await sessions.openWebSession(code: code, cookie: cookie, ttl: .seconds(remaining)), record.sid == sid else { throw Self.invalid }
+        // The cookie this browser had is replaced: its web session closes too, or it would keep
+        // working for whoever kept a copy (a shared computer). Clean-up after the commit.
+        if let previous = request.cookies[WebSessionAuthenticator.cookieName]?.value, previous != cookie, previous.utf8.count <= 128,
+            RelayStore.sessionID(in: previous) != nil
+        {
+            try? await sessions.closeWebSession(previous)
+        }
         var response = Response(status: .seeOther, headers: [.location: record.target, .cacheControl: "no-store", .referrerPolicy: "no-referrer"])
         response.setCookie(WebSessionAuthenticator.cookie(cookie, maxAge: remaining))
         return response
@@ -151,8 +158,4 @@ struct SessionCodeRoutes: RelayRoutes {
                 <button id="session-switch">\(strings.format(.switchContinue, name(incoming)))</button></form>
                 """)
     }
-}
-
-extension HTTPField.Name {
-    static let referrerPolicy = Self("Referrer-Policy")!
 }

@@ -221,13 +221,19 @@ import Testing
             headers[.authorization] = "DPoP \(access)"
             headers[DPoPGuard.header] = try key.proof("DELETE", "https://api.example.fr/orders/42", accessToken: access)
             #expect(try await client.execute(uri: "/auth", method: .get, headers: headers).status == .ok)
+            // RFC 9449 §7.1: the gateway's own requirements refuse a bound token in the DPoP scheme.
+            for (query, status) in [("?aud=another-api", HTTPResponse.Status.unauthorized), ("?scope=orders:write", .forbidden), ("?attested=1", .forbidden)] {
+                headers[DPoPGuard.header] = try key.proof("DELETE", "https://api.example.fr/orders/42", accessToken: access)
+                let refused = try await client.execute(uri: "/auth" + query, method: .get, headers: headers)
+                #expect(refused.status == status && refused.headers[.wwwAuthenticate]?.hasPrefix("DPoP ") == true, "\(query): \(refused.headers)")
+            }
             headers[DPoPGuard.header] = try key.proof("GET", "https://api.example.fr/orders/42", accessToken: access)
             #expect(try await client.execute(uri: "/auth", method: .get, headers: headers).status == .unauthorized)
             // Without the description of the guarded request, a bound token cannot be checked.
             let undescribed = try await client.execute(
                 uri: "/auth", method: .get, headers: [.authorization: "DPoP \(access)", DPoPGuard.header: try key.proof("GET", Route.issuer + "/auth", accessToken: access)]
             )
-            #expect(undescribed.status == .badRequest)
+            #expect(undescribed.status == .badRequest && undescribed.headers[.wwwAuthenticate]?.hasPrefix("DPoP ") == true)
         }
         // From a peer that is not a trusted proxy, the description is not believed.
         let untrusting = Route.Fixture()
@@ -273,6 +279,22 @@ import Testing
                 headers: [.authorization: "DPoP \(access)x", DPoPGuard.header: try key.proof("GET", Route.issuer + "/userinfo", accessToken: access + "x")]
             )
             #expect(garbled.headers[.wwwAuthenticate]?.hasPrefix("DPoP ") == true)
+        }
+    }
+
+    /// A live bound token refused by `/userinfo`'s own checks (a parameter it does not know) is
+    /// challenged in the DPoP scheme too.
+    @Test(.tags(.fast)) func userinfoRefusesABoundTokenInTheDPoPScheme() async throws {
+        let fixture = Route.Fixture()
+        try await fixture.test { client in
+            let key = try AppKey(fixture.clock)
+            let access = try #require(
+                Route.json(try await Self.redeem(fixture, client, headers: [DPoPGuard.header: try key.proof("POST", Self.tokenURL)]))["access_token"]?.stringValue)
+            let refused = try await client.execute(
+                uri: "/userinfo?acr_values=eidas3", method: .get,
+                headers: [.authorization: "DPoP \(access)", DPoPGuard.header: try key.proof("GET", Route.issuer + "/userinfo", accessToken: access)]
+            )
+            #expect(refused.status == .badRequest && refused.headers[.wwwAuthenticate]?.hasPrefix("DPoP ") == true, "\(refused.headers)")
         }
     }
 }

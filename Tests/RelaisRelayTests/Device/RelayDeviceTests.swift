@@ -338,6 +338,28 @@ import Testing
         }
     }
 
+    /// An app approved the request: the browser's "Deny" must not say "denied" while the device
+    /// gets its tokens, and no sign-in starts for a decided request.
+    @Test(.tags(.fast)) func aDecidedRequestCannotBeDeniedFromThePage() async throws {
+        let fixture = RelayDeviceApprovalTests.fixture()
+        try await fixture.test { client in
+            let phone = try await Self.phone(fixture, client)
+            let started = try await Self.start(client)
+            #expect(try await Self.approve(client, phone, started.userCode).status == .ok)
+            var fromOurPage = Route.formHeaders
+            fromOurPage[.origin] = Route.issuer
+            for path in ["/device/deny", "/device/sign-in"] {
+                let late = try await client.execute(uri: path, method: .post, headers: fromOurPage, body: Route.form([("user_code", started.userCode)]))
+                #expect(late.status == .badRequest && late.headers[.location] == nil, "\(path)")
+                #expect(!String(buffer: late.body).contains("device-denied"), "\(path)")
+                #expect(String(buffer: late.body).contains("déjà été acceptée ou refusée"), "\(path): \(String(buffer: late.body))")
+            }
+            fixture.clock.advance(by: .seconds(5))
+            let tokens = Route.json(try await Self.poll(client, started.deviceCode))
+            #expect(tokens["access_token"] != nil, "\(tokens)")
+        }
+    }
+
     @Test func thePersonsPagesAndTheQRCode() async throws {
         let fixture = Self.fixture()
         try await fixture.test(.live) { client in
@@ -370,6 +392,12 @@ import Testing
             let deny = try await client.execute(uri: "/device/deny", method: .post, headers: fromOurPage, body: Route.form([("user_code", started.userCode)]))
             #expect(String(buffer: deny.body).contains("device-denied"))
             #expect(Self.error(try await Self.poll(client, started.deviceCode)) == "access_denied")
+            // Decided: denying again, or signing in to approve, says so and changes nothing.
+            for path in ["/device/deny", "/device/sign-in"] {
+                let late = try await client.execute(uri: path, method: .post, headers: fromOurPage, body: Route.form([("user_code", started.userCode)]))
+                #expect(late.status == .badRequest && late.headers[.location] == nil, "\(path)")
+                #expect(String(buffer: late.body).contains("déjà été acceptée ou refusée"), "\(path): \(String(buffer: late.body))")
+            }
 
             let qr = try await client.execute(uri: "/device/qr.svg?user_code=" + started.userCode, method: .get)
             #expect(qr.status == .ok && qr.headers[.contentType] == "image/svg+xml")

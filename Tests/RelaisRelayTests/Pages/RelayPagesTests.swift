@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import RelaisConfig
+import RelaisCrypto
 import RelaisJOSE
 import RelaisServer
 import RelaisTestSupport
@@ -105,6 +106,39 @@ import Testing
             let (_, page) = try await Self.get(client, "/device")
             #expect(page.hasPrefix(#"<html lang="en"><title>Connect a device — Relais</title><body class="mine">"#), "\(page.prefix(120))")
             #expect(page.contains("{{unknown}}"), "an unknown slot stays as text")
+        }
+    }
+
+    /// Every page: no cache, no framing, no Referer (its address may carry a session code or an
+    /// id_token_hint), no sniffing; Relais' template allows its own inline style (by hash) and the
+    /// logo's origin, and nothing else; an operator's template keeps what cannot break it.
+    @Test func everyPageSendsNoRefererAndAllowsOnlyItsOwnStyle() async throws {
+        var settings = PagesSettings()
+        settings.logoURL = "https://example.fr:8443/img/logo.svg"
+        let fixture = Route.Fixture { $0.pages = settings }
+        try await fixture.test { client in
+            for uri in ["/device", "/authorize?response_type=code", "/session?code=x"] {
+                let response = try await client.execute(uri: uri, method: .get)
+                let page = String(buffer: response.body)
+                #expect(response.headers[.referrerPolicy] == "no-referrer" && response.headers[.xContentTypeOptions] == "nosniff", "\(uri)")
+                #expect(response.headers[.cacheControl] == "no-store" && response.headers[.xFrameOptions] == "DENY", "\(uri)")
+                let policy = try #require(response.headers[.contentSecurityPolicy], "\(uri)")
+                #expect(policy.hasPrefix("default-src 'none'; style-src 'sha256-") && policy.contains("frame-ancestors 'none'") && policy.contains("base-uri 'none'"))
+                #expect(policy.contains("img-src 'self' https://example.fr:8443;"), "\(policy)")
+                // The hash is the page's own <style>, as the browser computes it.
+                let style = try #require(page.firstMatch(of: /<style>(.*)<\/style>/.dotMatchesNewlines())?.output.1)
+                #expect(policy.contains("'sha256-\(PageRenderer.base64(SHA256.hash(String(style))))'"), "\(uri)")
+            }
+        }
+        #expect(PageRenderer.origin(of: "/static/logo.svg") == nil && PageRenderer.origin(of: "https://a.example/x?y") == "https://a.example")
+        #expect(PageRenderer.origin(of: "https://user@a.example/x") == nil)
+        #expect(PageRenderer.base64([0xfb, 0xff]) == "+/8=")
+        settings.template = "<html lang=\"{{lang}}\"><body>{{content}}</body></html>"
+        let custom = Route.Fixture { $0.pages = settings }
+        try await custom.test { client in
+            let response = try await client.execute(uri: "/device", method: .get)
+            #expect(response.headers[.contentSecurityPolicy] == "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+            #expect(response.headers[.referrerPolicy] == "no-referrer")
         }
     }
 

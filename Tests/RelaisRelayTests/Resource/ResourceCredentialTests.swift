@@ -101,6 +101,36 @@ import Testing
         }
     }
 
+    /// POST /userinfo: a form body's `acr` and `max_age` hold as the query's do (and are never
+    /// answered from the body in memory); anything else in it, a repeat across query and body, or
+    /// a body that is not a form is refused, never ignored.
+    @Test func aPostedUserinfoKeepsTheRequirementsOfItsForm() async throws {
+        let fixture = RelayRouteTests.Fixture()
+        try await fixture.test { client in
+            let token = try await RelayRouteTests.accessToken(fixture, client)
+            // Its body is now in memory.
+            #expect(try await client.execute(uri: "/userinfo", method: .get, headers: [.authorization: "Bearer \(token)"]).status == .ok)
+            var form = RelayRouteTests.formHeaders
+            form[.authorization] = "Bearer \(token)"
+            let cases: [(String, [(String, String)], HTTPResponse.Status, String?)] = [
+                ("", [("acr", "eidas3")], .unauthorized, "insufficient_user_authentication"),
+                ("", [("max_age", "x")], .badRequest, "invalid_request"),
+                ("", [("access_token", token)], .badRequest, "invalid_request"),
+                ("?acr=eidas1", [("acr", "eidas1")], .badRequest, "invalid_request"),
+                ("", [("acr", "eidas1")], .ok, nil),
+                ("", [], .ok, nil),
+            ]
+            for (query, fields, status, code) in cases {
+                let response = try await client.execute(uri: "/userinfo" + query, method: .post, headers: form, body: RelayRouteTests.form(fields))
+                #expect(response.status == status, "\(query) \(fields)")
+                if let code { #expect(RelayRouteTests.json(response)["error"] == .string(code), "\(fields)") }
+            }
+            let json = try await client.execute(
+                uri: "/userinfo", method: .post, headers: [.authorization: "Bearer \(token)", .contentType: "application/json"], body: ByteBuffer(string: #"{"acr":"eidas3"}"#))
+            #expect(json.status == .badRequest && RelayRouteTests.json(json)["error"] == .string("invalid_request"))
+        }
+    }
+
     /// Each request refused with its status and error code.
     static func expectRefusals(_ client: any TestClientProtocol, _ headers: HTTPFields, _ refusals: [(String, HTTPResponse.Status, String)]) async throws {
         for (uri, status, code) in refusals {

@@ -74,10 +74,11 @@ import Testing
         try await fixture.test { client in
             // This browser's person.
             let mine = try Codes.cookie(try await Self.open(client, try await Self.code(client, try await Self.tokens(fixture, client)), headers: [:]))
-            let withMine: HTTPFields = [Self.cookieHeader: "\(WebSessionAuthenticator.cookieName)=\(mine)"]
             // The same person's new code replaces the web session without a question.
-            let same = try await Self.open(client, try await Self.code(client, try await Self.tokens(fixture, client)), headers: withMine)
+            let same = try await Self.open(
+                client, try await Self.code(client, try await Self.tokens(fixture, client)), headers: [Self.cookieHeader: "\(WebSessionAuthenticator.cookieName)=\(mine)"])
             #expect(same.status == .seeOther && same.headers[.setCookie] != nil)
+            let withMine: HTTPFields = [Self.cookieHeader: "\(WebSessionAuthenticator.cookieName)=\(try Codes.cookie(same))"]
 
             // An attacker's code, in a link that is not cross-site (a webview, an old browser).
             let theirs = try await Self.code(client, try await Self.tokens(fixture, client, subject: "sub-attacker"))
@@ -96,6 +97,26 @@ import Testing
             // A browser without Fetch Metadata: its Origin must be Relais'.
             let another = try await Self.code(client, try await Self.tokens(fixture, client, subject: "sub-attacker"))
             #expect(try await Self.confirm(client, another, headers: [.origin: SecFetchSite.origin(of: Route.issuer)]).status == .seeOther)
+        }
+    }
+
+    /// A new web session in a browser closes the one its cookie replaces (another person's after
+    /// "Continue as", or the same person's): a copy of the old cookie opens nothing any more.
+    @Test func aReplacedWebSessionCloses() async throws {
+        let fixture = Self.fixture()
+        try await fixture.test { client in
+            let first = try Codes.cookie(try await Self.open(client, try await Self.code(client, try await Self.tokens(fixture, client)), headers: [:]))
+            let again = try await Self.open(
+                client, try await Self.code(client, try await Self.tokens(fixture, client)), headers: [Self.cookieHeader: "\(WebSessionAuthenticator.cookieName)=\(first)"])
+            let second = try Codes.cookie(again)
+            #expect(try await !fixture.sessions.webSessionIsOpen(first), "the same person's earlier web session is still open")
+            let theirs = try await Self.code(client, try await Self.tokens(fixture, client, subject: "sub-2"))
+            var headers: HTTPFields = [Self.site: "same-origin"]
+            headers[Self.cookieHeader] = "\(WebSessionAuthenticator.cookieName)=\(second)"
+            let switched = try await Self.confirm(client, theirs, headers: headers)
+            #expect(switched.status == .seeOther)
+            #expect(try await !fixture.sessions.webSessionIsOpen(second), "the previous person's web session is still open after the switch")
+            #expect(try await fixture.sessions.webSessionIsOpen(try Codes.cookie(switched)))
         }
     }
 
