@@ -3,9 +3,12 @@ No Envoy runs here (Debian packages none and no other build installs on these ma
 checks the configuration instead of the traffic: on every listener, every route goes through a
 filter chain that removes each of Relais' identity headers before ext_authz asks Relais, lets
 Relais' answers (and only those) through to the upstream, refuses when Relais is unreachable, and
-forwards no client-sent identity header to Relais. The nginx recipe is run for real
-(test_nginx_forward_auth.py)."""
+forwards no client-sent identity header to Relais. Every listener also refuses headers spelled
+with underscores, appends the peer to X-Forwarded-For, and replaces the client's description of
+the request (X-Forwarded-Host/-Uri/-Method/-Proto) with Envoy's own. The nginx recipe is run for
+real (test_nginx_forward_auth.py)."""
 import os
+import re
 import unittest
 
 import yaml
@@ -16,6 +19,8 @@ RECIPE = os.path.join(ROOT, "config", "envoy-forward-auth.yaml")
 HCM = "envoy.filters.network.http_connection_manager"
 EXT_AUTHZ = "envoy.filters.http.ext_authz"
 MUTATION = "envoy.filters.http.header_mutation"
+# The guarded request as Relais checks a DPoP proof against it: the client's copies are not believed.
+FORWARDED = ("x-forwarded-host", "x-forwarded-uri", "x-forwarded-method", "x-forwarded-proto")
 
 
 def connection_managers(config):
@@ -29,6 +34,12 @@ def connection_managers(config):
 
 def removed_by(http_filter):
     return {m["remove"].lower() for m in http_filter["typed_config"]["mutations"].get("request_mutations", []) if "remove" in m}
+
+
+def appended_by(http_filter):
+    """{header: value} a header_mutation filter sets on the request."""
+    return {m["append"]["header"]["key"].lower(): str(m["append"]["header"]["value"])
+            for m in http_filter["typed_config"]["mutations"].get("request_mutations", []) if "append" in m}
 
 
 def pattern_matches(patterns, header):
@@ -70,6 +81,40 @@ class EnvoyRecipe(unittest.TestCase):
             added = {h["key"].lower() for h in authz["http_service"]["authorization_request"].get("headers_to_add", [])}
             self.assertFalse(added & set(self.headers), listener)
 
+    def test_every_listener_refuses_underscores_and_describes_the_request_itself(self):
+        managers = list(connection_managers(self.config))
+        self.assertGreater(len(managers), 0)
+        for listener, manager in managers:
+            # x_relais_sub is another header to Envoy but HTTP_X_RELAIS_SUB to CGI-style frameworks.
+            options = manager.get("common_http_protocol_options", {})
+            self.assertEqual(options.get("headers_with_underscores_action"), "REJECT_REQUEST", f"{listener}: underscored headers reach the upstream")
+            # The peer's address is appended to X-Forwarded-For and the client's X-Forwarded-Proto
+            # overwritten (Envoy trusts neither from an untrusted hop).
+            self.assertIs(manager.get("use_remote_address"), True, f"{listener}: the client's X-Forwarded-For is taken as it is")
+            self.assertEqual(manager.get("xff_num_trusted_hops", 0), 0, f"{listener}: the client's X-Forwarded-For and -Proto are believed")
+            self.assertFalse(manager.get("skip_xff_append", False), listener)
+
+            filters = manager["http_filters"]
+            names = [f["name"] for f in filters]
+            check = names.index(EXT_AUTHZ)
+            before = set().union(*[removed_by(f) for f in filters[:check] if f["name"] == MUTATION])
+            for header in FORWARDED:
+                self.assertIn(header, before, f"{listener}: the client's {header} reaches Relais or the upstream")
+            # Relais gets the guarded request from Envoy: pseudo-headers, and a scheme written here.
+            added = {h["key"].lower(): str(h["value"]) for h in filters[check]["typed_config"]["http_service"]["authorization_request"].get("headers_to_add", [])}
+            for header in FORWARDED:
+                self.assertIn(header, added, f"{listener}: Relais cannot check a DPoP proof without {header}")
+                for read in re.findall(r"%REQ\(([^)]*)\)%", added[header]):
+                    self.assertTrue(read.startswith(":"), f"{listener}: {header} is read from the client's {read}")
+            self.assertIn(added["x-forwarded-proto"], ("http", "https"), f"{listener}: the scheme is the client's choice")
+            # After the check: the proof stops here, and only Envoy's own scheme is added.
+            after = [f for f in filters[check + 1:] if f["name"] == MUTATION]
+            self.assertIn("dpop", set().union(*[removed_by(f) for f in after]), f"{listener}: the DPoP proof goes on to the upstream")
+            for http_filter in after:
+                for header, value in appended_by(http_filter).items():
+                    self.assertNotIn(header, set(self.headers) | (set(FORWARDED) - {"x-forwarded-proto"}), listener)
+                    self.assertNotIn("%", value, f"{listener}: {header} is read from the request")
+
     def test_no_route_escapes_the_filter_chain_or_adds_an_identity_header(self):
         routes = 0
         for listener, manager in connection_managers(self.config):
@@ -78,7 +123,7 @@ class EnvoyRecipe(unittest.TestCase):
                     # A per-route override could turn ext_authz or the header removal off for that route.
                     self.assertNotIn("typed_per_filter_config", scope, f"{listener}, {where}")
                     added = {h["header"]["key"].lower() for h in scope.get("request_headers_to_add", [])}
-                    self.assertFalse(added & set(self.headers), f"{listener}, {where}")
+                    self.assertFalse(added & (set(self.headers) | set(FORWARDED)), f"{listener}, {where}")
                     # Route-level removal runs after ext_authz: it would drop Relais' answers, not the client's.
                     removed = {h.lower() for h in scope.get("request_headers_to_remove", [])}
                     self.assertFalse(removed & set(self.headers), f"{listener}, {where}")

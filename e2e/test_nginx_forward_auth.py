@@ -12,18 +12,39 @@ from stack import ROOT, EchoUpstream, Nginx, Stack, free_port, identity_headers,
 
 COOKIE = "__Host-relais-session"
 HEADERS = identity_headers()
+# The guarded request as the gateway describes it (Relais checks DPoP proofs against the last four).
+FORWARDED = ("X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Forwarded-Uri", "X-Forwarded-Method")
+# A proof goes to Relais (it is the client's, and Relais checks it), never to the upstream.
+FORGED_PROOF = ("DPoP", "forged-proof")
 
 
 def forged_headers():
     """Every identity header forged, as a client could spell it: as named, lower and upper case,
-    twice, and with underscores (which some frameworks read as the same name). Every value
-    starts with "forged"."""
+    twice, and with underscores (which some frameworks read as the same name); and the client's
+    own X-Forwarded-*. Every value starts with "forged"."""
     lines = []
-    for name in HEADERS:
+    for name in HEADERS + list(FORWARDED):
         short = name.rsplit("-", 1)[1].lower()
         lines += [(name, f"forged-{short}"), (name, f"forged-{short}-again"), (name.lower(), f"forged-lower-{short}"),
                   (name.upper(), f"forged-upper-{short}"), (name.replace("-", "_"), f"forged-underscore-{short}")]
     return lines
+
+
+def forwarding(lines):
+    """The X-Forwarded-* and DPoP header lines one request arrived with, names lower-cased."""
+    names = {name.lower() for name in FORWARDED} | {"dpop"}
+    return sorted((name.lower(), value) for name, value in lines if name.lower().replace("_", "-") in names)
+
+
+def as_nginx_sees_it(port, path, for_relais):
+    """What the recipe forwards for a request to 127.0.0.1:port/path: nginx's own view. Relais' auth
+    subrequests also get the guarded request's method, Host (with its port) and URI."""
+    lines = [("x-forwarded-for", "127.0.0.1"), ("x-forwarded-proto", "http")]
+    if for_relais:
+        lines += [("x-forwarded-host", f"127.0.0.1:{port}"), ("x-forwarded-method", "GET"), ("x-forwarded-uri", path)]
+    else:
+        lines += [("x-forwarded-host", "127.0.0.1")]
+    return sorted(lines)
 
 
 def raw_get(port, path, headers):
@@ -94,10 +115,10 @@ class NginxForwardAuth(unittest.TestCase):
         # The shipped recipe, location by location: each sets or clears all of Relais' identity headers.
         with open(os.path.join(ROOT, "config", "nginx-forward-auth.conf")) as handle:
             recipe = handle.read()
-        locations = re.findall(r"location\s+([^{]+)\{(.*?)\n    \}", recipe, re.S)
+        locations = re.findall(r"^    location\s+([^{]+)\{(.*?)\n    \}", recipe, re.S | re.M)
         self.assertEqual(len(locations), 5, [name for name, _ in locations])
         for name, body in locations:
-            for header in HEADERS:
+            for header in HEADERS + list(FORWARDED) + ["DPoP"]:
                 self.assertRegex(body, rf"proxy_set_header\s+{header}\s", f"location {name.strip()} leaves {header} as the client sent it")
 
         # Live: all of them forged on the API and on the web pages; the upstream gets Relais' values only.
@@ -105,8 +126,10 @@ class NginxForwardAuth(unittest.TestCase):
         bearer = ("Authorization", "Bearer " + tokens["access_token"])
         EchoUpstream.received.clear()
         EchoUpstream.seen.clear()
-        status, body, _ = raw_get(self.port, "/orders", [bearer] + forged_headers())
+        status, body, _ = raw_get(self.port, "/orders", [bearer, FORGED_PROOF] + forged_headers())
         self.assertEqual(status, 200, body)
+        # The API gets nginx's X-Forwarded-*, no X-Forwarded-Uri/-Method, and no proof.
+        self.assertEqual(forwarding(EchoUpstream.received[-1][1]), as_nginx_sees_it(self.port, "/orders", for_relais=False))
         seen = EchoUpstream.seen[-1]
         self.assertEqual(seen["x-relais-client"], "web-app")
         self.assertEqual(seen["x-relais-acr"], "eidas1")
@@ -128,8 +151,9 @@ class NginxForwardAuth(unittest.TestCase):
         cookie = ("Cookie", opened["Set-Cookie"].split(";")[0])
         EchoUpstream.received.clear()
         EchoUpstream.seen.clear()
-        status, body, _ = raw_get(self.port, "/web/documents", [cookie] + forged_headers())
+        status, body, _ = raw_get(self.port, "/web/documents", [cookie, FORGED_PROOF] + forged_headers())
         self.assertEqual(status, 200, body)
+        self.assertEqual(forwarding(EchoUpstream.received[-1][1]), as_nginx_sees_it(self.port, "/web/documents", for_relais=False))
         seen = EchoUpstream.seen[-1]
         self.assertEqual(seen["x-relais-client"], "web-app")
         self.assertEqual(seen["x-relais-scope"], "openid profile email")
@@ -153,11 +177,20 @@ class NginxForwardAuth(unittest.TestCase):
         try:
             EchoUpstream.received.clear()
             for path in ("/orders", "/web/documents", "/session?code=x"):
-                status, body, _ = raw_get(gateway.port, path, [("Authorization", "Bearer x"), ("Cookie", "a=b")] + forged_headers())
+                status, body, _ = raw_get(gateway.port, path, [("Authorization", "Bearer x"), ("Cookie", "a=b"), FORGED_PROOF] + forged_headers())
                 self.assertEqual(status, 200, f"{path}: {body}")
             paths = [path for path, _ in EchoUpstream.received]
             self.assertEqual(sorted(paths), sorted(["/auth?session=1", "/orders", "/auth?via=cookie", "/web/documents", "/session?code=x"]), paths)
-            self.assertEqual(forged_arrivals(EchoUpstream.received), [])
+            # Only the token check gets the client's proof: Relais checks it against nginx's description.
+            self.assertEqual([(path, name.lower(), value) for path, name, value in forged_arrivals(EchoUpstream.received)],
+                             [("/auth?session=1", "dpop", FORGED_PROOF[1])])
+            arrived = dict(EchoUpstream.received)
+            self.assertEqual(forwarding(arrived["/auth?session=1"]),
+                             sorted(as_nginx_sees_it(gateway.port, "/orders", for_relais=True) + [("dpop", FORGED_PROOF[1])]))
+            self.assertEqual(forwarding(arrived["/auth?via=cookie"]), as_nginx_sees_it(gateway.port, "/web/documents", for_relais=True))
+            self.assertEqual(forwarding(arrived["/session?code=x"]), as_nginx_sees_it(gateway.port, "/session?code=x", for_relais=False))
+            for path in ("/orders", "/web/documents"):
+                self.assertEqual(forwarding(arrived[path]), as_nginx_sees_it(gateway.port, path, for_relais=False), path)
         finally:
             gateway.stop()
             echo.shutdown()
