@@ -81,7 +81,6 @@ struct ConfigSource {
                     + "set enableServiceLinks: false in the pod spec to stop Kubernetes from injecting them"
             )
         }
-        problems += checkEnvironmentNames(ours.keys, schema: schema)
         providers.append(
             EnvironmentVariablesProvider(
                 environmentVariables: Dictionary(uniqueKeysWithValues: ours.map { (String($0.key.dropFirst(schema.environmentPrefix.count)), $0.value) }),
@@ -92,35 +91,28 @@ struct ConfigSource {
         if let filePath {
             switch ConfigurationLoader.readFile(filePath) {
             case .failure(let problem):
-                throw ConfigurationError(problems: problems + [problem])
+                throw ConfigurationError(problems: schema.checkEnvironmentNames(ours.keys, keyedIDs: nil) + [problem])
             case .success(let text):
                 let structure = checkStructure(yaml: text, schema: schema)
                 problems += structure.problems
                 keyedIDs = structure.keyedIDs
                 if structure.problems.contains(where: { $0.keyPath == "(file)" }) {
-                    throw ConfigurationError(problems: problems)
+                    throw ConfigurationError(problems: schema.checkEnvironmentNames(ours.keys, keyedIDs: nil) + problems)
                 }
                 do {
                     providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(filePath)))
                 } catch {
-                    throw ConfigurationError(problems: problems + [ConfigProblem("(file)", "cannot read \(filePath): \(error)")])
+                    throw ConfigurationError(
+                        problems: schema.checkEnvironmentNames(ours.keys, keyedIDs: keyedIDs) + problems
+                            + [ConfigProblem("(file)", "cannot read \(filePath): \(error)")])
                 }
             }
         }
+        problems = schema.checkEnvironmentNames(ours.keys, keyedIDs: keyedIDs) + problems
         return ConfigSource(reader: ConfigReader(providers: providers), keyedIDs: keyedIDs, problems: problems, warnings: warnings)
     }
 
     // MARK: - Structure
-
-    static func checkEnvironmentNames(_ names: some Sequence<String>, schema: ConfigSchema) -> [ConfigProblem] {
-        var known = Set<String>()
-        for key in schema.leafKeys.union(schema.listKeys) { known.insert(schema.environmentName(for: key)) }
-        let keyedPrefixes = schema.keyedSections.keys.map { schema.environmentName(for: $0) + "_" }
-        return names.sorted().compactMap { name in
-            if known.contains(name) || keyedPrefixes.contains(where: name.hasPrefix) { return nil }
-            return ConfigProblem(name, "unknown environment variable (no configuration key maps to it)")
-        }
-    }
 
     static func checkStructure(yaml: String, schema: ConfigSchema) -> (problems: [ConfigProblem], keyedIDs: [String: [String]]) {
         let root: Node?

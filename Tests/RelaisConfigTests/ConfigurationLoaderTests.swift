@@ -386,7 +386,51 @@ import Testing
 
     @Test func unknownEnvironmentVariablesAreReported() async throws {
         let found = await problems(file: nil, environment: ["RELAIS_SERVER_PROT": "1", "RELAIS_PROVIDERS_FC_CLIENT_ID": "x"])
-        #expect(found.map(\.keyPath) == ["RELAIS_SERVER_PROT"])
+        #expect(found.map(\.keyPath) == ["RELAIS_PROVIDERS_FC_CLIENT_ID", "RELAIS_SERVER_PROT"])
+        #expect(found.first?.message.contains("no entry of providers maps to it (the file defines none)") == true)
+    }
+
+    /// A variable under a keyed section names an id of the file and one of its entry's keys; a
+    /// mistyped key, an id the file lacks, or a name that fits two entries is an error.
+    @Test func environmentVariablesUnderKeyedSectionsAreChecked() async throws {
+        let file = try temporaryFile(
+            """
+            server:
+              environment: development
+            providers:
+              fc:
+                preset: franceconnect-plus
+                issuer: https://auth.franceconnect.gouv.fr/api/v2
+                client_id: abc
+                client_secret: s3cret
+            apps:
+              my-app:
+                redirect_uris: ["com.example.app:/cb"]
+              myApp:
+                redirect_uris: ["com.example.other:/cb"]
+              other_one:
+                redirect_uris: ["com.example.third:/cb"]
+            """
+        )
+        let found = await problems(
+            file: file,
+            environment: [
+                "RELAIS_PROVIDERS_FC_REQUIRE_ENCRYPTED_ID_TOKN": "true",
+                "RELAIS_PROVIDERS_FC_CLIENT_ID": "fine",
+                "RELAIS_PROVIDERS_FCP_CLIENT_ID": "x",
+                "RELAIS_APPS_MY_APP_SCOPES": "openid",
+                "RELAIS_APPS_OTHER_ONE_SCOPES": "openid",
+            ])
+        #expect(
+            found.map(\.description) == [
+                "RELAIS_APPS_MY_APP_SCOPES: names several keys at once (apps.my-app.scopes, apps.myApp.scopes): rename an id so that each spells "
+                    + "differently in upper case with '_' for '-', or set the key in the file",
+                "RELAIS_PROVIDERS_FCP_CLIENT_ID: no entry of providers maps to it (the file defines fc); a variable only overrides a key of an entry the file defines",
+                "RELAIS_PROVIDERS_FC_REQUIRE_ENCRYPTED_ID_TOKN: no key of providers.fc maps to it (did you mean RELAIS_PROVIDERS_FC_REQUIRE_ENCRYPTED_ID_TOKEN?)",
+            ])
+        let fine = try await ConfigurationLoader.load(
+            filePath: file, environment: ["RELAIS_PROVIDERS_FC_CLIENT_ID": "fine", "RELAIS_APPS_OTHER_ONE_SCOPES": "openid"])
+        #expect(fine.providers.first?.clientID == "fine")
     }
 
     @Test func unreadableOrInvalidFilesAreProblems() async throws {
