@@ -254,7 +254,7 @@ extension ValueReader {
                 }
             }
             if let decodeURL {
-                if decodeURL.hasPrefix("https://") || decodeURL.hasPrefix("http://127.0.0.1") || decodeURL.hasPrefix("http://[::1]") {
+                if decodeURL.hasPrefix("https://") || ["127.0.0.1", "[::1]"].contains(RedirectURIRules.loopbackHost(decodeURL)) {
                     android.decodeServiceURL = decodeURL
                 } else {
                     problem("\(base).android.decode_service_url", "must be https (or a loopback stand-in)")

@@ -203,6 +203,39 @@ import Testing
         #expect(found.count == 7)
     }
 
+    /// Loopback is the exact host (127.0.0.1, [::1], localhost) with an optional port, parsed
+    /// from the authority: never a prefix of a longer host, never behind userinfo.
+    @Test func loopbackIsAnExactHostNotAPrefix() async throws {
+        let plainHTTP = "plain http is only for loopback redirects (http://127.0.0.1:{port}/...)"
+        #expect(RedirectURIRules.problem("http://127.0.0.1.evil.example/cb") == plainHTTP)
+        #expect(RedirectURIRules.problem("http://127.0.0.1:80@evil.example/cb") == plainHTTP)
+        #expect(RedirectURIRules.problem("http://[::1].evil.example/cb") == plainHTTP)
+        #expect(RedirectURIRules.problem("http://127.0.0.1:99999/cb") == plainHTTP)
+        #expect(RedirectURIRules.problem("http://localhost.corp.example/cb") == plainHTTP)
+        for fine in ["http://127.0.0.1/cb", "http://127.0.0.1:8080/cb", "http://[::1]:51000/cb?x=1", "http://127.0.0.1"] {
+            #expect(RedirectURIRules.problem(fine) == nil, "\(fine)")
+        }
+        let found = try await problems(
+            """
+            providers:
+              fc:
+                issuer: http://localhost.corp.example
+                client_id: a
+                client_secret: b
+              other:
+                issuer: http://127.0.0.1:80@evil.example/api
+                client_id: a
+                client_secret: b
+                token_endpoint: http://localhost:9000/token
+            pages:
+              support_url: http://127.0.0.1.evil.example/help
+            """, development: false)
+        #expect(found.contains("providers.fc.issuer: must use https in production (plain http is allowed for loopback hosts)"))
+        #expect(found.contains("providers.other.issuer: must use https in production (plain http is allowed for loopback hosts)"))
+        #expect(!found.contains { $0.hasPrefix("providers.other.token_endpoint") })
+        #expect(found.contains("pages.support_url: expected an https or mailto: URL, got 'http://127.0.0.1.evil.example/help'"))
+    }
+
     @Test func keysAreReadAndChecked() async throws {
         let ec = try file(try #require(try JWK.generate(for: .es256).privateKeyPEM()))
         let rsa = try file(try #require(try JWK.generate(for: .rs256).privateKeyPEM()))
@@ -279,8 +312,11 @@ import Testing
               assetlinks_file: \(try file("{not json"))
             """
         )
-        #expect(bad.contains("server.trusted_proxies: '10.0.0.0/40' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)"))
-        #expect(bad.contains("server.trusted_proxies: 'proxy.internal' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)"))
+        #expect(
+            bad.contains("server.trusted_proxies: '10.0.0.0/40' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)"))
+        #expect(
+            bad.contains(
+                "server.trusted_proxies: 'proxy.internal' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)"))
         #expect(bad.contains("rate_limit.per_ip: must be between 1 and 1000000, got 0"))
         #expect(bad.contains("forward_auth.acr_header: 'X Acr' is not a valid header name (letters, digits and '-')"))
         #expect(bad.contains { $0.hasPrefix("well_known.assetlinks_file: ") && $0.hasSuffix("is not valid JSON") })
