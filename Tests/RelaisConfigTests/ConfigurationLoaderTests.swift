@@ -433,6 +433,42 @@ import Testing
         #expect(fine.providers.first?.clientID == "fine")
     }
 
+    /// A key that is present but empty is a problem naming it, never its default: an empty
+    /// `RELAIS_METRICS_BEARER_TOKEN_FILE` must not leave /metrics open, an empty `dpop` must not
+    /// allow what the app's default allows. `store.redis.key_prefix` documents empty as meaningful.
+    @Test func anEmptyValueIsAProblemNotTheDefault() async throws {
+        let file = try temporaryFile(
+            """
+            server:
+              environment: development
+            store:
+              redis:
+                key_prefix: ""
+            providers:
+              fc:
+                preset: franceconnect-v2
+                issuer: https://oidc.franceconnect.gouv.fr/api/v2
+                client_id: abc
+                client_secret: s3cret
+                require_callback_iss: ""
+            apps:
+              x:
+                redirect_uris: ["com.example.app:/cb"]
+                dpop: ""
+                access_token_lifetime:
+            """
+        )
+        let found = await problems(file: file, environment: ["RELAIS_METRICS_BEARER_TOKEN_FILE": ""])
+        let empty = "is empty: give it a value, or remove it (from the file and the environment) for its default"
+        #expect(
+            found.map(\.description).sorted() == [
+                "apps.x.access_token_lifetime: \(empty)", "apps.x.dpop: \(empty)", "metrics.bearer_token_file: \(empty)",
+                "providers.fc.require_callback_iss: \(empty)",
+            ])
+        let shared = try temporaryFile("server:\n  environment: development\nstore:\n  redis:\n    key_prefix: \"\"\n")
+        #expect(try await ConfigurationLoader.load(filePath: shared, environment: [:]).store.redis.keyPrefix == "")
+    }
+
     @Test func unreadableOrInvalidFilesAreProblems() async throws {
         let missing = await problems(file: "/nonexistent/relais.yaml")
         #expect(missing.count == 1 && missing[0].keyPath == "(file)" && missing[0].message.contains("cannot open"))
