@@ -104,7 +104,7 @@ struct ConfigSource {
                 } catch {
                     throw ConfigurationError(
                         problems: schema.checkEnvironmentNames(ours.keys, keyedIDs: keyedIDs) + problems
-                            + [ConfigProblem("(file)", "cannot read \(filePath): \(error)")])
+                            + [ConfigProblem("(file)", "cannot read \(filePath): \(yamlProblem(error))")])
                 }
             }
         }
@@ -114,12 +114,29 @@ struct ConfigSource {
 
     // MARK: - Structure
 
+    /// Where a YAML document is broken and how, without a word of its text: Yams' own description
+    /// quotes the offending line, which may hold a secret (`client_secret: s3cr3t: x`).
+    static func yamlProblem(_ error: any Error) -> String {
+        func at(_ mark: Mark) -> String { "line \(mark.line), column \(mark.column)" }
+        guard let error = error as? YamlError else { return "\(error)" }  // swift-configuration's: key paths only
+        switch error {
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _), .composer(let context, let problem, let mark, _):
+            return "\(problem) at \(at(mark))" + (context.map { " (\($0.text) at \(at($0.mark)))" } ?? "")
+        case .reader(let problem, let offset, _, _):
+            return problem + (offset.map { " at character \($0 + 1)" } ?? "")
+        case .duplicatedKeysInMapping(_, let context):
+            return "a key appears twice in one mapping (\(context.text) at \(at(context.mark)))"
+        default:
+            return "the document cannot be read"
+        }
+    }
+
     static func checkStructure(yaml: String, schema: ConfigSchema) -> (problems: [ConfigProblem], keyedIDs: [String: [String]]) {
         let root: Node?
         do {
             root = try Yams.compose(yaml: yaml)
         } catch {
-            return ([ConfigProblem("(file)", "not valid YAML: \(error)")], [:])
+            return ([ConfigProblem("(file)", "not valid YAML: \(yamlProblem(error))")], [:])
         }
         guard let root else { return ([], [:]) }  // an empty file is an empty configuration
         guard case .mapping = root else { return ([ConfigProblem("(file)", "the top level must be a mapping of sections")], [:]) }

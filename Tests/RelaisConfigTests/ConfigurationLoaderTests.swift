@@ -478,6 +478,17 @@ import Testing
         #expect(scalar.map(\.message) == ["the top level must be a mapping of sections"])
     }
 
+    /// Yams' description of a syntax error quotes the offending line, which may hold a secret:
+    /// the problem says where and what, never the text.
+    @Test func aYAMLSyntaxErrorNamesThePlaceNotTheText() async throws {
+        let found = await problems(file: try temporaryFile("providers:\n  fc:\n    client_id: abc\n    client_secret: s3cr3t: x\n"))
+        #expect(found.count == 1)
+        let message = found.first?.description ?? ""
+        #expect(message.hasPrefix("(file): not valid YAML: mapping values are not allowed in this context at line 4, column "), "\(message)")
+        #expect(!message.contains("s3cr3t"), "\(message)")
+        #expect(!message.contains("client_secret"), "\(message)")
+    }
+
     @Test func durationsNeedAUnit() {
         #expect(DurationText.parse("250ms") == .milliseconds(250))
         #expect(DurationText.parse("3s") == .seconds(3))
