@@ -489,6 +489,17 @@ import Testing
         #expect(!message.contains("client_secret"), "\(message)")
     }
 
+    /// A '/' in a Redis password ends the authority early: what follows reads as the database,
+    /// and the problem must echo none of it.
+    @Test func aRedisURLWithASlashInThePasswordIsNotEchoed() async throws {
+        let found = await problems(
+            file: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_URL": "redis://s3cr3t/tail@redis:6379"])
+        #expect(found.map(\.keyPath) == ["store.redis.url"])
+        let message = found.first?.description ?? ""
+        #expect(message.contains("invalid database index"), "\(message)")
+        for part in ["s3cr3t", "tail", "redis:6379"] { #expect(!message.contains(part), "\(message)") }
+    }
+
     @Test func durationsNeedAUnit() {
         #expect(DurationText.parse("250ms") == .milliseconds(250))
         #expect(DurationText.parse("3s") == .seconds(3))
