@@ -55,7 +55,7 @@ extension ValueReader {
         provider.backchannelLogout = boolean("\(base).backchannel_logout") ?? provider.backchannelLogout
         provider.postLogoutRedirectURI = text("\(base).post_logout_redirect_uri") ?? "\(publicBaseURL)/logout/callback"
         provider.timeout = duration("\(base).timeout")
-        provider.jwksRefetchInterval = duration("\(base).jwks_refetch_interval") ?? provider.jwksRefetchInterval
+        provider.jwksRefetchInterval = duration("\(base).jwks_refetch_interval", atLeast: .seconds(1)) ?? provider.jwksRefetchInterval
 
         switch provider.clientAuthentication {
         case .clientSecretPost, .clientSecretBasic:

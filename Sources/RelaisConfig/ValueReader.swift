@@ -318,6 +318,22 @@ struct ValueReader {
         return parsed
     }
 
+    /// A duration within bounds that keep a protection working (a refresh grace of 30 days would
+    /// neutralise reuse detection); with `wholeSeconds`, a whole number of seconds, for settings
+    /// the runtime counts in seconds (never truncated silently).
+    mutating func duration(_ key: String, atLeast lower: Duration? = nil, atMost upper: Duration? = nil, wholeSeconds: Bool = false) -> Duration? {
+        guard let value = duration(key) else { return nil }
+        let whole = value.components.attoseconds == 0
+        let inRange = value >= (lower ?? value) && value <= (upper ?? value)
+        guard inRange, whole || !wholeSeconds else {
+            let unit = wholeSeconds ? "a whole number of seconds" : "a duration"
+            let bounds = [lower.map { "at least \(DurationText.format($0))" }, upper.map { "at most \(DurationText.format($0))" }].compactMap { $0 }
+            problem(key, "expected \(unit)\(bounds.isEmpty ? "" : ", " + bounds.joined(separator: " and ")), got '\(DurationText.format(value))'")
+            return nil
+        }
+        return value
+    }
+
     /// A size in bytes: `512KiB`, `8MiB`, `1GiB`, or a plain number of bytes.
     mutating func byteSize(_ key: String, atMost limit: Int) -> Int? {
         guard let raw = text(key) else { return nil }

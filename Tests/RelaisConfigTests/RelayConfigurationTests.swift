@@ -236,6 +236,35 @@ import Testing
         #expect(found.contains("pages.support_url: expected an https or mailto: URL, got 'http://127.0.0.1.evil.example/help'"))
     }
 
+    /// Bounds that keep protections working: a long refresh grace neutralises reuse detection, a
+    /// JWKS refetched more than once a second hammers the provider on every unknown kid, and a
+    /// rate-limit window the runtime counts in whole seconds is never truncated silently.
+    @Test func durationsThatDefeatAProtectionAreRefused() async throws {
+        let yaml = { (grace: String, refetch: String, window: String) in
+            """
+            providers:
+              fc:
+                issuer: https://idp.example.fr
+                client_id: a
+                client_secret: b
+                jwks_refetch_interval: \(refetch)
+            relay:
+              refresh_grace: \(grace)
+            rate_limit:
+              window: \(window)
+            """
+        }
+        #expect(
+            try await problems(yaml("30d", "500ms", "1500ms")).sorted() == [
+                "providers.fc.jwks_refetch_interval: expected a duration, at least 1s, got '500ms'",
+                "rate_limit.window: expected a whole number of seconds, at least 1s, got '1500ms'",
+                "relay.refresh_grace: expected a duration, at most 5m, got '30d'",
+            ])
+        let fine = try await load(yaml("5m", "1s", "90s")).get()
+        #expect(fine.relay.refreshGrace == .seconds(300) && fine.rateLimit.window == .seconds(90))
+        #expect(fine.providers.first?.jwksRefetchInterval == .seconds(1))
+    }
+
     @Test func keysAreReadAndChecked() async throws {
         let ec = try file(try #require(try JWK.generate(for: .es256).privateKeyPEM()))
         let rsa = try file(try #require(try JWK.generate(for: .rs256).privateKeyPEM()))
