@@ -72,8 +72,10 @@ struct ValueReader {
         server.idleTimeout = duration("server.idle_timeout") ?? server.idleTimeout
         server.maxConnections = integer("server.max_connections", in: 1...1_000_000) ?? server.maxConnections
         if let proxies = list("server.trusted_proxies") {
-            for proxy in proxies where !Self.isNetwork(proxy) {
-                problem("server.trusted_proxies", "'\(proxy)' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)")
+            for proxy in proxies where IPNetwork(proxy) == nil {
+                problem(
+                    "server.trusted_proxies",
+                    "'\(proxy)' is not an IP address or CIDR network (10.0.0.0/8, ::1/128; an IPv4-mapped network is written as IPv4: 10.0.0.0/8)")
             }
             server.trustedProxies = proxies
         }
@@ -372,16 +374,6 @@ struct ValueReader {
     func list(_ key: String) -> [String]? {
         asked.list.insert(key)
         return config.stringArray(forKey: ConfigKey(key))?.map { $0.trimmingSpaces() }
-    }
-
-    /// An IPv4/IPv6 address, optionally with a prefix length.
-    static func isNetwork(_ text: String) -> Bool {
-        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
-        var v4 = in_addr(), v6 = in6_addr()
-        let bits: Int
-        if inet_pton(AF_INET, parts[0], &v4) == 1 { bits = 32 } else if inet_pton(AF_INET6, parts[0], &v6) == 1 { bits = 128 } else { return false }
-        guard parts.count == 2 else { return true }
-        return Int(parts[1]).map { (0...bits).contains($0) } ?? false
     }
 
     mutating func readableFile(_ key: String) -> String? {

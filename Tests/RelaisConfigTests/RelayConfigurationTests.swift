@@ -265,6 +265,18 @@ import Testing
         #expect(fine.providers.first?.jwksRefetchInterval == .seconds(1))
     }
 
+    /// `server.trusted_proxies` is checked with the parser the runtime matches with: an
+    /// IPv4-mapped IPv6 network is IPv4 to it (prefixes up to 32), so `::ffff:10.0.0.0/104` would
+    /// load and then never match; it is refused.
+    @Test func trustedProxiesLoadOnlyWhenTheRuntimeCanUseThem() async throws {
+        let found = try await problems("server:\n  trusted_proxies: [\"::ffff:10.0.0.0/104\", \"::ffff:10.0.0.1\", 10.0.0.0/8, fd00::/8]\n")
+        #expect(found == ["server.trusted_proxies: '::ffff:10.0.0.0/104' \(Self.notANetwork)"])
+        let proxies = try await load("server:\n  trusted_proxies: [\"::ffff:10.0.0.1\", 10.0.0.0/8, fd00::/8]\n").get().server.trustedProxies
+        #expect(proxies.map { IPNetwork($0) != nil } == [true, true, true])
+    }
+
+    static let notANetwork = "is not an IP address or CIDR network (10.0.0.0/8, ::1/128; an IPv4-mapped network is written as IPv4: 10.0.0.0/8)"
+
     @Test func keysAreReadAndChecked() async throws {
         let ec = try file(try #require(try JWK.generate(for: .es256).privateKeyPEM()))
         let rsa = try file(try #require(try JWK.generate(for: .rs256).privateKeyPEM()))
@@ -342,10 +354,10 @@ import Testing
             """
         )
         #expect(
-            bad.contains("server.trusted_proxies: '10.0.0.0/40' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)"))
+            bad.contains("server.trusted_proxies: '10.0.0.0/40' is not an IP address or CIDR network (10.0.0.0/8, ::1/128; an IPv4-mapped network is written as IPv4: 10.0.0.0/8)"))
         #expect(
             bad.contains(
-                "server.trusted_proxies: 'proxy.internal' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)"))
+                "server.trusted_proxies: 'proxy.internal' is not an IP address or CIDR network (10.0.0.0/8, ::1/128; an IPv4-mapped network is written as IPv4: 10.0.0.0/8)"))
         #expect(bad.contains("rate_limit.per_ip: must be between 1 and 1000000, got 0"))
         #expect(bad.contains("forward_auth.acr_header: 'X Acr' is not a valid header name (letters, digits and '-')"))
         #expect(bad.contains { $0.hasPrefix("well_known.assetlinks_file: ") && $0.hasSuffix("is not valid JSON") })
