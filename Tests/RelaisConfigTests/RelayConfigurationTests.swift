@@ -277,6 +277,39 @@ import Testing
 
     static let notANetwork = "is not an IP address or CIDR network (10.0.0.0/8, ::1/128; an IPv4-mapped network is written as IPv4: 10.0.0.0/8)"
 
+    /// The level sent when an app asks for none must be one the provider's acr_order (its own or
+    /// its preset's) knows: otherwise every sign-in fails after the provider answered.
+    @Test func defaultACRValuesMustBeInTheACROrder() async throws {
+        let found = try await problems(
+            """
+            providers:
+              fc:
+                preset: franceconnect-v2
+                issuer: https://oidc.franceconnect.gouv.fr/api/v2
+                client_id: a
+                client_secret: b
+                acr_values: eidas4
+              custom:
+                issuer: https://idp.example.fr
+                client_id: a
+                client_secret: b
+                acr_order: [low, high]
+                acr_values: "low top"
+              free:
+                issuer: https://idp.example.fr
+                client_id: a
+                client_secret: b
+                acr_values: anything
+            """
+        )
+        let advice = "so no sign-in could reach it; name one of those levels, or add it to acr_order"
+        #expect(
+            found == [
+                "providers.fc.acr_values: 'eidas4' is not a level of acr_order (eidas1, eidas2, eidas3), \(advice)",
+                "providers.custom.acr_values: 'top' is not a level of acr_order (low, high), \(advice)",
+            ])
+    }
+
     @Test func keysAreReadAndChecked() async throws {
         let ec = try file(try #require(try JWK.generate(for: .es256).privateKeyPEM()))
         let rsa = try file(try #require(try JWK.generate(for: .rs256).privateKeyPEM()))
