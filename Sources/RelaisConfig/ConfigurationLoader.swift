@@ -81,7 +81,6 @@ struct ConfigSource {
                     + "set enableServiceLinks: false in the pod spec to stop Kubernetes from injecting them"
             )
         }
-        problems += checkEnvironmentNames(ours.keys, schema: schema)
         providers.append(
             EnvironmentVariablesProvider(
                 environmentVariables: Dictionary(uniqueKeysWithValues: ours.map { (String($0.key.dropFirst(schema.environmentPrefix.count)), $0.value) }),
@@ -92,33 +91,43 @@ struct ConfigSource {
         if let filePath {
             switch ConfigurationLoader.readFile(filePath) {
             case .failure(let problem):
-                throw ConfigurationError(problems: problems + [problem])
+                throw ConfigurationError(problems: schema.checkEnvironmentNames(ours.keys, keyedIDs: nil) + [problem])
             case .success(let text):
                 let structure = checkStructure(yaml: text, schema: schema)
                 problems += structure.problems
                 keyedIDs = structure.keyedIDs
                 if structure.problems.contains(where: { $0.keyPath == "(file)" }) {
-                    throw ConfigurationError(problems: problems)
+                    throw ConfigurationError(problems: schema.checkEnvironmentNames(ours.keys, keyedIDs: nil) + problems)
                 }
                 do {
                     providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(filePath)))
                 } catch {
-                    throw ConfigurationError(problems: problems + [ConfigProblem("(file)", "cannot read \(filePath): \(error)")])
+                    throw ConfigurationError(
+                        problems: schema.checkEnvironmentNames(ours.keys, keyedIDs: keyedIDs) + problems
+                            + [ConfigProblem("(file)", "cannot read \(filePath): \(yamlProblem(error))")])
                 }
             }
         }
+        problems = schema.checkEnvironmentNames(ours.keys, keyedIDs: keyedIDs) + problems
         return ConfigSource(reader: ConfigReader(providers: providers), keyedIDs: keyedIDs, problems: problems, warnings: warnings)
     }
 
     // MARK: - Structure
 
-    static func checkEnvironmentNames(_ names: some Sequence<String>, schema: ConfigSchema) -> [ConfigProblem] {
-        var known = Set<String>()
-        for key in schema.leafKeys.union(schema.listKeys) { known.insert(schema.environmentName(for: key)) }
-        let keyedPrefixes = schema.keyedSections.keys.map { schema.environmentName(for: $0) + "_" }
-        return names.sorted().compactMap { name in
-            if known.contains(name) || keyedPrefixes.contains(where: name.hasPrefix) { return nil }
-            return ConfigProblem(name, "unknown environment variable (no configuration key maps to it)")
+    /// Where a YAML document is broken and how, without a word of its text: Yams' own description
+    /// quotes the offending line, which may hold a secret (`client_secret: s3cr3t: x`).
+    static func yamlProblem(_ error: any Error) -> String {
+        func at(_ mark: Mark) -> String { "line \(mark.line), column \(mark.column)" }
+        guard let error = error as? YamlError else { return "\(error)" }  // swift-configuration's: key paths only
+        switch error {
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _), .composer(let context, let problem, let mark, _):
+            return "\(problem) at \(at(mark))" + (context.map { " (\($0.text) at \(at($0.mark)))" } ?? "")
+        case .reader(let problem, let offset, _, _):
+            return problem + (offset.map { " at character \($0 + 1)" } ?? "")
+        case .duplicatedKeysInMapping(_, let context):
+            return "a key appears twice in one mapping (\(context.text) at \(at(context.mark)))"
+        default:
+            return "the document cannot be read"
         }
     }
 
@@ -127,7 +136,7 @@ struct ConfigSource {
         do {
             root = try Yams.compose(yaml: yaml)
         } catch {
-            return ([ConfigProblem("(file)", "not valid YAML: \(error)")], [:])
+            return ([ConfigProblem("(file)", "not valid YAML: \(yamlProblem(error))")], [:])
         }
         guard let root else { return ([], [:]) }  // an empty file is an empty configuration
         guard case .mapping = root else { return ([ConfigProblem("(file)", "the top level must be a mapping of sections")], [:]) }

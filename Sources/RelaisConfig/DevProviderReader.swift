@@ -132,7 +132,7 @@ extension ValueReader {
         do {
             root = try Yams.compose(yaml: text)
         } catch {
-            problem(key, "\(path) is not valid YAML: \(error)")
+            problem(key, "\(path) is not valid YAML: \(ConfigSource.yamlProblem(error))")
             return []
         }
         guard case .mapping(let people)? = root, !people.isEmpty else {

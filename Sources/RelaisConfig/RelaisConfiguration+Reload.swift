@@ -1,4 +1,18 @@
 extension RelaisConfiguration {
+    /// Why `newer` cannot be applied to a process running this configuration at all, or nil.
+    ///
+    /// The environment is one: a file is checked under its own `server.environment`, and what
+    /// development allows (http issuers, generated keys, the development attester) must never
+    /// reach a process started in production. It changes only with a restart.
+    public func reloadRefusal(of newer: RelaisConfiguration) -> ConfigProblem? {
+        guard newer.server.environment != server.environment else { return nil }
+        return ConfigProblem(
+            "server.environment",
+            "the process runs in '\(server.environment.rawValue)' and the file says '\(newer.server.environment.rawValue)': "
+                + "the environment changes only with a restart; reload with server.environment: \(server.environment.rawValue)"
+        )
+    }
+
     /// What a running process can take from `newer` on a reload: apps, providers, keys, resource
     /// servers, lifetimes, limits (rate limits, body size, store budget), forward-auth, well-known
     /// files, the admin token and security events. What the process was started with stays:

@@ -17,7 +17,9 @@ extension ValueReader {
             }
         }
         pages.supportURL = text("pages.support_url")
-        if let support = pages.supportURL, !(support.hasPrefix("https://") || support.hasPrefix("mailto:") || support.hasPrefix("http://127.0.0.1")) {
+        if let support = pages.supportURL,
+            !(support.hasPrefix("https://") || support.hasPrefix("mailto:") || ["127.0.0.1", "[::1]"].contains(RedirectURIRules.loopbackHost(support)))
+        {
             problem("pages.support_url", "expected an https or mailto: URL, got '\(support)'")
         }
         pages.defaultLanguage = choice("pages.default_language", default: pages.defaultLanguage)

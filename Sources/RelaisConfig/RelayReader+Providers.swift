@@ -32,6 +32,13 @@ extension ValueReader {
         provider.acrOrder = list("\(base).acr_order") ?? provider.acrOrder
         provider.acrValuesSupported = list("\(base).acr_values_supported") ?? provider.preset.acrValuesSupported ?? provider.acrOrder
         provider.acrRequest = choice("\(base).acr_request", default: provider.acrRequest)
+        // A level sent by default that acr_order lacks fails every sign-in's acr check: refused here.
+        for level in (provider.acrValues ?? "").split(separator: " ") where !provider.acrOrder.isEmpty && !provider.acrOrder.contains(String(level)) {
+            problem(
+                "\(base).acr_values",
+                "'\(level)' is not a level of acr_order (\(provider.acrOrder.joined(separator: ", "))), so no sign-in could reach it; "
+                    + "name one of those levels, or add it to acr_order")
+        }
         provider.forwardsIDPHint = boolean("\(base).forward_idp_hint") ?? provider.forwardsIDPHint
         provider.stepUpProvider = text("\(base).step_up_provider")
         provider.idTokenAlgorithms = algorithms("\(base).id_token_algs") ?? provider.idTokenAlgorithms
@@ -55,7 +62,7 @@ extension ValueReader {
         provider.backchannelLogout = boolean("\(base).backchannel_logout") ?? provider.backchannelLogout
         provider.postLogoutRedirectURI = text("\(base).post_logout_redirect_uri") ?? "\(publicBaseURL)/logout/callback"
         provider.timeout = duration("\(base).timeout")
-        provider.jwksRefetchInterval = duration("\(base).jwks_refetch_interval") ?? provider.jwksRefetchInterval
+        provider.jwksRefetchInterval = duration("\(base).jwks_refetch_interval", atLeast: .seconds(1)) ?? provider.jwksRefetchInterval
 
         switch provider.clientAuthentication {
         case .clientSecretPost, .clientSecretBasic:

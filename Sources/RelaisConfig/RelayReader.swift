@@ -66,7 +66,7 @@ extension ValueReader {
         relay.transactionLifetime = duration("relay.transaction_lifetime") ?? relay.transactionLifetime
         relay.codeLifetime = duration("relay.code_lifetime") ?? relay.codeLifetime
         relay.codeFormat = choice("relay.code_format", default: relay.codeFormat)
-        relay.refreshGrace = duration("relay.refresh_grace") ?? relay.refreshGrace
+        relay.refreshGrace = duration("relay.refresh_grace", atMost: .seconds(300)) ?? relay.refreshGrace
         relay.deviceCodeLifetime = duration("relay.device_code_lifetime") ?? relay.deviceCodeLifetime
         relay.devicePollInterval = duration("relay.device_poll_interval") ?? relay.devicePollInterval
         relay.sessionIdleTimeout = duration("sessions.idle_timeout") ?? relay.sessionIdleTimeout
@@ -120,7 +120,7 @@ extension ValueReader {
 
         var limits = result.rateLimit
         limits.enabled = boolean("rate_limit.enabled") ?? limits.enabled
-        limits.window = duration("rate_limit.window") ?? limits.window
+        limits.window = duration("rate_limit.window", atLeast: .seconds(1), wholeSeconds: true) ?? limits.window
         limits.perIP = integer("rate_limit.per_ip", in: 1...1_000_000) ?? limits.perIP
         limits.perClient = integer("rate_limit.per_client", in: 1...100_000_000) ?? limits.perClient
         limits.userCodesPerIP = integer("rate_limit.user_codes_per_ip", in: 1...100_000) ?? limits.userCodesPerIP
@@ -254,7 +254,7 @@ extension ValueReader {
                 }
             }
             if let decodeURL {
-                if decodeURL.hasPrefix("https://") || decodeURL.hasPrefix("http://127.0.0.1") || decodeURL.hasPrefix("http://[::1]") {
+                if decodeURL.hasPrefix("https://") || ["127.0.0.1", "[::1]"].contains(RedirectURIRules.loopbackHost(decodeURL)) {
                     android.decodeServiceURL = decodeURL
                 } else {
                     problem("\(base).android.decode_service_url", "must be https (or a loopback stand-in)")

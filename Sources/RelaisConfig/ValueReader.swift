@@ -72,8 +72,10 @@ struct ValueReader {
         server.idleTimeout = duration("server.idle_timeout") ?? server.idleTimeout
         server.maxConnections = integer("server.max_connections", in: 1...1_000_000) ?? server.maxConnections
         if let proxies = list("server.trusted_proxies") {
-            for proxy in proxies where !Self.isNetwork(proxy) {
-                problem("server.trusted_proxies", "'\(proxy)' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)")
+            for proxy in proxies where IPNetwork(proxy) == nil {
+                problem(
+                    "server.trusted_proxies",
+                    "'\(proxy)' is not an IP address or CIDR network (10.0.0.0/8, ::1/128; an IPv4-mapped network is written as IPv4: 10.0.0.0/8)")
             }
             server.trustedProxies = proxies
         }
@@ -259,12 +261,18 @@ struct ValueReader {
         problems.append(ConfigProblem(key, message))
     }
 
-    /// The raw text of a key; empty text counts as unset unless `allowEmpty`.
-    func text(_ key: String, allowEmpty: Bool = false, isSecret: Bool = false) -> String? {
+    /// The raw text of a key. A key that is present (in the file or the environment) but empty is
+    /// a problem, never its default (an empty `metrics.bearer_token_file` must not leave `/metrics`
+    /// open), unless `allowEmpty`: the key documents an empty value as meaningful.
+    mutating func text(_ key: String, allowEmpty: Bool = false, isSecret: Bool = false) -> String? {
         asked.leaf.insert(key)
         guard let value = config.string(forKey: ConfigKey(key), isSecret: isSecret) else { return nil }
         let trimmed = value.trimmingSpaces()
-        if trimmed.isEmpty && !allowEmpty { return nil }
+        if trimmed.isEmpty && !allowEmpty {
+            let empty = ConfigProblem(key, "is empty: give it a value, or remove it (from the file and the environment) for its default")
+            if !problems.contains(empty) { problems.append(empty) }  // some keys are read twice
+            return nil
+        }
         return trimmed
     }
 
@@ -312,6 +320,22 @@ struct ValueReader {
         return parsed
     }
 
+    /// A duration within bounds that keep a protection working (a refresh grace of 30 days would
+    /// neutralise reuse detection); with `wholeSeconds`, a whole number of seconds, for settings
+    /// the runtime counts in seconds (never truncated silently).
+    mutating func duration(_ key: String, atLeast lower: Duration? = nil, atMost upper: Duration? = nil, wholeSeconds: Bool = false) -> Duration? {
+        guard let value = duration(key) else { return nil }
+        let whole = value.components.attoseconds == 0
+        let inRange = value >= (lower ?? value) && value <= (upper ?? value)
+        guard inRange, whole || !wholeSeconds else {
+            let unit = wholeSeconds ? "a whole number of seconds" : "a duration"
+            let bounds = [lower.map { "at least \(DurationText.format($0))" }, upper.map { "at most \(DurationText.format($0))" }].compactMap { $0 }
+            problem(key, "expected \(unit)\(bounds.isEmpty ? "" : ", " + bounds.joined(separator: " and ")), got '\(DurationText.format(value))'")
+            return nil
+        }
+        return value
+    }
+
     /// A size in bytes: `512KiB`, `8MiB`, `1GiB`, or a plain number of bytes.
     mutating func byteSize(_ key: String, atMost limit: Int) -> Int? {
         guard let raw = text(key) else { return nil }
@@ -352,16 +376,6 @@ struct ValueReader {
         return config.stringArray(forKey: ConfigKey(key))?.map { $0.trimmingSpaces() }
     }
 
-    /// An IPv4/IPv6 address, optionally with a prefix length.
-    static func isNetwork(_ text: String) -> Bool {
-        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
-        var v4 = in_addr(), v6 = in6_addr()
-        let bits: Int
-        if inet_pton(AF_INET, parts[0], &v4) == 1 { bits = 32 } else if inet_pton(AF_INET6, parts[0], &v6) == 1 { bits = 128 } else { return false }
-        guard parts.count == 2 else { return true }
-        return Int(parts[1]).map { (0...bits).contains($0) } ?? false
-    }
-
     mutating func readableFile(_ key: String) -> String? {
         guard let path = text(key) else { return nil }
         guard access(path, R_OK) == 0 else {
@@ -369,32 +383,5 @@ struct ValueReader {
             return nil
         }
         return path
-    }
-
-    private mutating func checkPublicBaseURL(_ url: String, environment: RelaisConfiguration.Environment) {
-        let parts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2, ["http", "https"].contains(parts[0].lowercased()), !parts[1].isEmpty else {
-            problem("server.public_base_url", "expected an absolute http(s) URL, got '\(url)'")
-            return
-        }
-        if parts[1].contains("?") || parts[1].contains("#") {
-            problem("server.public_base_url", "must not carry a query or fragment")
-        }
-        let authority = parts[1].prefix { $0 != "/" }
-        let host = authority.hasPrefix("[") ? String(authority.prefix { $0 != "]" }.dropFirst()) : String(authority.prefix { $0 != ":" })
-        let afterHost = authority.hasPrefix("[") ? authority.drop { $0 != "]" }.dropFirst() : authority.drop { $0 != ":" }
-        if !afterHost.isEmpty {
-            let port = afterHost.dropFirst()
-            guard afterHost.first == ":", (1...5).contains(port.count), port.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(port),
-                (1...65535).contains(number)
-            else {
-                problem("server.public_base_url", "the port must be 1 to 65535 in ASCII digits, got '\(afterHost)'")
-                return
-            }
-        }
-        let isLoopback = host == "127.0.0.1" || host == "localhost" || host == "::1"
-        if parts[0].lowercased() == "http" && !isLoopback && environment == .production {
-            problem("server.public_base_url", "must use https in production (plain http is allowed for 127.0.0.1, localhost and ::1)")
-        }
     }
 }

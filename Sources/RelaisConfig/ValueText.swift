@@ -13,6 +13,14 @@ enum DurationText {
         }
         return nil
     }
+
+    /// The shortest exact form ``parse(_:)`` reads back: `90s`, `5m`, `1500ms`.
+    static func format(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        guard attoseconds == 0 else { return "\(seconds * 1000 + attoseconds / 1_000_000_000_000_000)ms" }
+        for (suffix, size) in [("d", Int64(86400)), ("h", 3600), ("m", 60)] where seconds != 0 && seconds % size == 0 { return "\(seconds / size)\(suffix)" }
+        return "\(seconds)s"
+    }
 }
 
 /// Sizes in bytes with binary units: `512KiB`, `8MiB`, `1GiB`, or a plain number of bytes.

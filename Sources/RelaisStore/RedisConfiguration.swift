@@ -145,7 +145,8 @@ public struct RedisConfiguration: Sendable, Equatable {
         case unsupportedScheme(String)
         case missingHost
         case invalidPort(String)
-        case invalidDatabase(String)
+        /// Carries nothing of the text: `redis://pass/word@host` reads "word@host" as the database.
+        case invalidDatabase
         case invalidSocketPath(String)
         case unsupportedQuery(String)
         case invalidEscape
@@ -157,7 +158,7 @@ public struct RedisConfiguration: Sendable, Equatable {
             case .missingHost: "the URL has no host"
             // Only digits are echoed: `redis://user:pa/ss@host` reads "pa" as a port.
             case .invalidPort(let port): port.allSatisfy(\.isASCII) && port.allSatisfy(\.isNumber) ? "invalid port '\(port)'" : "invalid port (not a number)"
-            case .invalidDatabase(let database): "invalid database index '\(database)' (expected 0-15 or more, a number)"
+            case .invalidDatabase: "invalid database index (expected a number, 0 or more, after the host: redis://host:6379/0; a '/' in a password is written %2F)"
             case .invalidSocketPath(let reason): "invalid Unix-domain socket: \(reason) (expected unix://[user[:password]@]/path/to/redis.sock[?db=N])"
             case .unsupportedQuery(let name): "unsupported parameter '\(name)' in the URL (only db=N, with unix://)"
             case .invalidEscape: "a %-escape in the URL is not two hexadecimal digits, or does not decode to UTF-8"
@@ -216,7 +217,7 @@ public struct RedisConfiguration: Sendable, Equatable {
         guard !host.isEmpty else { throw .missingHost }
         let databaseText = path.split(separator: "?").first.map(String.init) ?? ""
         if !databaseText.isEmpty {
-            guard let value = Int(databaseText), value >= 0 else { throw .invalidDatabase(databaseText) }
+            guard let value = Int(databaseText), value >= 0 else { throw .invalidDatabase }
             database = value
         }
     }
@@ -247,7 +248,7 @@ public struct RedisConfiguration: Sendable, Equatable {
             let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             // Fail closed: db given twice, or a parameter Relais would ignore, refuses the URL.
             guard pair[0] == "db", pair.count == 2, database == nil else { throw .unsupportedQuery(String(pair[0])) }
-            guard let value = Int(pair[1]), value >= 0 else { throw .invalidDatabase(String(pair[1])) }
+            guard let value = Int(pair[1]), value >= 0 else { throw .invalidDatabase }
             database = value
         }
         if let database { self.database = database }

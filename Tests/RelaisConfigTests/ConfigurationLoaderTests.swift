@@ -386,7 +386,87 @@ import Testing
 
     @Test func unknownEnvironmentVariablesAreReported() async throws {
         let found = await problems(file: nil, environment: ["RELAIS_SERVER_PROT": "1", "RELAIS_PROVIDERS_FC_CLIENT_ID": "x"])
-        #expect(found.map(\.keyPath) == ["RELAIS_SERVER_PROT"])
+        #expect(found.map(\.keyPath) == ["RELAIS_PROVIDERS_FC_CLIENT_ID", "RELAIS_SERVER_PROT"])
+        #expect(found.first?.message.contains("no entry of providers maps to it (the file defines none)") == true)
+    }
+
+    /// A variable under a keyed section names an id of the file and one of its entry's keys; a
+    /// mistyped key, an id the file lacks, or a name that fits two entries is an error.
+    @Test func environmentVariablesUnderKeyedSectionsAreChecked() async throws {
+        let file = try temporaryFile(
+            """
+            server:
+              environment: development
+            providers:
+              fc:
+                preset: franceconnect-plus
+                issuer: https://auth.franceconnect.gouv.fr/api/v2
+                client_id: abc
+                client_secret: s3cret
+            apps:
+              my-app:
+                redirect_uris: ["com.example.app:/cb"]
+              myApp:
+                redirect_uris: ["com.example.other:/cb"]
+              other_one:
+                redirect_uris: ["com.example.third:/cb"]
+            """
+        )
+        let found = await problems(
+            file: file,
+            environment: [
+                "RELAIS_PROVIDERS_FC_REQUIRE_ENCRYPTED_ID_TOKN": "true",
+                "RELAIS_PROVIDERS_FC_CLIENT_ID": "fine",
+                "RELAIS_PROVIDERS_FCP_CLIENT_ID": "x",
+                "RELAIS_APPS_MY_APP_SCOPES": "openid",
+                "RELAIS_APPS_OTHER_ONE_SCOPES": "openid",
+            ])
+        #expect(
+            found.map(\.description) == [
+                "RELAIS_APPS_MY_APP_SCOPES: names several keys at once (apps.my-app.scopes, apps.myApp.scopes): rename an id so that each spells "
+                    + "differently in upper case with '_' for '-', or set the key in the file",
+                "RELAIS_PROVIDERS_FCP_CLIENT_ID: no entry of providers maps to it (the file defines fc); a variable only overrides a key of an entry the file defines",
+                "RELAIS_PROVIDERS_FC_REQUIRE_ENCRYPTED_ID_TOKN: no key of providers.fc maps to it (did you mean RELAIS_PROVIDERS_FC_REQUIRE_ENCRYPTED_ID_TOKEN?)",
+            ])
+        let fine = try await ConfigurationLoader.load(
+            filePath: file, environment: ["RELAIS_PROVIDERS_FC_CLIENT_ID": "fine", "RELAIS_APPS_OTHER_ONE_SCOPES": "openid"])
+        #expect(fine.providers.first?.clientID == "fine")
+    }
+
+    /// A key that is present but empty is a problem naming it, never its default: an empty
+    /// `RELAIS_METRICS_BEARER_TOKEN_FILE` must not leave /metrics open, an empty `dpop` must not
+    /// allow what the app's default allows. `store.redis.key_prefix` documents empty as meaningful.
+    @Test func anEmptyValueIsAProblemNotTheDefault() async throws {
+        let file = try temporaryFile(
+            """
+            server:
+              environment: development
+            store:
+              redis:
+                key_prefix: ""
+            providers:
+              fc:
+                preset: franceconnect-v2
+                issuer: https://oidc.franceconnect.gouv.fr/api/v2
+                client_id: abc
+                client_secret: s3cret
+                require_callback_iss: ""
+            apps:
+              x:
+                redirect_uris: ["com.example.app:/cb"]
+                dpop: ""
+                access_token_lifetime:
+            """
+        )
+        let found = await problems(file: file, environment: ["RELAIS_METRICS_BEARER_TOKEN_FILE": ""])
+        let empty = "is empty: give it a value, or remove it (from the file and the environment) for its default"
+        #expect(
+            found.map(\.description).sorted() == [
+                "apps.x.access_token_lifetime: \(empty)", "apps.x.dpop: \(empty)", "metrics.bearer_token_file: \(empty)",
+                "providers.fc.require_callback_iss: \(empty)",
+            ])
+        let shared = try temporaryFile("server:\n  environment: development\nstore:\n  redis:\n    key_prefix: \"\"\n")
+        #expect(try await ConfigurationLoader.load(filePath: shared, environment: [:]).store.redis.keyPrefix == "")
     }
 
     @Test func unreadableOrInvalidFilesAreProblems() async throws {
@@ -396,6 +476,28 @@ import Testing
         #expect(invalid.count == 1 && invalid[0].message.hasPrefix("not valid YAML"))
         let scalar = await problems(file: try temporaryFile("just a string"))
         #expect(scalar.map(\.message) == ["the top level must be a mapping of sections"])
+    }
+
+    /// Yams' description of a syntax error quotes the offending line, which may hold a secret:
+    /// the problem says where and what, never the text.
+    @Test func aYAMLSyntaxErrorNamesThePlaceNotTheText() async throws {
+        let found = await problems(file: try temporaryFile("providers:\n  fc:\n    client_id: abc\n    client_secret: s3cr3t: x\n"))
+        #expect(found.count == 1)
+        let message = found.first?.description ?? ""
+        #expect(message.hasPrefix("(file): not valid YAML: mapping values are not allowed in this context at line 4, column "), "\(message)")
+        #expect(!message.contains("s3cr3t"), "\(message)")
+        #expect(!message.contains("client_secret"), "\(message)")
+    }
+
+    /// A '/' in a Redis password ends the authority early: what follows reads as the database,
+    /// and the problem must echo none of it.
+    @Test func aRedisURLWithASlashInThePasswordIsNotEchoed() async throws {
+        let found = await problems(
+            file: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_URL": "redis://s3cr3t/tail@redis:6379"])
+        #expect(found.map(\.keyPath) == ["store.redis.url"])
+        let message = found.first?.description ?? ""
+        #expect(message.contains("invalid database index"), "\(message)")
+        for part in ["s3cr3t", "tail", "redis:6379"] { #expect(!message.contains(part), "\(message)") }
     }
 
     @Test func durationsNeedAUnit() {

@@ -203,6 +203,113 @@ import Testing
         #expect(found.count == 7)
     }
 
+    /// Loopback is the exact host (127.0.0.1, [::1], localhost) with an optional port, parsed
+    /// from the authority: never a prefix of a longer host, never behind userinfo.
+    @Test func loopbackIsAnExactHostNotAPrefix() async throws {
+        let plainHTTP = "plain http is only for loopback redirects (http://127.0.0.1:{port}/...)"
+        #expect(RedirectURIRules.problem("http://127.0.0.1.evil.example/cb") == plainHTTP)
+        #expect(RedirectURIRules.problem("http://127.0.0.1:80@evil.example/cb") == plainHTTP)
+        #expect(RedirectURIRules.problem("http://[::1].evil.example/cb") == plainHTTP)
+        #expect(RedirectURIRules.problem("http://127.0.0.1:99999/cb") == plainHTTP)
+        #expect(RedirectURIRules.problem("http://localhost.corp.example/cb") == plainHTTP)
+        for fine in ["http://127.0.0.1/cb", "http://127.0.0.1:8080/cb", "http://[::1]:51000/cb?x=1", "http://127.0.0.1"] {
+            #expect(RedirectURIRules.problem(fine) == nil, "\(fine)")
+        }
+        let found = try await problems(
+            """
+            providers:
+              fc:
+                issuer: http://localhost.corp.example
+                client_id: a
+                client_secret: b
+              other:
+                issuer: http://127.0.0.1:80@evil.example/api
+                client_id: a
+                client_secret: b
+                token_endpoint: http://localhost:9000/token
+            pages:
+              support_url: http://127.0.0.1.evil.example/help
+            """, development: false)
+        #expect(found.contains("providers.fc.issuer: must use https in production (plain http is allowed for loopback hosts)"))
+        #expect(found.contains("providers.other.issuer: must use https in production (plain http is allowed for loopback hosts)"))
+        #expect(!found.contains { $0.hasPrefix("providers.other.token_endpoint") })
+        #expect(found.contains("pages.support_url: expected an https or mailto: URL, got 'http://127.0.0.1.evil.example/help'"))
+    }
+
+    /// Bounds that keep protections working: a long refresh grace neutralises reuse detection, a
+    /// JWKS refetched more than once a second hammers the provider on every unknown kid, and a
+    /// rate-limit window the runtime counts in whole seconds is never truncated silently.
+    @Test func durationsThatDefeatAProtectionAreRefused() async throws {
+        let yaml = { (grace: String, refetch: String, window: String) in
+            """
+            providers:
+              fc:
+                issuer: https://idp.example.fr
+                client_id: a
+                client_secret: b
+                jwks_refetch_interval: \(refetch)
+            relay:
+              refresh_grace: \(grace)
+            rate_limit:
+              window: \(window)
+            """
+        }
+        #expect(
+            try await problems(yaml("30d", "500ms", "1500ms")).sorted() == [
+                "providers.fc.jwks_refetch_interval: expected a duration, at least 1s, got '500ms'",
+                "rate_limit.window: expected a whole number of seconds, at least 1s, got '1500ms'",
+                "relay.refresh_grace: expected a duration, at most 5m, got '30d'",
+            ])
+        let fine = try await load(yaml("5m", "1s", "90s")).get()
+        #expect(fine.relay.refreshGrace == .seconds(300) && fine.rateLimit.window == .seconds(90))
+        #expect(fine.providers.first?.jwksRefetchInterval == .seconds(1))
+    }
+
+    /// `server.trusted_proxies` is checked with the parser the runtime matches with: an
+    /// IPv4-mapped IPv6 network is IPv4 to it (prefixes up to 32), so `::ffff:10.0.0.0/104` would
+    /// load and then never match; it is refused.
+    @Test func trustedProxiesLoadOnlyWhenTheRuntimeCanUseThem() async throws {
+        let found = try await problems("server:\n  trusted_proxies: [\"::ffff:10.0.0.0/104\", \"::ffff:10.0.0.1\", 10.0.0.0/8, fd00::/8]\n")
+        #expect(found == ["server.trusted_proxies: '::ffff:10.0.0.0/104' \(Self.notANetwork)"])
+        let proxies = try await load("server:\n  trusted_proxies: [\"::ffff:10.0.0.1\", 10.0.0.0/8, fd00::/8]\n").get().server.trustedProxies
+        #expect(proxies.map { IPNetwork($0) != nil } == [true, true, true])
+    }
+
+    static let notANetwork = "is not an IP address or CIDR network (10.0.0.0/8, ::1/128; an IPv4-mapped network is written as IPv4: 10.0.0.0/8)"
+
+    /// The level sent when an app asks for none must be one the provider's acr_order (its own or
+    /// its preset's) knows: otherwise every sign-in fails after the provider answered.
+    @Test func defaultACRValuesMustBeInTheACROrder() async throws {
+        let found = try await problems(
+            """
+            providers:
+              fc:
+                preset: franceconnect-v2
+                issuer: https://oidc.franceconnect.gouv.fr/api/v2
+                client_id: a
+                client_secret: b
+                acr_values: eidas4
+              custom:
+                issuer: https://idp.example.fr
+                client_id: a
+                client_secret: b
+                acr_order: [low, high]
+                acr_values: "low top"
+              free:
+                issuer: https://idp.example.fr
+                client_id: a
+                client_secret: b
+                acr_values: anything
+            """
+        )
+        let advice = "so no sign-in could reach it; name one of those levels, or add it to acr_order"
+        #expect(
+            found == [
+                "providers.fc.acr_values: 'eidas4' is not a level of acr_order (eidas1, eidas2, eidas3), \(advice)",
+                "providers.custom.acr_values: 'top' is not a level of acr_order (low, high), \(advice)",
+            ])
+    }
+
     @Test func keysAreReadAndChecked() async throws {
         let ec = try file(try #require(try JWK.generate(for: .es256).privateKeyPEM()))
         let rsa = try file(try #require(try JWK.generate(for: .rs256).privateKeyPEM()))
@@ -279,8 +386,11 @@ import Testing
               assetlinks_file: \(try file("{not json"))
             """
         )
-        #expect(bad.contains("server.trusted_proxies: '10.0.0.0/40' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)"))
-        #expect(bad.contains("server.trusted_proxies: 'proxy.internal' is not an IP address or CIDR network (10.0.0.0/8, ::1/128)"))
+        #expect(
+            bad.contains("server.trusted_proxies: '10.0.0.0/40' is not an IP address or CIDR network (10.0.0.0/8, ::1/128; an IPv4-mapped network is written as IPv4: 10.0.0.0/8)"))
+        #expect(
+            bad.contains(
+                "server.trusted_proxies: 'proxy.internal' is not an IP address or CIDR network (10.0.0.0/8, ::1/128; an IPv4-mapped network is written as IPv4: 10.0.0.0/8)"))
         #expect(bad.contains("rate_limit.per_ip: must be between 1 and 1000000, got 0"))
         #expect(bad.contains("forward_auth.acr_header: 'X Acr' is not a valid header name (letters, digits and '-')"))
         #expect(bad.contains { $0.hasPrefix("well_known.assetlinks_file: ") && $0.hasSuffix("is not valid JSON") })

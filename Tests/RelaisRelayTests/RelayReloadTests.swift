@@ -108,6 +108,44 @@ import Glibc
         try await reloadable.http.shutdown()
     }
 
+    /// A file is checked under its own `server.environment`: one saying `development` must not
+    /// bring development's leniency (the development attester, http issuers, generated keys) into
+    /// a process started in production.
+    @Test(.tags(.fast)) func aReloadNeverChangesTheEnvironment() async throws {
+        var running = Self.base()
+        running.server.environment = .production
+        let reloadable = try await Reloadable(running)
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("relais-reload-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try """
+        server:
+          environment: development
+        providers:
+          fc:
+            preset: franceconnect-v2
+            issuer: http://127.0.0.1:9/api/v2
+            client_id: relais
+            client_secret: s3cret
+        apps:
+          app:
+            redirect_uris: ["\(Route.redirect)"]
+            providers: [fc]
+        """.write(to: url, atomically: true, encoding: .utf8)
+        let newer = try await ConfigurationLoader.load(filePath: url.path, environment: [:])
+        #expect(newer.server.environment == .development && newer.relay.devAttester)
+        reloadable.next.value.withLock { $0 = .success(newer) }
+        guard case .refused(let problems) = await reloadable.reloader.reload() else {
+            Issue.record("a reload switched a production process to development")
+            try await reloadable.http.shutdown()
+            return
+        }
+        #expect(problems.contains("server.environment") && problems.contains("restart"))
+        #expect(reloadable.reloader.configuration.server.environment == .production)
+        #expect(!reloadable.reloader.configuration.relay.devAttester)
+        #expect(reloadable.reloader.configuration.providers.map(\.issuer) == running.providers.map(\.issuer))
+        try await reloadable.http.shutdown()
+    }
+
     @Test func onlyTheStartupSectionsNeedARestart() {
         let running = Self.base()
         var newer = running

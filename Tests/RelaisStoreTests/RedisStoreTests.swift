@@ -329,7 +329,7 @@ import Testing
         #expect(configuration.tls == nil)
         #expect(throws: RedisConfiguration.URLError.unsupportedScheme("https")) { try configuration.apply(url: "https://h:1") }
         #expect(throws: RedisConfiguration.URLError.invalidPort("99999")) { try configuration.apply(url: "redis://h:99999") }
-        #expect(throws: RedisConfiguration.URLError.invalidDatabase("x")) { try configuration.apply(url: "redis://h/x") }
+        #expect(throws: RedisConfiguration.URLError.invalidDatabase) { try configuration.apply(url: "redis://h/x") }
         #expect(throws: RedisConfiguration.URLError.missingHost) { try configuration.apply(url: "redis://:1") }
     }
 
@@ -376,7 +376,7 @@ import Testing
             ("unix:///r.sock?db=1&db=2", .unsupportedQuery("db")),
             ("unix:///r.sock?password=x", .unsupportedQuery("password")),
             ("unix:///r.sock?db", .unsupportedQuery("db")),
-            ("unix:///r.sock?db=x", .invalidDatabase("x")),
+            ("unix:///r.sock?db=x", .invalidDatabase),
         ]
         let before = configuration
         for (url, error) in refusals {

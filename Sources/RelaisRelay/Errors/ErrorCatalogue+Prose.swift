@@ -94,7 +94,9 @@ extension ErrorCatalogue {
           - store.redis.urll: unknown key (did you mean 'store.redis.url'?) (line 6)
         ```
 
-        Secret values are never echoed in problems or logs.
+        Secret values are never echoed in problems or logs. A file that is not valid YAML is reported by
+        line, column and problem only (`(file): not valid YAML: mapping values are not allowed in this
+        context at line 4, column 26`), never with the offending line, which may hold a secret.
         """#
 
     static let backchannelLogout = #"""

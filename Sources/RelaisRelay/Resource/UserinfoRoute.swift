@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import RelaisClock
+import RelaisConfig
 import RelaisHTTPClient
 import RelaisJOSE
 import RelaisServer

@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import RelaisConfig
 import RelaisServer
 
 /// Who made the request being served, for the security events it causes: set once per request by

@@ -67,6 +67,7 @@ public final class ConfigurationReloader: Sendable {
         } catch {
             return .refused("\(error)")
         }
+        if let problem = configuration.reloadRefusal(of: newer) { return .refused("\(problem)") }
         let (merged, needsRestart) = configuration.reloaded(with: newer)
         do {
             let register = try await routes(merged, dependencies)

@@ -1,5 +1,6 @@
 import HTTPTypes
 public import Hummingbird
+public import RelaisConfig
 public import Tracing
 
 /// One server span per request, the parent of its store and provider spans: `GET /callback`, with

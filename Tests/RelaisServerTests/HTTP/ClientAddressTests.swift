@@ -1,3 +1,4 @@
+import RelaisConfig
 import RelaisServer
 import RelaisTestSupport
 import Testing
