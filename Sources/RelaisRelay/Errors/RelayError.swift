@@ -204,12 +204,15 @@ struct RelayError: Error, Sendable, Equatable {
     func page(requestID: String) -> Response {
         let page = PageContext.now
         let strings = page.strings
+        let advice =
+            page.back.map { #"\#(strings[.errorAdviceDevice])</p><p><a id="error-back" href="\#(HTMLText.escape($0))">\#(strings[.backToDevice])</a>"# }
+            ?? strings[.errorAdvice]
         var response = page.render(
             code.status, title: strings[.errorTitle],
             content: """
                 <h1>\(strings[.errorHeading])</h1>
                 <p id="error-message">\(HTMLText.escape(strings.message(self)))</p>
-                <p>\(strings[.errorAdvice])</p>
+                <p>\(advice)</p>
                 <p>\(strings[.codeLabel]) : <code id="error-code">\(HTMLText.escape(code.wireCode))</code><br>
                 \(strings[.referenceLabel]) : <code id="request-id">\(HTMLText.escape(requestID))</code></p>
                 """)

@@ -139,6 +139,9 @@ struct PageRenderer: Sendable {
 struct PageContext: Sendable {
     var language: PageLanguage
     var renderer: PageRenderer
+    /// Where an error page sends the person back to, when the flow has a page of its own (a
+    /// device's, at `/device`); nil: back to the app that opened the window.
+    var back: String? = nil
 
     @TaskLocal static var current: PageContext?
 
@@ -164,6 +167,7 @@ struct PageContextMiddleware: RouterMiddleware {
         let path = request.uri.path
         guard Self.pagePaths.contains(where: { path.hasPrefix($0) }) else { return try await next(request, context) }
         let language = PageLanguage.negotiate(uiLocales: nil, acceptLanguage: request.headers[.acceptLanguage], fallback: renderer.defaultLanguage)
-        return try await PageContext.$current.withValue(PageContext(language: language, renderer: renderer)) { try await next(request, context) }
+        let back = path.hasPrefix("/device") ? "/device" : nil
+        return try await PageContext.$current.withValue(PageContext(language: language, renderer: renderer, back: back)) { try await next(request, context) }
     }
 }

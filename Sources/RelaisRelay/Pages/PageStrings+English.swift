@@ -6,6 +6,8 @@ extension PageStrings {
             .errorTitle: "Error",
             .errorHeading: "Signing in could not be completed",
             .errorAdvice: "Close this window and try again from the app.",
+            .errorAdviceDevice: "Go back to the device page and enter the code the device shows.",
+            .backToDevice: "Back to the device page",
             .codeLabel: "Code",
             .referenceLabel: "Reference to give the support team",
             .deviceTitle: "Connect a device",

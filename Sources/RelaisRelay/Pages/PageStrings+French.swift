@@ -6,6 +6,8 @@ extension PageStrings {
             .errorTitle: "Erreur",
             .errorHeading: "La connexion n'a pas pu aboutir",
             .errorAdvice: "Fermez cette fenêtre et réessayez depuis l'application.",
+            .errorAdviceDevice: "Revenez à la page de l'appareil et saisissez le code qu'il affiche.",
+            .backToDevice: "Retour à la page de l'appareil",
             .codeLabel: "Code",
             .referenceLabel: "Référence à donner au support",
             .deviceTitle: "Connecter un appareil",

@@ -41,6 +41,8 @@ struct PageStrings: Sendable {
 /// The sentences of Relais' pages.
 enum PageText: String, Sendable, CaseIterable {
     case needHelp, errorTitle, errorHeading, errorAdvice, codeLabel, referenceLabel
+    // An error met on the way to approving a device: the way back to its page.
+    case errorAdviceDevice, backToDevice
     // Devices (RFC 8628) at /device. deviceAsks: {1} app name, {2} client_id, {3} scopes.
     case deviceTitle, deviceEntryIntro, deviceCodeLabel, continueButton, deviceAsks, deviceRequestedAt, deviceRequestedFrom, deviceOwnName
     case deviceCheckCode, deviceSignInToApprove, deviceDeny, deviceDeniedHeading, deviceDeniedText, deviceApprovedHeading, deviceApprovedText

@@ -57,8 +57,12 @@ struct CallbackRoute: RelayRoutes {
             events.record(
                 error.code == .stepUpIdentityMismatch ? .stepUpRefused : .signInFailed, reason: error.code.rawValue, client: app.clientID, provider: app.upstream.providerID
             )
-            // A sign-in at /device has no app to go back to: the person reads the page.
-            return transaction.deviceSID == nil ? error.redirect(to: app.redirectURI, state: app.state, issuer: issuer) : error.page(requestID: context.requestID)
+            // A sign-in at /device has no app to go back to: the person reads the page, which
+            // leads back to the device's.
+            guard transaction.deviceSID != nil else { return error.redirect(to: app.redirectURI, state: app.state, issuer: issuer) }
+            var page = PageContext.now
+            page.back = "/device"
+            return PageContext.$current.withValue(page) { error.page(requestID: context.requestID) }
         }
         func fail(_ error: UpstreamError) -> Response {
             context.logger.warning("sign-in failed", metadata: ["provider": "\(app.upstream.providerID)", "client_id": "\(app.clientID)", "error": "\(error.description)"])

@@ -100,6 +100,8 @@ extension RelaySignInAndTokensChain {
                 let callback = try await harness.callback(toCallback, cookie: victim)
                 #expect(callback.status == 400, "\(victim ?? "no cookie")")
                 #expect(callback.bodyText.contains("another browser") || callback.bodyText.contains("autre navigateur"), "\(callback.bodyText)")
+                // No app to go back to: the page leads back to the device's.
+                #expect(callback.bodyText.contains(#"<a id="error-back" href="/device">"#), "\(callback.bodyText)")
                 harness.clock.advance(by: .seconds(5))
                 #expect(try await poll(harness, deviceCode)["error"] == .string("authorization_pending"), "\(victim ?? "no cookie")")
             }

@@ -353,7 +353,12 @@ import Testing
                 #expect(late.status == .badRequest && late.headers[.location] == nil, "\(path)")
                 #expect(!String(buffer: late.body).contains("device-denied"), "\(path)")
                 #expect(String(buffer: late.body).contains("déjà été acceptée ou refusée"), "\(path): \(String(buffer: late.body))")
+                // The way back is the device's page, not "try again from the app".
+                #expect(String(buffer: late.body).contains(#"<a id="error-back" href="/device">Retour à la page de l'appareil</a>"#), "\(path)")
             }
+            // Elsewhere, an error page sends the person back to the app.
+            let appError = String(buffer: try await client.execute(uri: "/authorize?response_type=code", method: .get).body)
+            #expect(appError.contains("réessayez depuis l'application") && !appError.contains("error-back"))
             fixture.clock.advance(by: .seconds(5))
             let tokens = Route.json(try await Self.poll(client, started.deviceCode))
             #expect(tokens["access_token"] != nil, "\(tokens)")
