@@ -12,20 +12,30 @@ struct TokenSessions: Sendable {
     let issuer: String
 
     /// The session a refresh or access token of `clientID` belongs to; nil for anything else.
+    /// `hint` (RFC 7009 §2.1 `token_type_hint`) only orders the lookups: a token of the other
+    /// type is still found.
     func session(ofToken token: String, clientID: String, hint: String?) async throws -> String? {
-        if hint != "access_token" {
-            // Any generation the session issued names it, as every rotated token did before.
-            if let (sid, generation) = SessionTokens.parseRefresh(token) {
-                guard let session = try await sessions.session(sid), session.clientID == clientID, generation <= session.span.generation,
-                    let secret = await vault.openIdentityAfterSync(session.sealedIdentity)?.tokenSecret,
-                    SessionTokens.isRefreshToken(token, sid: sid, generation: generation, secret: secret)
-                else { return nil }
-                return sid
-            }
-            if let record = try await sessions.earlierVersionRefreshRecord(token) { return record.clientID == clientID ? record.sid : nil }
+        if hint == "access_token", let sid = session(ofAccessToken: token, clientID: clientID) { return sid }
+        if let sid = try await session(ofRefreshToken: token, clientID: clientID) { return sid }
+        return hint == "access_token" ? nil : session(ofAccessToken: token, clientID: clientID)
+    }
+
+    private func session(ofRefreshToken token: String, clientID: String) async throws -> String? {
+        // Any generation the session issued names it, as every rotated token did before.
+        if let (sid, generation) = SessionTokens.parseRefresh(token) {
+            guard let session = try await sessions.session(sid), session.clientID == clientID, generation <= session.span.generation,
+                let secret = await vault.openIdentityAfterSync(session.sealedIdentity)?.tokenSecret,
+                SessionTokens.isRefreshToken(token, sid: sid, generation: generation, secret: secret)
+            else { return nil }
+            return sid
         }
-        // An expired access token still names its grant: revoking it ends the session when that
-        // still exists (RFC 7009 §2.1 lets revocation reach the whole grant).
+        guard let record = try await sessions.earlierVersionRefreshRecord(token) else { return nil }
+        return record.clientID == clientID ? record.sid : nil
+    }
+
+    /// An expired access token still names its grant: revoking it ends the session when that
+    /// still exists (RFC 7009 §2.1 lets revocation reach the whole grant).
+    private func session(ofAccessToken token: String, clientID: String) -> String? {
         let policy = lateTokenPolicy(audience: nil)
         guard let claims = verified(token, policy), claims.string("client_id") == clientID else { return nil }
         return claims.string("sid")
