@@ -101,11 +101,14 @@ struct LogoutRoutes: RelayRoutes {
         var subject: String?
         if request.headers[.authorization] != nil {
             let access = try await bearer.authenticate(request, session: .none, target: .init(method: "POST", url: bearer.issuer + "/logout"))
+            // A token minted for an API only: the API that received it must not end the session.
+            guard access.facts.audiences.contains(bearer.issuer) else { throw RelayError.invalidToken("the access token is not for Relais (aud)") }
             (sid, client, subject) = (access.sid, access.clientID, access.subject)
         } else {
             guard let form = try await FormParameters.body(of: request, limit: 16 * 1024), let token = form["refresh_token"], let clientID = form["client_id"] else {
                 throw RelayError.invalidRequest("send a Bearer access token, or client_id and refresh_token")
             }
+            if let repeated = form.firstRepeatedName { throw RelayError.invalidRequest("the parameter '\(repeated)' is given more than once") }
             guard let found = try await tokens.session(ofToken: token, clientID: clientID, hint: "refresh_token") else {
                 throw RelayError.invalidGrant("the refresh token is unknown")
             }

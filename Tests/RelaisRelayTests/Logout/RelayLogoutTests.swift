@@ -38,4 +38,37 @@ import Testing
             }
         }
     }
+
+    /// `POST /logout` with a token minted for an API only is refused, as `/sessions` refuses it:
+    /// the API that received the person's token cannot end their session.
+    @Test func anAPIsTokenCannotLogOut() async throws {
+        let fixture = Cross.fixture()
+        try await fixture.test { client in
+            let access = try #require(try await Cross.tokens(fixture, client)["access_token"]?.stringValue)
+            let sid = try #require(try DPoP.claims(access)["sid"]?.stringValue)
+            let forAnAPI = try await RelayResourceTests.resigned(access, fixture) { $0["aud"] = .string("orders-api") }
+            let refused = try await client.execute(uri: "/logout", method: .post, headers: RelayResourceTests.bearer(forAnAPI))
+            #expect(refused.status == .unauthorized && refused.headers[.wwwAuthenticate]?.contains(#"error="invalid_token""#) == true)
+            #expect(try await fixture.sessions.session(sid) != nil, "a token for an API ended the session")
+            #expect(try await client.execute(uri: "/logout", method: .post, headers: RelayResourceTests.bearer(access)).status == .noContent)
+            #expect(try await fixture.sessions.session(sid) == nil)
+        }
+    }
+
+    /// RFC 6749 §3.1: a parameter given twice is refused, never read as its first value.
+    @Test func aRepeatedParameterAtLogoutIsRefused() async throws {
+        let fixture = Cross.fixture()
+        try await fixture.test { client in
+            let tokens = try await Cross.tokens(fixture, client)
+            let refresh = try #require(tokens["refresh_token"]?.stringValue)
+            let sid = try Self.sid(of: tokens)
+            for fields in [
+                [("client_id", "app"), ("client_id", "other"), ("refresh_token", refresh)], [("client_id", "app"), ("refresh_token", refresh), ("refresh_token", "x")],
+            ] {
+                let refused = try await client.execute(uri: "/logout", method: .post, headers: Route.formHeaders, body: Route.form(fields))
+                #expect(refused.status == .badRequest && Route.json(refused)["error"] == .string("invalid_request"), "\(fields.map(\.0))")
+            }
+            #expect(try await fixture.sessions.session(sid) != nil, "a request with a repeated parameter ended the session")
+        }
+    }
 }
