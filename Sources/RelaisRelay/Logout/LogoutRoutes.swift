@@ -9,9 +9,9 @@ import RelaisServer
 /// Logout. In the browser: `GET /logout?client_id&post_logout_redirect_uri&state[&id_token_hint]`
 /// ends the Relais session named by the hint, sends the browser through the provider's end-session
 /// endpoint (with the provider's own id_token as hint), then back to the app. A hint older than a
-/// session lives, or minted for another session, is refused; a navigation the browser says is
-/// cross-site (`Sec-Fetch-Site`) gets a confirmation page (`POST /logout/confirm`) instead, so no
-/// other site can sign a person out behind their back. From an API: `POST /logout` with an access
+/// session lives, or minted for another session, is refused; a navigation the browser says comes
+/// from another site, a sibling subdomain included (`Sec-Fetch-Site`), gets a confirmation page
+/// (`POST /logout/confirm`) instead, so no other site can sign a person out behind their back. From an API: `POST /logout` with an access
 /// token or a `refresh_token` (with a proof by its key when it is DPoP-bound) ends the session, 204.
 struct LogoutRoutes: RelayRoutes {
     let apps: [String: AppSettings]
@@ -29,7 +29,7 @@ struct LogoutRoutes: RelayRoutes {
             guard let parameters = FormParameters.query(of: request), parameters.firstRepeatedName == nil else {
                 throw RelayError.invalidRequest("The logout parameters cannot be read.")
             }
-            return try await browserLogout(parameters, crossSite: SecFetchSite.isCrossSite(request), context: context)
+            return try await browserLogout(parameters, crossSite: SecFetchSite.isFromElsewhere(request), context: context)
         }
         page.post("/logout/confirm") { request, context in
             // The confirmation page's own form: a cross-site post of it proves nothing.

@@ -71,4 +71,17 @@ import Testing
             #expect(try await fixture.sessions.session(sid) != nil, "a request with a repeated parameter ended the session")
         }
     }
+
+    /// A sibling subdomain (`Sec-Fetch-Site: same-site`) is another party: it gets the
+    /// confirmation page, as a cross-site link does, and the session lives on.
+    @Test func aLogoutFromASiblingSubdomainAsksFirst() async throws {
+        let fixture = Cross.fixture()
+        try await fixture.test { client in
+            let idToken = try #require(try await Cross.tokens(fixture, client)["id_token"]?.stringValue)
+            let sid = try #require(try DPoP.claims(idToken)["sid"]?.stringValue)
+            let asked = try await Cross.logout(client, idToken: idToken, headers: [Cross.site: "same-site"])
+            #expect(asked.status == .ok && String(buffer: asked.body).contains("id=\"logout-confirm\""))
+            #expect(try await fixture.sessions.session(sid) != nil, "a sibling subdomain ended the session without asking")
+        }
+    }
 }
