@@ -84,4 +84,47 @@ import Testing
             #expect(try await fixture.sessions.session(sid) != nil, "a sibling subdomain ended the session without asking")
         }
     }
+
+    /// RP-Initiated Logout 1.0 §2: the end_session_endpoint takes POST. A browser's form (no
+    /// access token, no refresh_token) is the browser logout: the same checks, answered in HTML.
+    @Test func aBrowsersFormPostedToLogoutSignsOut() async throws {
+        let fixture = Cross.fixture()
+        try await fixture.test { client in
+            func post(_ fields: [(String, String)], site: String) async throws -> TestResponse {
+                var headers = Route.formHeaders
+                headers[Cross.site] = site
+                return try await client.execute(uri: "/logout", method: .post, headers: headers, body: Route.form(fields))
+            }
+            let idToken = try #require(try await Cross.tokens(fixture, client)["id_token"]?.stringValue)
+            let sid = try #require(try DPoP.claims(idToken)["sid"]?.stringValue)
+            let fields = [("id_token_hint", idToken), ("post_logout_redirect_uri", Cross.loggedOut), ("state", "st")]
+            // From another site: the confirmation page, and the session lives on.
+            let asked = try await post(fields, site: "cross-site")
+            #expect(asked.status == .ok && String(buffer: asked.body).contains("id=\"logout-confirm\""))
+            #expect(try await fixture.sessions.session(sid) != nil)
+            // A refusal is a page for the person, not JSON.
+            let refused = try await post([("post_logout_redirect_uri", Cross.loggedOut)], site: "none")
+            #expect(refused.status == .badRequest && refused.headers[.contentType]?.hasPrefix("text/html") == true)
+            #expect(String(buffer: refused.body).contains(#"id="error-code">unknown_client<"#))
+            let done = try await post(fields, site: "none")
+            #expect(done.status == .found && done.headers[.location] == Cross.loggedOut + "?state=st", "\(done.status)")
+            #expect(try await fixture.sessions.session(sid) == nil)
+        }
+    }
+
+    /// post_logout_redirect_uri is optional (RP-Initiated Logout §2): without it the session named
+    /// by the hint ends all the same, and a page says the person is signed out.
+    @Test func aLogoutWithoutRedirectEndsTheSessionOnAPage() async throws {
+        let fixture = Cross.fixture()
+        try await fixture.test { client in
+            let idToken = try #require(try await Cross.tokens(fixture, client)["id_token"]?.stringValue)
+            let sid = try #require(try DPoP.claims(idToken)["sid"]?.stringValue)
+            let query = FormParameters.encode([("id_token_hint", idToken)])
+            let page = try await client.execute(uri: "/logout?" + query, method: .get, headers: [.acceptLanguage: "en"])
+            #expect(page.status == .ok && String(buffer: page.body).contains(#"<h1 id="logged-out">You are signed out</h1>"#))
+            #expect(try await fixture.sessions.session(sid) == nil, "the session named by the hint lives on")
+            let french = try await client.execute(uri: "/logout?client_id=app", method: .get, headers: [.acceptLanguage: "fr"])
+            #expect(french.status == .ok && String(buffer: french.body).contains("Vous êtes déconnecté"))
+        }
+    }
 }
