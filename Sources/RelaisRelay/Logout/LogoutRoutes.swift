@@ -101,8 +101,16 @@ struct LogoutRoutes: RelayRoutes {
             ended("app")
             return back
         }
+        // The Relais session has ended: a store failure now must not show the person an error,
+        // only skip the provider's step (Relais could not take them back from it).
+        do {
+            try await sessions.saveLogout(LogoutTransaction(redirectURI: target, state: parameters["state"]), state: state)
+        } catch {
+            context.logger.warning("provider logout skipped: the logout could not be saved", metadata: ["error": "\(error)"])
+            ended("app")
+            return back
+        }
         ended("provider")
-        try await sessions.saveLogout(LogoutTransaction(redirectURI: target, state: parameters["state"]), state: state)
         return RelayResponse.redirect(endSession)
     }
 

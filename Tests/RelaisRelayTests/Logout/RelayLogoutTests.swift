@@ -1,9 +1,11 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import RelaisConfig
 import RelaisHTTPClient
 import RelaisJOSE
 import RelaisTestSupport
+import Synchronization
 import Testing
 
 @testable import RelaisRelay
@@ -125,6 +127,51 @@ import Testing
             #expect(try await fixture.sessions.session(sid) == nil, "the session named by the hint lives on")
             let french = try await client.execute(uri: "/logout?client_id=app", method: .get, headers: [.acceptLanguage: "fr"])
             #expect(french.status == .ok && String(buffer: french.body).contains("Vous êtes déconnecté"))
+        }
+    }
+
+    // MARK: - After the commit, clean-up
+
+    /// The operator's revocation: a person's index that cannot be trimmed never stops their other
+    /// sessions from ending, nor turns the answer into an error.
+    @Test func anIndexThatCannotBeTrimmedStopsNoAdminRevocation() async throws {
+        let fixture = Route.Fixture(
+            { $0.adminToken = RelayUserSessionTests.adminToken },
+            serving: { InterposedStore(base: $0, failing: { operation, _ in operation.hasPrefix("setRemove(") }) })
+        try await fixture.test { client in
+            let first = try await RelayUserSessionTests.signIn(fixture, client), second = try await RelayUserSessionTests.signIn(fixture, client)
+            var headers = Route.formHeaders
+            headers[.authorization] = "Bearer " + RelayUserSessionTests.adminToken
+            let done = try await client.execute(uri: "/admin/sessions/revoke", method: .post, headers: headers, body: Route.form([("sub", "sub-1")]))
+            #expect(done.status == .ok && Route.json(done)["revoked"] == .number(2), "\(done.status) \(Route.json(done))")
+            #expect(try await fixture.sessions.session(first.sid) == nil)
+            #expect(try await fixture.sessions.session(second.sid) == nil)
+        }
+    }
+
+    /// Once GET /logout has ended the session, a store that cannot save the provider's round trip
+    /// sends the person back to the app, signed out, never to an error page.
+    @Test func aLogoutThatCannotBeSavedStillGoesBackToTheApp() async throws {
+        let failing = Mutex(false)
+        let fixture = Route.Fixture(
+            { configuration in
+                configuration.apps[0].postLogoutRedirectURIs = [Cross.loggedOut]
+                configuration.providers[0].discovery = false
+                configuration.providers[0].authorizationEndpoint = "https://provider.example/authorize"
+                configuration.providers[0].tokenEndpoint = "https://provider.example/token"
+                configuration.providers[0].endSessionEndpoint = "https://provider.example/logout"
+            },
+            serving: { InterposedStore(base: $0, failing: { operation, key in failing.withLock { $0 } && operation.hasPrefix("set(") && key.hasPrefix("logout:") }) })
+        try await fixture.test { client in
+            // The store answering: through the provider's end-session endpoint.
+            let through = try await Cross.logout(client, idToken: try #require(try await Cross.tokens(fixture, client)["id_token"]?.stringValue))
+            #expect(through.status == .found && through.headers[.location]?.hasPrefix("https://provider.example/logout?") == true)
+            failing.withLock { $0 = true }
+            let idToken = try #require(try await Cross.tokens(fixture, client)["id_token"]?.stringValue)
+            let sid = try #require(try DPoP.claims(idToken)["sid"]?.stringValue)
+            let back = try await Cross.logout(client, idToken: idToken)
+            #expect(back.status == .found && back.headers[.location] == Cross.loggedOut + "?state=st", "\(back.status)")
+            #expect(try await fixture.sessions.session(sid) == nil)
         }
     }
 }
