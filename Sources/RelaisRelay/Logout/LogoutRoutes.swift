@@ -80,15 +80,23 @@ struct LogoutRoutes: RelayRoutes {
         guard let hint = parameters["id_token_hint"] else { return back }  // no session named: nothing to end
         let sid: String
         let session: SessionRecord?
+        let live: Bool
         switch try await tokens.logoutHint(hint, clientID: clientID) {
         case .none, .ended: return back
         case .refused(let reason, let message): throw RelayError(.invalidRequest, reason, page: message)
-        case .live(let live, let record): (sid, session) = (live, record)
+        case .live(let named, let record): (sid, session, live) = (named, record, true)
+        case .signedOut(let named, let record): (sid, session, live) = (named, record, false)
         }
         if crossSite { return Self.confirmationPage(parameters, appName: app.name ?? clientID) }
-        try await sessions.revoke(sid, reason: .logout)
-        context.logger.info("session ended by logout", metadata: ["client_id": "\(clientID)"])
+        if live {
+            try await sessions.revoke(sid, reason: .logout)
+            context.logger.info("session ended by logout", metadata: ["client_id": "\(clientID)"])
+        } else {
+            // Ended by POST /logout already: only the provider's session is left, once.
+            try? await sessions.forgetSignedOut(sid)
+        }
         func ended(_ scope: String) {
+            guard live || scope == "provider" else { return }  // its end at Relais was recorded already
             events.record(.logout, client: clientID, provider: session?.providerID, sid: sid, subject: session?.subject, [("scope", scope)])
         }
         guard let session, let provider = providers[session.providerID], let identity = vault.open(SessionIdentity.self, session.sealedIdentity) else {
@@ -157,6 +165,8 @@ struct LogoutRoutes: RelayRoutes {
     }
 
     private func apiLogout(_ sid: String, client: String?, subject: String?) async throws -> Response {
+        // Kept first, best effort: a GET /logout that follows still ends the provider's session.
+        if let kept = try? await sessions.storedSession(sid) { try? await sessions.keepSignedOut(sid, stored: kept.stored) }
         try await sessions.revoke(sid, reason: .logout)
         events.record(.logout, client: client, sid: sid, subject: subject, [("scope", "app")])
         return RelayResponse.done(.noContent)

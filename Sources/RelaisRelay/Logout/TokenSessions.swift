@@ -53,6 +53,8 @@ struct TokenSessions: Sendable {
         case none
         /// It names a session that has ended: nothing left to end.
         case ended
+        /// It names the session `POST /logout` ended moments ago: the provider's remains.
+        case signedOut(sid: String, SessionRecord)
         /// Signed by Relais for this app, but older than any session lives, or minted for another
         /// session than the live one it names: refused, never acted on.
         case refused(String, PageMessage)
@@ -66,10 +68,14 @@ struct TokenSessions: Sendable {
         guard let claims = verified(token, policy), let sid = claims.string("sid"), let issuedAt = claims["iat"]?.numberValue else { return .none }
         let lifetime = Double(sessions.settings.sessionLifetime.components.seconds)
         guard sessions.clock.now - issuedAt <= lifetime else { return .refused("The id_token_hint is older than any session lives.", .logoutHintTooOld) }
-        guard let session = try await sessions.session(sid) else { return .ended }
-        guard session.clientID == clientID, claims.string("sub") == session.subject, issuedAt + 2 >= session.span.createdAt else {
-            return .refused("The id_token_hint was not issued for this session.", .logoutHintOtherSession)
+        func minted(for session: SessionRecord) -> Bool {
+            session.clientID == clientID && claims.string("sub") == session.subject && issuedAt + 2 >= session.span.createdAt
         }
+        guard let session = try await sessions.session(sid) else {
+            guard let gone = try await sessions.signedOutSession(sid), minted(for: gone) else { return .ended }
+            return .signedOut(sid: sid, gone)
+        }
+        guard minted(for: session) else { return .refused("The id_token_hint was not issued for this session.", .logoutHintOtherSession) }
         return .live(sid: sid, session)
     }
 

@@ -31,6 +31,9 @@ struct RelayStore: Sendable {
         /// Relais sessions opened from one provider session (its `sid`).
         static func providerSessions(provider: String, sid: String) -> String { "psid:\(SHA256.hexHash(provider + "\u{0}" + sid))" }
         static func logout(_ state: String) -> String { "logout:\(SHA256.hexHash(state))" }
+        /// A session `POST /logout` ended, kept a transaction lifetime for the provider's logout
+        /// (``RelayStore/keepSignedOut(_:stored:)``).
+        static func signedOut(_ sid: String) -> String { "signed-out:{\(sid)}" }
         /// A back-channel logout token's `jti`, remembered so a token acts once.
         static func logoutToken(provider: String, jti: String) -> String { "bcl-jti:\(SHA256.hexHash(provider + "\u{0}" + jti))" }
         /// A DPoP proof already used, by its key and `jti`.
