@@ -174,4 +174,22 @@ import Testing
             #expect(try await fixture.sessions.session(sid) == nil)
         }
     }
+
+    /// Anyone can post a forged logout token, and checking one may fetch the provider's keys:
+    /// /backchannel-logout counts against the client address's rate limit first.
+    @Test func backchannelLogoutIsRateLimited() async throws {
+        let fixture = Route.Fixture {
+            $0.rateLimit.perIP = 2
+            $0.providers[0].backchannelLogout = true
+        }
+        try await fixture.test { client in
+            let forged = Route.form([("logout_token", "eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJ4In0.c2ln")])
+            for _ in 0..<2 {
+                let refused = try await client.execute(uri: "/backchannel-logout", method: .post, headers: Route.formHeaders, body: forged)
+                #expect(refused.status == .badRequest)
+            }
+            let limited = try await client.execute(uri: "/backchannel-logout", method: .post, headers: Route.formHeaders, body: forged)
+            #expect(limited.status == .tooManyRequests && Route.json(limited)["error"] == .string("too_many_requests"))
+        }
+    }
 }
