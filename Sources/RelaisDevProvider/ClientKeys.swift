@@ -1,3 +1,4 @@
+import RelaisClock
 import RelaisConfig
 import RelaisHTTPClient
 import RelaisJOSE
@@ -9,14 +10,15 @@ struct ClientKeys: Sendable {
     private let inline: [String: JWKSet]
     private let caches: [String: JWKSCache]
 
-    init(clients: [DevProviderConfiguration.Client], httpClient: HTTPClient) {
+    init(clients: [DevProviderConfiguration.Client], httpClient: HTTPClient, clock: any RelaisClock) {
         var inline: [String: JWKSet] = [:]
         var caches: [String: JWKSCache] = [:]
         for client in clients {
             if let jwks = client.jwks { inline[client.id] = jwks }
             if let uri = client.jwksURI {
                 caches[client.id] = JWKSCache(
-                    url: uri, fetcher: HTTPKeySetFetcher(client: httpClient, operation: "client jwks"), maxAge: .seconds(300), minimumRefetchInterval: .seconds(5))
+                    url: uri, fetcher: HTTPKeySetFetcher(client: httpClient, operation: "client jwks"), maxAge: .seconds(300), minimumRefetchInterval: .seconds(5),
+                    clock: { clock.instant })
             }
         }
         self.inline = inline

@@ -74,7 +74,7 @@ public struct DevProvider: Sendable {
             clients: clients,
             identities: Dictionary(configuration.identities.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }),
             pairwiseSalt: salt,
-            clientKeys: ClientKeys(clients: configuration.clients, httpClient: httpClient),
+            clientKeys: ClientKeys(clients: configuration.clients, httpClient: httpClient, clock: clock),
             logger: logger,
             clock: clock
         )

@@ -18,7 +18,11 @@ public protocol JWKSFetcher: Sendable {
 ///   scheduled fetch, but at most one such refetch per `minimumRefetchInterval`, so garbage `kid`s
 ///   cannot turn Relais into a request amplifier;
 /// - concurrent callers share one fetch;
-/// - when a refetch fails, the last good set keeps serving.
+/// - when a refetch fails, the last good set keeps serving;
+/// - while no set was ever fetched, a failed fetch is retried at most once per
+///   `minimumRefetchInterval`: callers in between fail at once with
+///   ``JOSEError/keySetUnavailable(reason:)``, so a provider that is down, or tokens forged for
+///   it, cost no request each.
 ///
 /// Create one cache per key set and keep it for the life of the process (not one per request):
 /// it is the cache that makes offline verification cost no network round trip.
@@ -45,9 +49,9 @@ public actor JWKSCache {
     ///   - fetcher: How to download it.
     ///   - maxAge: How long a fetched set is served before it is fetched again.
     ///   - minimumRefetchInterval: The shortest time between two fetches caused by unknown `kid`s
-    ///     (and between retries of a failing scheduled fetch); a token naming an unknown `kid`
-    ///     within it of the last such fetch is refused with ``JOSEError/noMatchingKey(reason:)``
-    ///     without a fetch.
+    ///     (and between retries of a failing fetch, the first one included); a token naming an
+    ///     unknown `kid` within it of the last such fetch is refused with
+    ///     ``JOSEError/noMatchingKey(reason:)`` without a fetch.
     ///   - clock: The current instant; injectable so tests can move time by hand.
     public init(
         url: String,
@@ -66,13 +70,14 @@ public actor JWKSCache {
     /// Selects the key for a token, refreshing the set when it is stale or the `kid` is unknown.
     ///
     /// - Throws: ``JOSEError/noMatchingKey(reason:)`` (see ``JWKSet/key(for:keyID:)``), or
-    ///   ``JOSEError/keySetUnavailable(reason:)`` when no set could ever be fetched.
+    ///   ``JOSEError/keySetUnavailable(reason:)`` when no set could ever be fetched (without a
+    ///   request when the last attempt failed within `minimumRefetchInterval`).
     public func key(for algorithm: JWSAlgorithm, keyID: String?) async throws(JOSEError) -> JWK {
         let now = clock()
         if keySet == nil || fetchedAt.map({ now - $0 >= maxAge }) ?? true {
-            try await refresh(force: keySet == nil)
+            try await refresh(force: false)
         }
-        guard let current = keySet else { throw .keySetUnavailable(reason: "no key set fetched from \(url)") }
+        guard let current = keySet else { throw unavailable }
         do {
             return try current.key(for: algorithm, keyID: keyID)
         } catch {
@@ -92,9 +97,9 @@ public actor JWKSCache {
     public func currentSet() async throws(JOSEError) -> JWKSet {
         let now = clock()
         if keySet == nil || fetchedAt.map({ now - $0 >= maxAge }) ?? true {
-            try await refresh(force: keySet == nil)
+            try await refresh(force: false)
         }
-        guard let current = keySet else { throw .keySetUnavailable(reason: "no key set fetched from \(url)") }
+        guard let current = keySet else { throw unavailable }
         return current
     }
 
@@ -109,8 +114,14 @@ public actor JWKSCache {
         return key
     }
 
-    /// Fetches unless a fetch happened within `minimumRefetchInterval` (`force`: the caller has
-    /// throttled already, or no set is held). A failed fetch leaves the previous set in place.
+    /// Why no set is held: the last fetch failed within `minimumRefetchInterval`.
+    private var unavailable: JOSEError {
+        .keySetUnavailable(reason: "no key set fetched from \(url): the last attempt failed less than \(minimumRefetchInterval) ago")
+    }
+
+    /// Fetches unless a fetch was tried within `minimumRefetchInterval` (`force`: the caller has
+    /// throttled already), whether or not a set is held: a caller that finds none then fails at
+    /// once. A fetch under way is joined. A failed fetch leaves the previous set in place.
     private func refresh(force: Bool) async throws(JOSEError) {
         let now = clock()
         if !force, let lastAttempt, now - lastAttempt < minimumRefetchInterval, inFlight == nil { return }

@@ -38,11 +38,15 @@ public actor UpstreamProvider {
     /// The discovery fetch under way, which every caller meanwhile waits for (one request, not one
     /// per concurrent sign-in).
     private var discovering: Task<Result<ProviderMetadata, UpstreamError>, Never>?
+    /// The last discovery failure while no document was ever read: repeated for
+    /// ``retryAfterFailedRefresh`` instead of a request per caller.
+    private var failedDiscovery: (error: UpstreamError, at: ContinuousClock.Instant)?
     private var keys: JWKSCache?
 
     static let metadataMaxAge: Duration = .seconds(3600)
     /// After a refresh failed, the last good document serves this long before the next attempt:
     /// a provider whose discovery is down does not cost every sign-in a wait for its timeout.
+    /// Without a document yet, callers meanwhile get the failure again at once.
     static let retryAfterFailedRefresh: Duration = .seconds(30)
     static let leeway: Duration = .seconds(30)
 
@@ -63,16 +67,21 @@ public actor UpstreamProvider {
             cachedMetadata = (configured, clock.instant)
             return configured
         }
+        if discovering == nil, let failed = failedDiscovery, clock.instant - failed.at < Self.retryAfterFailedRefresh { throw failed.error }
         let fetch = discovering ?? Task { await self.discover() }
         discovering = fetch
         let result = await fetch.value
         if discovering == fetch { discovering = nil }
         switch result {
         case .success(let metadata):
+            failedDiscovery = nil
             cachedMetadata = (metadata, clock.instant)
             return metadata
         case .failure(let error):
-            guard let cached = cachedMetadata else { throw error }
+            guard let cached = cachedMetadata else {
+                failedDiscovery = (error, clock.instant)
+                throw error
+            }
             if clock.instant - cached.fetchedAt >= Self.metadataMaxAge {
                 cachedMetadata = (cached.value, clock.instant - Self.metadataMaxAge + Self.retryAfterFailedRefresh)
             }

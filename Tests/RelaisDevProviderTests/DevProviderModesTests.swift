@@ -132,6 +132,8 @@ extension DevProviderProcessTests {
                 #expect(refused.status == 500)
                 #expect(JSONValue.object(from: refused.body)?["error"] == .string("server_error"))
                 available.store(true, ordering: .relaxed)
+                // A failed first fetch is tried again once its 5 s interval has passed, not at once.
+                client.clock.advance(by: .seconds(6))
                 let response = try await client.exchange(code: code)
                 #expect(response.status == 200)
                 let token = try #require(JSONValue.object(from: response.body)?["id_token"]?.stringValue)

@@ -186,4 +186,36 @@ final class ManualClock: Sendable {
             }
         }
     }
+
+    /// Before any set was fetched, a failing provider is asked once per `minimumRefetchInterval`,
+    /// not once per caller: forged tokens for it cost no request each, and callers fail at once.
+    @Test func aFailingFirstFetchIsRetriedOncePerInterval() async throws {
+        final class CountingFetcher: JWKSFetcher {
+            struct Down: Error {}
+            let state = Mutex((fetches: 0, document: [UInt8]?.none))
+            func fetchKeySet(from url: String) async throws -> [UInt8] {
+                let document = state.withLock { state in
+                    state.fetches += 1
+                    return state.document
+                }
+                guard let document else { throw Down() }
+                return document
+            }
+        }
+        let fetcher = CountingFetcher()
+        let clock = ManualClock()
+        let cache = JWKSCache(url: "https://provider.example/jwks", fetcher: fetcher, minimumRefetchInterval: .seconds(60), clock: { clock.now })
+        let jws = try token(signedBy: Self.keyA, .es256)
+        for _ in 0..<20 {
+            await #expect { try await cache.verify(jws) } throws: { error in (error as? JOSEError)?.code == "jose_jwks_unavailable" }
+        }
+        #expect(fetcher.state.withLock { $0.fetches } == 1)
+        clock.advance(.seconds(61))
+        for _ in 0..<20 { await #expect(throws: JOSEError.self) { try await cache.currentSet() } }
+        #expect(fetcher.state.withLock { $0.fetches } == 2)
+        fetcher.state.withLock { $0.document = JWKSet(keys: [Self.keyA]).publicJSON() }  // the provider is back
+        clock.advance(.seconds(61))
+        try await cache.verify(jws)
+        #expect(fetcher.state.withLock { $0.fetches } == 3)
+    }
 }

@@ -107,6 +107,20 @@ extension Case {
         }
     }
 
+    /// Before any document was read, a failing discovery is asked once per pause, not once per
+    /// caller: the callers in between get the same failure at once.
+    @Test func aFailingFirstDiscoveryIsRetriedOncePerPause() async throws {
+        try await Harness.run { harness in
+            harness.double.reply(.discovery, .init(status: 503))
+            for _ in 0..<10 { await #expect(throws: UpstreamError.self) { try await harness.provider.metadata() } }
+            #expect(harness.double.hits(.discovery) == 1)
+            harness.clock.advance(by: .seconds(31))
+            harness.double.reply(.discovery, .init(body: JSONValue.object(harness.scenario.discovery).serialized()))
+            _ = try await harness.provider.metadata()
+            #expect(harness.double.hits(.discovery) == 2)
+        }
+    }
+
     /// What the provider answers when the cached document is due for a refresh.
     struct RefreshFailure: Sendable, CustomTestStringConvertible {
         let testDescription: String

@@ -12,20 +12,30 @@ struct TokenSessions: Sendable {
     let issuer: String
 
     /// The session a refresh or access token of `clientID` belongs to; nil for anything else.
+    /// `hint` (RFC 7009 §2.1 `token_type_hint`) only orders the lookups: a token of the other
+    /// type is still found.
     func session(ofToken token: String, clientID: String, hint: String?) async throws -> String? {
-        if hint != "access_token" {
-            // Any generation the session issued names it, as every rotated token did before.
-            if let (sid, generation) = SessionTokens.parseRefresh(token) {
-                guard let session = try await sessions.session(sid), session.clientID == clientID, generation <= session.span.generation,
-                    let secret = await vault.openIdentityAfterSync(session.sealedIdentity)?.tokenSecret,
-                    SessionTokens.isRefreshToken(token, sid: sid, generation: generation, secret: secret)
-                else { return nil }
-                return sid
-            }
-            if let record = try await sessions.earlierVersionRefreshRecord(token) { return record.clientID == clientID ? record.sid : nil }
+        if hint == "access_token", let sid = session(ofAccessToken: token, clientID: clientID) { return sid }
+        if let sid = try await session(ofRefreshToken: token, clientID: clientID) { return sid }
+        return hint == "access_token" ? nil : session(ofAccessToken: token, clientID: clientID)
+    }
+
+    private func session(ofRefreshToken token: String, clientID: String) async throws -> String? {
+        // Any generation the session issued names it, as every rotated token did before.
+        if let (sid, generation) = SessionTokens.parseRefresh(token) {
+            guard let session = try await sessions.session(sid), session.clientID == clientID, generation <= session.span.generation,
+                let secret = await vault.openIdentityAfterSync(session.sealedIdentity)?.tokenSecret,
+                SessionTokens.isRefreshToken(token, sid: sid, generation: generation, secret: secret)
+            else { return nil }
+            return sid
         }
-        // An expired access token still names its grant: revoking it ends the session when that
-        // still exists (RFC 7009 §2.1 lets revocation reach the whole grant).
+        guard let record = try await sessions.earlierVersionRefreshRecord(token) else { return nil }
+        return record.clientID == clientID ? record.sid : nil
+    }
+
+    /// An expired access token still names its grant: revoking it ends the session when that
+    /// still exists (RFC 7009 §2.1 lets revocation reach the whole grant).
+    private func session(ofAccessToken token: String, clientID: String) -> String? {
         let policy = lateTokenPolicy(audience: nil)
         guard let claims = verified(token, policy), claims.string("client_id") == clientID else { return nil }
         return claims.string("sid")
@@ -43,6 +53,8 @@ struct TokenSessions: Sendable {
         case none
         /// It names a session that has ended: nothing left to end.
         case ended
+        /// It names the session `POST /logout` ended moments ago: the provider's remains.
+        case signedOut(sid: String, SessionRecord)
         /// Signed by Relais for this app, but older than any session lives, or minted for another
         /// session than the live one it names: refused, never acted on.
         case refused(String, PageMessage)
@@ -56,10 +68,14 @@ struct TokenSessions: Sendable {
         guard let claims = verified(token, policy), let sid = claims.string("sid"), let issuedAt = claims["iat"]?.numberValue else { return .none }
         let lifetime = Double(sessions.settings.sessionLifetime.components.seconds)
         guard sessions.clock.now - issuedAt <= lifetime else { return .refused("The id_token_hint is older than any session lives.", .logoutHintTooOld) }
-        guard let session = try await sessions.session(sid) else { return .ended }
-        guard session.clientID == clientID, claims.string("sub") == session.subject, issuedAt + 2 >= session.span.createdAt else {
-            return .refused("The id_token_hint was not issued for this session.", .logoutHintOtherSession)
+        func minted(for session: SessionRecord) -> Bool {
+            session.clientID == clientID && claims.string("sub") == session.subject && issuedAt + 2 >= session.span.createdAt
         }
+        guard let session = try await sessions.session(sid) else {
+            guard let gone = try await sessions.signedOutSession(sid), minted(for: gone) else { return .ended }
+            return .signedOut(sid: sid, gone)
+        }
+        guard minted(for: session) else { return .refused("The id_token_hint was not issued for this session.", .logoutHintOtherSession) }
         return .live(sid: sid, session)
     }
 

@@ -34,6 +34,8 @@ extension PageStrings {
             .logoutTitle: "Sign out?",
             .logoutAsked: "Another site sent you here to sign you out of {1}. If you did not ask for it, just close this page: you stay signed in.",
             .logoutConfirm: "Sign me out",
+            .loggedOutTitle: "You are signed out",
+            .loggedOutText: "You can close this page.",
         ],
         messages: [
             .invalidRequest: "The request received is not valid.",

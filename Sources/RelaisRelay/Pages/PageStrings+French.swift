@@ -35,6 +35,8 @@ extension PageStrings {
             .logoutAsked:
                 "Un autre site vous a envoyé ici pour vous déconnecter de {1}. Si ce n'est pas vous qui l'avez demandé, fermez simplement cette page : vous resterez connecté.",
             .logoutConfirm: "Me déconnecter",
+            .loggedOutTitle: "Vous êtes déconnecté",
+            .loggedOutText: "Vous pouvez fermer cette page.",
         ],
         messages: [
             .invalidRequest: "La demande reçue n'est pas valide.",

@@ -50,6 +50,8 @@ enum PageText: String, Sendable, CaseIterable {
     case switchTitle, switchSignedInAs, switchLinkSignsIn, switchIgnore, switchContinue, someoneElse
     // A sign-out another site asked for.
     case logoutTitle, logoutAsked, logoutConfirm
+    // A sign-out that named no post_logout_redirect_uri, done.
+    case loggedOutTitle, loggedOutText
 }
 
 /// The situations an error page explains to a person, each with its sentence in every language.

@@ -337,6 +337,7 @@ extension StoredJSON {
 
 /// Between `GET /logout` and the provider's return to `/logout/callback`.
 struct LogoutTransaction: Codable, Sendable {
-    var redirectURI: String
+    /// nil when the logout named no `post_logout_redirect_uri`: a page ends it.
+    var redirectURI: String?
     var state: String?
 }

@@ -12,6 +12,22 @@ extension RelayStore {
         StoredJSON.decode(LogoutTransaction.self, try await store.getAndDelete(Key.logout(state)))
     }
 
+    /// A session `POST /logout` is about to end, kept a transaction lifetime: an app that then
+    /// opens `GET /logout` with its id_token (docs/client-protocol.md §10) still ends the
+    /// provider's session, which needs the provider's own id_token sealed in it.
+    func keepSignedOut(_ sid: String, stored: [UInt8]) async throws {
+        try await store.set(Key.signedOut(sid), stored, ttl: settings.transactionLifetime)
+    }
+
+    /// The session `POST /logout` ended within a transaction lifetime, once.
+    func signedOutSession(_ sid: String) async throws -> SessionRecord? {
+        SessionRecord(stored: try await store.get(Key.signedOut(sid)))
+    }
+
+    func forgetSignedOut(_ sid: String) async throws {
+        _ = try await store.delete(Key.signedOut(sid))
+    }
+
     func logoutTokenSeen(provider: String, jti: String) async throws -> Bool {
         try await store.get(Key.logoutToken(provider: provider, jti: jti)) != nil
     }

@@ -31,6 +31,9 @@ struct RelayStore: Sendable {
         /// Relais sessions opened from one provider session (its `sid`).
         static func providerSessions(provider: String, sid: String) -> String { "psid:\(SHA256.hexHash(provider + "\u{0}" + sid))" }
         static func logout(_ state: String) -> String { "logout:\(SHA256.hexHash(state))" }
+        /// A session `POST /logout` ended, kept a transaction lifetime for the provider's logout
+        /// (``RelayStore/keepSignedOut(_:stored:)``).
+        static func signedOut(_ sid: String) -> String { "signed-out:{\(sid)}" }
         /// A back-channel logout token's `jti`, remembered so a token acts once.
         static func logoutToken(provider: String, jti: String) -> String { "bcl-jti:\(SHA256.hexHash(provider + "\u{0}" + jti))" }
         /// A DPoP proof already used, by its key and `jti`.
@@ -285,11 +288,6 @@ struct RelayStore: Sendable {
         try await store.setMembers(Key.providerSessions(provider: provider, sid: sid))
     }
 
-    /// Drops a session id from a person's index (operator revocation, without metrics).
-    func unindex(_ sid: String, subject: String, provider: String) async throws {
-        _ = try await store.setRemove(Key.subjectSessions(provider: provider, subject: subject), member: sid)
-    }
-
     /// Deletes the session record and tells every instance, whose in-process caches forget it
     /// (``SessionLiveness``); true when it existed.
     func deleteSession(_ sid: String, leaving index: String? = nil) async throws -> Bool {
@@ -302,12 +300,14 @@ struct RelayStore: Sendable {
     }
 
     /// Ends every session of a person at a provider (all apps) and empties their index; how many
-    /// were live. The operator's way (`relais sessions revoke`, `/admin/sessions/revoke`).
+    /// were live. The operator's way (`relais sessions revoke`, `/admin/sessions/revoke`). Each
+    /// session leaves the index with its deletion, as clean-up (``end(_:leaving:reason:)``): an
+    /// index that cannot be trimmed never stops the sessions after it from ending.
     func endAll(ofSubject subject: String, provider: String) async throws -> Int {
+        let index = Key.subjectSessions(provider: provider, subject: subject)
         var ended = 0
         for sid in try await sessions(ofSubject: subject, provider: provider) {
-            if try await deleteSession(sid) { ended += 1 }
-            try await unindex(sid, subject: subject, provider: provider)
+            if try await deleteSession(sid, leaving: index) { ended += 1 }
         }
         return ended
     }

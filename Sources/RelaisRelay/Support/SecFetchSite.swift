@@ -2,22 +2,15 @@ import HTTPTypes
 import Hummingbird
 
 /// Fetch Metadata (`Sec-Fetch-Site`): the browser says which site started a request. Pages that act
-/// on a person's sessions (a session code, a sign-out) ask before acting on a cross-site one.
+/// on a person's sessions (a session code, a sign-out) ask before acting on one from elsewhere.
 enum SecFetchSite {
     static let header = HTTPField.Name("Sec-Fetch-Site")!
 
-    /// True when the browser says another site started the request. Absent (an older browser, an
-    /// app's own client) is not taken as cross-site: apps and webviews they open send `none`.
-    static func isCrossSite(_ request: Request) -> Bool {
-        request.headers[values: header].contains { $0.lowercased() == "cross-site" }
-    }
-}
-
-extension SecFetchSite {
     /// True unless the browser says the person opened the request (`none`: typed, bookmarked, or
-    /// opened by an app, its webview included) or one of Relais' own pages did (`same-origin`).
-    /// Stricter than ``isCrossSite(_:)``: a sibling subdomain (`same-site`) is another party too,
-    /// for what signs a browser in. Absent is not taken as elsewhere, as there.
+    /// opened by an app, its webview included) or one of Relais' own pages did (`same-origin`). A
+    /// sibling subdomain (`same-site`) is another party too, for what signs a browser in or out.
+    /// Absent (an older browser, an app's own client) is not taken as elsewhere: apps and webviews
+    /// they open send `none`.
     static func isFromElsewhere(_ request: Request) -> Bool {
         request.headers[values: header].contains { !["none", "same-origin"].contains($0.lowercased()) }
     }

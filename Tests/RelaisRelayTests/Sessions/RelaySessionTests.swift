@@ -183,6 +183,29 @@ extension RelaySessionsAndProvidersChain {
             #expect(try await harness.get(relayCallback).status == 400)
         }
 
+        /// docs/client-protocol.md §10: the app signs out (`POST /logout` with its refresh token, as
+        /// RelaisKit's signOut does), then opens `GET /logout` to end the provider's session too:
+        /// the session is gone, but what the provider's logout needs was kept, once.
+        @Test func browserLogoutAfterTheAppsLogoutStillEndsTheProviderSession() async throws {
+            let harness = try await RelayHarness.launch()
+            let tokens = try await harness.tokens()
+            let idToken = try #require(tokens["id_token"]?.stringValue)
+            let signOut = try await harness.post(harness.issuer + "/logout", [("client_id", "app"), ("refresh_token", try #require(tokens["refresh_token"]?.stringValue))])
+            #expect(signOut.status == 204)
+            #expect(try await harness.userinfo(try #require(tokens["access_token"]?.stringValue)).status == 401)
+            let url = FormParameters.url(
+                harness.issuer + "/logout", adding: [("post_logout_redirect_uri", "com.example.app:/logged-out"), ("state", "bye"), ("id_token_hint", idToken)])
+            let logout = try await harness.get(url)
+            #expect(logout.status == 302)
+            let toProvider = try #require(logout.header("location"))
+            #expect(toProvider.hasPrefix(harness.providerIssuer + "/session/end?"), "the provider's session was left alive")
+            let providerBack = try await harness.get(toProvider, cookie: harness.providerCookie)
+            let relayCallback = try #require(providerBack.header("location"))
+            #expect(try await harness.get(relayCallback).header("location") == "com.example.app:/logged-out?state=bye")
+            // Once: the same request again has nothing left to end.
+            #expect(try await harness.get(url).header("location") == "com.example.app:/logged-out?state=bye")
+        }
+
         /// OpenID Connect RP-Initiated Logout makes client_id optional beside id_token_hint, and
         /// AppAuth sends none: the hint's app is the one logging out. A hint that is not Relais'
         /// names no app.
@@ -228,8 +251,12 @@ extension RelaySessionsAndProvidersChain {
             #expect(noToken.status == 400 && oauthError(noToken) == "invalid_request")
             let revokeNoToken = try await harness.post(harness.issuer + "/revoke", [("client_id", "app")])
             #expect(revokeNoToken.status == 400 && oauthError(revokeNoToken) == "invalid_request")
-            let apiLogoutNothing = try await harness.post(harness.issuer + "/logout", [("client_id", "app")])
-            #expect(apiLogoutNothing.status == 400 && oauthError(apiLogoutNothing) == "invalid_request")
+            let apiLogoutNothing = try await harness.post(harness.issuer + "/logout", [("client_id", "app"), ("refresh_token", "")])
+            #expect(apiLogoutNothing.status == 400 && oauthError(apiLogoutNothing) == "invalid_grant")
+            // Neither a token nor a refresh_token: a browser's form (RP-Initiated Logout §2), which
+            // names no session here: nothing to end, the "signed out" page.
+            let browserNothing = try await harness.post(harness.issuer + "/logout", [("client_id", "app")])
+            #expect(browserNothing.status == 200 && browserNothing.bodyText.contains(#"id="logged-out""#))
             let basicAuth = try await harness.http.send(HTTPClientRequest(url: harness.issuer + "/auth", headers: [(name: "Authorization", value: "Basic YTpi")]))
             #expect(basicAuth.status == 400)
         }

@@ -201,16 +201,24 @@ final class InterposedStore: KeyValueStore {
     private let failFirstAt: Int?
     private let gate: Gate
     private let losesEverySwap: Bool
+    /// Every call it names (the method's name, such as `setRemove(_:member:)`, and the key) fails,
+    /// whoever makes it.
+    private let fails: @Sendable (_ operation: String, _ key: String) -> Bool
 
-    init(base: EmbeddedStore, pauseFirstAfter: Int? = nil, failFirstAt: Int? = nil, gate: Gate = Gate(), losesEverySwap: Bool = false) {
+    init(
+        base: EmbeddedStore, pauseFirstAfter: Int? = nil, failFirstAt: Int? = nil, gate: Gate = Gate(), losesEverySwap: Bool = false,
+        failing fails: @escaping @Sendable (_ operation: String, _ key: String) -> Bool = { _, _ in false }
+    ) {
         self.base = base
         self.pauseFirstAfter = pauseFirstAfter
         self.failFirstAt = failFirstAt
         self.gate = gate
         self.losesEverySwap = losesEverySwap
+        self.fails = fails
     }
 
-    private func call<Result>(_ body: () async throws -> Result) async throws -> Result {
+    private func call<Result>(_ key: String? = nil, operation: String = #function, _ body: () async throws -> Result) async throws -> Result {
+        if let key, fails(operation, key) { throw StoreError.storeUnavailable(reason: "injected failure on \(key)") }
         let index =
             Self.caller == .first
             ? gate.calls.withLock {
@@ -222,24 +230,24 @@ final class InterposedStore: KeyValueStore {
         return result
     }
 
-    func set(_ key: String, _ value: [UInt8], ttl: Duration?) async throws { try await call { try await base.set(key, value, ttl: ttl) } }
-    func get(_ key: String) async throws -> [UInt8]? { try await call { try await base.get(key) } }
+    func set(_ key: String, _ value: [UInt8], ttl: Duration?) async throws { try await call(key) { try await base.set(key, value, ttl: ttl) } }
+    func get(_ key: String) async throws -> [UInt8]? { try await call(key) { try await base.get(key) } }
     func getMany(_ keys: [String]) async throws -> [[UInt8]?] { try await call { try await base.getMany(keys) } }
-    func getAndDelete(_ key: String) async throws -> [UInt8]? { try await call { try await base.getAndDelete(key) } }
-    func delete(_ key: String) async throws -> Bool { try await call { try await base.delete(key) } }
+    func getAndDelete(_ key: String) async throws -> [UInt8]? { try await call(key) { try await base.getAndDelete(key) } }
+    func delete(_ key: String) async throws -> Bool { try await call(key) { try await base.delete(key) } }
     func deleteAnnouncing(_ key: String, _ message: String, taking set: String?, leaving entry: SetEntry?) async throws -> (existed: Bool, taken: Set<String>) {
-        try await call { try await base.deleteAnnouncing(key, message, taking: set, leaving: entry) }
+        try await call(key) { try await base.deleteAnnouncing(key, message, taking: set, leaving: entry) }
     }
     func listen(_ listener: AnnouncementListener) { base.listen(listener) }
-    func setIfAbsent(_ key: String, _ value: [UInt8], ttl: Duration) async throws -> Bool { try await call { try await base.setIfAbsent(key, value, ttl: ttl) } }
-    func deleteIfEqual(_ key: String, _ value: [UInt8]) async throws -> Bool { try await call { try await base.deleteIfEqual(key, value) } }
-    func expire(_ key: String, ttl: Duration) async throws -> Bool { try await call { try await base.expire(key, ttl: ttl) } }
-    func timeToLive(_ key: String) async throws -> StoreTTL { try await call { try await base.timeToLive(key) } }
-    func increment(_ key: String, window: Duration) async throws -> Int { try await call { try await base.increment(key, window: window) } }
-    func setAdd(_ key: String, member: String, ttl: Duration?) async throws -> Int { try await call { try await base.setAdd(key, member: member, ttl: ttl) } }
-    func setRemove(_ key: String, member: String) async throws -> Bool { try await call { try await base.setRemove(key, member: member) } }
-    func setMembers(_ key: String) async throws -> Set<String> { try await call { try await base.setMembers(key) } }
-    func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? { try await call { try await base.take(key, applying: writes) } }
+    func setIfAbsent(_ key: String, _ value: [UInt8], ttl: Duration) async throws -> Bool { try await call(key) { try await base.setIfAbsent(key, value, ttl: ttl) } }
+    func deleteIfEqual(_ key: String, _ value: [UInt8]) async throws -> Bool { try await call(key) { try await base.deleteIfEqual(key, value) } }
+    func expire(_ key: String, ttl: Duration) async throws -> Bool { try await call(key) { try await base.expire(key, ttl: ttl) } }
+    func timeToLive(_ key: String) async throws -> StoreTTL { try await call(key) { try await base.timeToLive(key) } }
+    func increment(_ key: String, window: Duration) async throws -> Int { try await call(key) { try await base.increment(key, window: window) } }
+    func setAdd(_ key: String, member: String, ttl: Duration?) async throws -> Int { try await call(key) { try await base.setAdd(key, member: member, ttl: ttl) } }
+    func setRemove(_ key: String, member: String) async throws -> Bool { try await call(key) { try await base.setRemove(key, member: member) } }
+    func setMembers(_ key: String) async throws -> Set<String> { try await call(key) { try await base.setMembers(key) } }
+    func take(_ key: String, applying writes: [StoreWrite]) async throws -> [UInt8]? { try await call(key) { try await base.take(key, applying: writes) } }
     func once(_ guarded: OneTimeKey, applying writes: [StoreWrite], indexing memberships: [SetMembership]) async throws -> IndexedTake? {
         try await call { try await base.once(guarded, applying: writes, indexing: memberships) }
     }
