@@ -90,7 +90,7 @@ public struct Relay: Sendable {
             DevicePageRoutes(issuer: issuer, apps: apps, sessions: sessions, limiter: limiter, starter: starter),
             RevokeRoute(apps: apps, tokens: tokenSessions, dpop: dpop, issuer: issuer, events: events),
             LogoutRoutes(apps: apps, providers: providers, vault: vault, tokens: tokenSessions, bearer: bearer, events: events),
-            BackchannelLogoutRoute(providers: providers, sessions: sessions, limiter: limiter, events: events),
+            BackchannelLogoutRoute(providers: providers, sessions: sessions, events: events),
             WellKnownRoutes(files: configuration.wellKnown),
             MetadataRoutes(issuer: issuer, apps: configuration.apps, providers: configuration.providers, keys: keys, grantTypes: grants.offered(to: configuration.apps)),
         ]

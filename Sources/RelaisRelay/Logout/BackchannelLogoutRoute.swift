@@ -11,19 +11,21 @@ import RelaisServer
 /// it (refresh tokens, access tokens through introspection and forward-auth, /userinfo). Only
 /// providers with `backchannel_logout: true` are heard. 200 when done (also when no session was
 /// left); 400 with an OAuth error body when the token fails a check; 503 when the store is down,
-/// so the provider retries. Anyone can post here, and checking a token may fetch the provider's
-/// keys: requests count against the client address's rate limit first.
+/// so the provider retries. Anyone can post here: a token is checked before anything changes, and
+/// the provider's keys are fetched at most once per `jwks_refetch_interval` whatever is posted.
 struct BackchannelLogoutRoute: RelayRoutes {
     let providers: [String: UpstreamProvider]
     let sessions: RelayStore
-    let limiter: RateLimiter
     let events: SecurityEventLog
 
     /// A used `jti` is remembered past the token's acceptable age, so a replay is always caught.
     static let replayWindow: Duration = .seconds(600)
 
     func register(on router: some RouterMethods<RelaisRequestContext>) {
-        router.surface(.json, limitedBy: limiter).post("/backchannel-logout") { request, context in try await logout(request, context: context) }
+        // Not limited by address: a provider may send many tokens at once from one address, and
+        // one it cannot deliver is a session left open. A forged token costs a signature check;
+        // the key set it names is fetched at most once per jwks_refetch_interval (JWKSCache).
+        router.surface(.json).post("/backchannel-logout") { request, context in try await logout(request, context: context) }
     }
 
     private func logout(_ request: Request, context: RelaisRequestContext) async throws -> Response {

@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import Logging
 import RelaisConfig
@@ -51,6 +52,15 @@ struct LogoutRoutes: RelayRoutes {
             let form: FormParameters?
             do { form = try await FormParameters.body(of: request, limit: 16 * 1024) } catch { return try RelayError.rendered(error, .bearer, context) }
             guard let form, form["refresh_token"] == nil else { return try await Self.on(.bearer, context) { try await refreshLogout(request, form) } }
+            // A browser's logout names what it ends or where it returns, or the browser says it
+            // navigates; anything else is an app's request that lacks its token (a misspelt
+            // refresh_token, RFC 6750's access_token field): refused, never "signed out".
+            let navigates = request.headers[HTTPField.Name("Sec-Fetch-Mode")!] == "navigate"
+            guard navigates || form["id_token_hint"] != nil || form["post_logout_redirect_uri"] != nil else {
+                return try RelayError.rendered(
+                    RelayError.invalidRequest("POST /logout takes a Bearer access token or the session's refresh_token (a browser: id_token_hint)"), .bearer,
+                    context)
+            }
             return try await Self.on(.page, context) {
                 guard form.firstRepeatedName == nil else { throw RelayError.invalidRequest("The logout parameters cannot be read.") }
                 return try await browserLogout(form, crossSite: SecFetchSite.isFromElsewhere(request), context: context)

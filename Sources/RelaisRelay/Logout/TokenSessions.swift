@@ -35,8 +35,11 @@ struct TokenSessions: Sendable {
 
     /// An expired access token still names its grant: revoking it ends the session when that
     /// still exists (RFC 7009 §2.1 lets revocation reach the whole grant).
+    /// Only a token minted for Relais (its `aud` names the issuer): an API that received one minted
+    /// for it alone must not end the person's session with it.
     private func session(ofAccessToken token: String, clientID: String) -> String? {
-        let policy = lateTokenPolicy(audience: nil)
+        var policy = lateTokenPolicy(audience: issuer)
+        policy.checkAuthorizedParty = false  // access tokens name their app in client_id (RFC 9068)
         guard let claims = verified(token, policy), claims.string("client_id") == clientID else { return nil }
         return claims.string("sid")
     }

@@ -42,8 +42,10 @@ struct PageRenderer: Sendable {
     var defaultLanguage: PageLanguage { PageLanguage(settings.defaultLanguage) }
 
     /// A page: `content` is HTML the caller escaped; the page is never cached, never framed (no
-    /// clickjacking of an approval), and sends no `Referer` (a page's address may carry a session
-    /// code or an `id_token_hint`; the logo may be on another host).
+    /// clickjacking of an approval), and sends no `Referer` to another host (a page's address may
+    /// carry a session code or an `id_token_hint`; the logo may be on another host). Not
+    /// `no-referrer`: a browser without Fetch Metadata would then send its forms with `Origin:
+    /// null`, and Relais' own confirmation forms would be refused as another site's.
     func render(_ status: HTTPResponse.Status, title: String, content: String, language: PageLanguage) -> Response {
         let strings = language.strings
         var html = ""
@@ -62,7 +64,7 @@ struct PageRenderer: Sendable {
             status: status,
             headers: [
                 .contentType: "text/html; charset=utf-8", .cacheControl: "no-store", .xFrameOptions: "DENY", .contentSecurityPolicy: contentSecurityPolicy,
-                .referrerPolicy: "no-referrer", .xContentTypeOptions: "nosniff",
+                .referrerPolicy: "same-origin", .xContentTypeOptions: "nosniff",
             ],
             body: .init(byteBuffer: ByteBuffer(string: html))
         )

@@ -48,9 +48,10 @@ struct UserinfoRoute: RelayRoutes {
         return bodies.get(Self.bodyKey(access), now: sessions.clock.now)
     }
 
-    /// Whether the request says it has a body (a POST's form; a body-less POST says neither).
+    /// Whether the request says it has a body: bytes announced, or chunks (a body-less POST may
+    /// still name a Content-Type, with a length of 0).
     static func hasBody(_ headers: HTTPFields) -> Bool {
-        headers[.contentType] != nil || headers[.transferEncoding] != nil || (headers[.contentLength].map { $0 != "0" } ?? false)
+        headers[.transferEncoding] != nil || (headers[.contentLength].map { $0 != "0" } ?? false)
     }
 
     /// The query's parameters and a POST's form fields together, each name once. The token itself

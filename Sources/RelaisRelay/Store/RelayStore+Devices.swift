@@ -176,6 +176,8 @@ extension RelayStore {
     /// ends with `sid`, as any approved device does (fail closed).
     func moveApprovals(of sid: String, to successor: String) async throws {
         for child in try await store.setMembers(Key.approvedSessions(sid)) where child != sid && child != successor {
+            // An approver that expired meanwhile (idle) took its devices with it: nothing to revive.
+            guard try await session(sid) != nil else { return }
             try await linkApproved(child, to: successor)
             for _ in 0..<3 {
                 guard let (record, stored) = try await storedSession(child), record.origin.approvedBy == sid,

@@ -216,6 +216,23 @@ import Testing
         }
     }
 
+    /// An approver that expired (idle) before its step-up's code was redeemed took its devices
+    /// with it: the step-up does not bring them back.
+    @Test func aStepUpOfAnExpiredApproverRevivesNoDevice() async throws {
+        let fixture = Self.fixture()
+        try await fixture.test { client in
+            let phone = try await Device.phone(fixture, client)
+            let device = try await Self.approvedDevice(fixture, client, by: phone)
+            let deviceSID = try Self.sid(device)
+            // Its idle timeout passed: the store dropped its record (no deletion, no clean-up).
+            _ = try await fixture.store.delete(RelayStore.Key.session(phone.sid))
+            let stepped = try await Self.stepUp(fixture, client, phone)
+            #expect(try await fixture.sessions.session(deviceSID)?.origin.approvedBy != stepped, "the device was moved to the new session")
+            let refreshed = try await Self.refreshDevice(client, try #require(device["refresh_token"]?.stringValue))
+            #expect(Device.error(refreshed) == "invalid_grant", "\(String(buffer: refreshed.body))")
+        }
+    }
+
     /// The device refreshes while its approver steps up, paused after each of its store calls in
     /// turn: a refresh that read the device's record before the move, and its approver after its
     /// end, reads again rather than ending a session that was moved.

@@ -109,7 +109,7 @@ import Testing
         }
     }
 
-    /// Every page: no cache, no framing, no Referer (its address may carry a session code or an
+    /// Every page: no cache, no framing, no Referer to another host (its address may carry a session code or an
     /// id_token_hint), no sniffing; Relais' template allows its own inline style (by hash) and the
     /// logo's origin, and nothing else; an operator's template keeps what cannot break it.
     @Test func everyPageSendsNoRefererAndAllowsOnlyItsOwnStyle() async throws {
@@ -120,7 +120,7 @@ import Testing
             for uri in ["/device", "/authorize?response_type=code", "/session?code=x"] {
                 let response = try await client.execute(uri: uri, method: .get)
                 let page = String(buffer: response.body)
-                #expect(response.headers[.referrerPolicy] == "no-referrer" && response.headers[.xContentTypeOptions] == "nosniff", "\(uri)")
+                #expect(response.headers[.referrerPolicy] == "same-origin" && response.headers[.xContentTypeOptions] == "nosniff", "\(uri)")
                 #expect(response.headers[.cacheControl] == "no-store" && response.headers[.xFrameOptions] == "DENY", "\(uri)")
                 let policy = try #require(response.headers[.contentSecurityPolicy], "\(uri)")
                 #expect(policy.hasPrefix("default-src 'none'; style-src 'sha256-") && policy.contains("frame-ancestors 'none'") && policy.contains("base-uri 'none'"))
@@ -138,7 +138,7 @@ import Testing
         try await custom.test { client in
             let response = try await client.execute(uri: "/device", method: .get)
             #expect(response.headers[.contentSecurityPolicy] == "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
-            #expect(response.headers[.referrerPolicy] == "no-referrer")
+            #expect(response.headers[.referrerPolicy] == "same-origin")
         }
     }
 

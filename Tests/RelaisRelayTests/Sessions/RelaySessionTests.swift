@@ -253,9 +253,15 @@ extension RelaySessionsAndProvidersChain {
             #expect(revokeNoToken.status == 400 && oauthError(revokeNoToken) == "invalid_request")
             let apiLogoutNothing = try await harness.post(harness.issuer + "/logout", [("client_id", "app"), ("refresh_token", "")])
             #expect(apiLogoutNothing.status == 400 && oauthError(apiLogoutNothing) == "invalid_grant")
-            // Neither a token nor a refresh_token: a browser's form (RP-Initiated Logout §2), which
-            // names no session here: nothing to end, the "signed out" page.
-            let browserNothing = try await harness.post(harness.issuer + "/logout", [("client_id", "app")])
+            // Neither a token nor a refresh_token nor anything a browser's logout names: an app's
+            // request missing its token (a misspelt field, RFC 6750's access_token), refused in
+            // JSON; never a "signed out" page over a session that stays.
+            for fields in [[("client_id", "app")], [("client_id", "app"), ("access_token", "x")], [("client_id", "app"), ("refresh_tokn", "x")]] {
+                let apiNothing = try await harness.post(harness.issuer + "/logout", fields)
+                #expect(apiNothing.status == 400 && oauthError(apiNothing) == "invalid_request", "\(fields)")
+            }
+            // The same form from a browser's navigation is its logout: nothing named, nothing to end.
+            let browserNothing = try await harness.post(harness.issuer + "/logout", [("client_id", "app")], headers: [(name: "Sec-Fetch-Mode", value: "navigate")])
             #expect(browserNothing.status == 200 && browserNothing.bodyText.contains(#"id="logged-out""#))
             let basicAuth = try await harness.http.send(HTTPClientRequest(url: harness.issuer + "/auth", headers: [(name: "Authorization", value: "Basic YTpi")]))
             #expect(basicAuth.status == 400)
