@@ -55,6 +55,10 @@ import Testing
         /// Runs `body` against the relay's router.
         func test(_ transport: Transport = .router, _ body: @Sendable @escaping (any TestClientProtocol) async throws -> Void) async throws {
             if transport == .live { try FastTests.refuse("serves the relay over loopback (.live)") }
+            // The RSA key a relay in development makes when its store has none, made once per
+            // process instead of once per fixture (0.1 to 1 s of CPU each, which starved the
+            // concurrency pool other tests' timings need).
+            _ = try await store.setIfAbsent(RelayStore.Key.rsaSigningKey, TestKeys.developmentRSAPEM, ttl: .seconds(86_400))
             let http = HTTPClient(configuration: .init())
             let relay = try await Relay(configuration: configuration, store: served, httpClient: http, clock: clock, eventSink: events, extensions: extensions)
             let router = RelaisApplication.makeRouter(

@@ -9,6 +9,10 @@ public enum TestKeys {
     private static let rsaPool: [String] = (0..<3).map { _ in (try? JWK.generate(for: .rs256).privateKeyPEM()) ?? nil }.compactMap { $0 }
     private static let next = Atomic<Int>(0)
 
+    /// One RSA key's PEM, the same for the whole process: what a test relay in development would
+    /// otherwise generate for each fixture (`RelayStore.Key.rsaSigningKey`), seeded in its store.
+    public static var developmentRSAPEM: [UInt8] { Array((rsaPool.first ?? "").utf8) }
+
     /// A ``KeyGenerator``-shaped function for `DevProviderRunner.run(generateKey:)`.
     public static func generate(_ algorithm: JWSAlgorithm, keyID: String) throws -> JWK {
         guard algorithm == .rs256, !rsaPool.isEmpty else { return try JWK.generate(for: algorithm, keyID: keyID) }
