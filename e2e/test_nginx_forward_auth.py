@@ -161,6 +161,22 @@ class NginxForwardAuth(unittest.TestCase):
         self.assertNotIn("x-relais-attested", seen)
         self.assertEqual(forged_arrivals(EchoUpstream.received), [])
 
+        # The pages get the browser's other cookies, never Relais' own (a credential for
+        # /auth?via=cookie), wherever it stands among them.
+        relais_cookie = cookie[1]
+        signin = "__Host-relais-signin=" + "s" * 43
+        for sent, expected in (
+            ("theme=dark; " + relais_cookie + "; lang=fr", "theme=dark; lang=fr"),
+            (relais_cookie + "; lang=fr", "lang=fr"),
+            ("theme=dark;" + relais_cookie, "theme=dark"),
+            (signin + "; theme=dark; " + relais_cookie, "theme=dark"),
+            (relais_cookie, None),
+        ):
+            status, body, _ = raw_get(self.port, "/web/documents", [("Cookie", sent)])
+            self.assertEqual(status, 200, body)
+            cookies = [value for name, value in EchoUpstream.received[-1][1] if name.lower() == "cookie"]
+            self.assertEqual(cookies, [expected] if expected else [], sent)
+
         # Refused requests reach nothing, forged headers or not.
         for path, credentials in (("/orders", []), ("/web/documents", []), ("/orders", [cookie]), ("/web/documents", [bearer])):
             EchoUpstream.received.clear()
