@@ -1,4 +1,3 @@
-import HTTPTypes
 import Hummingbird
 import Logging
 import RelaisConfig
@@ -55,8 +54,7 @@ struct LogoutRoutes: RelayRoutes {
             // A browser's logout names what it ends or where it returns, or the browser says it
             // navigates; anything else is an app's request that lacks its token (a misspelt
             // refresh_token, RFC 6750's access_token field): refused, never "signed out".
-            let navigates = request.headers[HTTPField.Name("Sec-Fetch-Mode")!] == "navigate"
-            guard navigates || form["id_token_hint"] != nil || form["post_logout_redirect_uri"] != nil else {
+            guard SecFetchSite.isNavigation(request) || form["id_token_hint"] != nil || form["post_logout_redirect_uri"] != nil else {
                 return try RelayError.rendered(
                     RelayError.invalidRequest("POST /logout takes a Bearer access token or the session's refresh_token (a browser: id_token_hint)"), .bearer,
                     context)

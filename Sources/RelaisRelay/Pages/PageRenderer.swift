@@ -25,14 +25,17 @@ struct PageRenderer: Sendable {
     /// what cannot break it. `form-action` is left out on purpose: Chrome applies it to the
     /// redirect after a form (to the provider, or an app's custom scheme after a sign-out).
     let contentSecurityPolicy: String
+    /// Relais' CSS, made once: every page carries it, and the policy names its hash.
+    private let style: String
 
     init(_ settings: PagesSettings = PagesSettings()) {
         self.settings = settings
         parts = Self.parse(settings.template ?? Self.defaultTemplate)
+        style = Self.style(settings)
         if settings.template == nil {
             let images = ["'self'"] + (settings.logoURL.flatMap(Self.origin(of:)).map { [$0] } ?? [])
             contentSecurityPolicy =
-                "default-src 'none'; style-src 'sha256-\(Self.base64(SHA256.hash(Self.style(settings))))'; img-src \(images.joined(separator: " ")); "
+                "default-src 'none'; style-src 'sha256-\(Base64.encode(SHA256.hash(style)))'; img-src \(images.joined(separator: " ")); "
                 + "base-uri 'none'; frame-ancestors 'none'"
         } else {
             contentSecurityPolicy = "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
@@ -54,7 +57,7 @@ struct PageRenderer: Sendable {
             case .text(let text): html += text
             case .slot(.lang): html += language.rawValue
             case .slot(.title): html += HTMLText.escape(title) + " — " + HTMLText.escape(settings.serviceName)
-            case .slot(.style): html += Self.style(settings)
+            case .slot(.style): html += style
             case .slot(.header): html += header
             case .slot(.content): html += content
             case .slot(.footer): html += settings.supportURL.map { #"<p><a href="\#(HTMLText.escape($0))">\#(strings[.needHelp])</a></p>"# } ?? ""
@@ -75,19 +78,12 @@ struct PageRenderer: Sendable {
         return #"<p class="service">\#(logo)\#(HTMLText.escape(settings.serviceName))</p>"#
     }
 
-    /// `https://host[:port]` of an absolute URL (a logo elsewhere); nil for a path on Relais' host.
+    /// `https://host[:port]` of an absolute URL (a logo elsewhere), as a CSP source; nil for a path
+    /// on Relais' host, or an authority with user information (no valid source).
     static func origin(of url: String) -> String? {
-        guard let scheme = url.firstRange(of: "://") else { return nil }
-        let rest = url[scheme.upperBound...]
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard !authority.isEmpty, !authority.contains("@") else { return nil }
-        return String(url[..<scheme.upperBound] + authority)
-    }
-
-    /// Standard base64 (CSP hashes), from the URL-safe form.
-    static func base64(_ bytes: [UInt8]) -> String {
-        let text = String(Base64URL.encode(bytes).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
-        return text + String(repeating: "=", count: (4 - text.count % 4) % 4)
+        guard url.contains("://") else { return nil }
+        let origin = SecFetchSite.origin(of: url)
+        return origin.contains("@") ? nil : origin
     }
 
     /// Readable at 320 px, focus always visible, and a field's label above it.

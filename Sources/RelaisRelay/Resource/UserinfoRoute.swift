@@ -65,13 +65,10 @@ struct UserinfoRoute: RelayRoutes {
             }
             pairs += form.pairs
         }
-        var seen = Set<String>()
-        for pair in pairs where !seen.insert(pair.name).inserted {
-            throw refuse(.invalidRequest("/userinfo has the parameter '\(ForwardAuthQuery.printable(pair.name))' more than once"))
-        }
-        if pairs.count == query.pairs.count { return query }
-        guard let all = FormParameters(encoded: FormParameters.encode(pairs.map { ($0.name, $0.value) })) else {
-            throw refuse(.invalidRequest("the /userinfo parameters cannot be read"))
+        let all = pairs.count == query.pairs.count ? query : FormParameters(encoded: FormParameters.encode(pairs.map { ($0.name, $0.value) }))
+        guard let all else { throw refuse(.invalidRequest("the /userinfo parameters cannot be read")) }
+        if let repeated = all.firstRepeatedName {
+            throw refuse(.invalidRequest("/userinfo has the parameter '\(ForwardAuthQuery.printable(repeated))' more than once"))
         }
         return all
     }

@@ -5,6 +5,13 @@ import Hummingbird
 /// on a person's sessions (a session code, a sign-out) ask before acting on one from elsewhere.
 enum SecFetchSite {
     static let header = HTTPField.Name("Sec-Fetch-Site")!
+    static let mode = HTTPField.Name("Sec-Fetch-Mode")!
+
+    /// True when the browser says the request is a navigation (a link followed, a form submitted),
+    /// not a script's or an app's request.
+    static func isNavigation(_ request: Request) -> Bool {
+        request.headers[mode]?.lowercased() == "navigate"
+    }
 
     /// True unless the browser says the person opened the request (`none`: typed, bookmarked, or
     /// opened by an app, its webview included) or one of Relais' own pages did (`same-origin`). A

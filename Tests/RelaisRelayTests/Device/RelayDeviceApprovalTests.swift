@@ -184,10 +184,7 @@ import Testing
     @Test func aDeviceWhoseApproverIsGoneCannotRefresh() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
-            let phone = try await Device.phone(fixture, client)
-            let device = try await Self.approvedDevice(fixture, client, by: phone)
-            let deviceSID = try Self.sid(device)
-            _ = try await fixture.store.delete(RelayStore.Key.session(phone.sid))
+            let (_, device, deviceSID) = try await Self.deviceOfAVanishedApprover(fixture, client)
             #expect(try await fixture.sessions.session(deviceSID) != nil)
             let refreshed = try await Self.refreshDevice(client, try #require(device["refresh_token"]?.stringValue))
             #expect(Device.error(refreshed) == "invalid_grant")
@@ -195,6 +192,17 @@ import Testing
             #expect(Route.json(refreshed)["error_reason"] == .string("approver_ended"))
             #expect(try await fixture.sessions.session(deviceSID) == nil)
         }
+    }
+
+    /// A device approved by `phone`, whose approving session's record the store then dropped, as
+    /// its idle timeout would (no deletion by Relais, no clean-up).
+    static func deviceOfAVanishedApprover(
+        _ fixture: Route.Fixture, _ client: any TestClientProtocol
+    ) async throws -> (phone: Device.Phone, device: [String: JSONValue], deviceSID: String) {
+        let phone = try await Device.phone(fixture, client)
+        let device = try await Self.approvedDevice(fixture, client, by: phone)
+        _ = try await fixture.store.delete(RelayStore.Key.session(phone.sid))
+        return (phone, device, try Self.sid(device))
     }
 
     /// A step-up replaces the approving session by a new one for the same person (its code names
@@ -221,11 +229,7 @@ import Testing
     @Test func aStepUpOfAnExpiredApproverRevivesNoDevice() async throws {
         let fixture = Self.fixture()
         try await fixture.test { client in
-            let phone = try await Device.phone(fixture, client)
-            let device = try await Self.approvedDevice(fixture, client, by: phone)
-            let deviceSID = try Self.sid(device)
-            // Its idle timeout passed: the store dropped its record (no deletion, no clean-up).
-            _ = try await fixture.store.delete(RelayStore.Key.session(phone.sid))
+            let (phone, device, deviceSID) = try await Self.deviceOfAVanishedApprover(fixture, client)
             let stepped = try await Self.stepUp(fixture, client, phone)
             #expect(try await fixture.sessions.session(deviceSID)?.origin.approvedBy != stepped, "the device was moved to the new session")
             let refreshed = try await Self.refreshDevice(client, try #require(device["refresh_token"]?.stringValue))

@@ -127,12 +127,12 @@ import Testing
                 #expect(policy.contains("img-src 'self' https://example.fr:8443;"), "\(policy)")
                 // The hash is the page's own <style>, as the browser computes it.
                 let style = try #require(page.firstMatch(of: /<style>(.*)<\/style>/.dotMatchesNewlines())?.output.1)
-                #expect(policy.contains("'sha256-\(PageRenderer.base64(SHA256.hash(String(style))))'"), "\(uri)")
+                #expect(policy.contains("'sha256-\(Base64.encode(SHA256.hash(String(style))))'"), "\(uri)")
             }
         }
         #expect(PageRenderer.origin(of: "/static/logo.svg") == nil && PageRenderer.origin(of: "https://a.example/x?y") == "https://a.example")
         #expect(PageRenderer.origin(of: "https://user@a.example/x") == nil)
-        #expect(PageRenderer.base64([0xfb, 0xff]) == "+/8=")
+        #expect(Base64.encode([0xfb, 0xff]) == "+/8=")
         settings.template = "<html lang=\"{{lang}}\"><body>{{content}}</body></html>"
         let custom = Route.Fixture { $0.pages = settings }
         try await custom.test { client in
