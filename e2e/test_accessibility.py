@@ -148,7 +148,7 @@ class Accessibility(unittest.TestCase):
 
         for browser in self.browsers():
             browser.open(session_uri("angela"))
-            WebDriverWait(browser.driver, 15).until(lambda d: browser.driver.get_cookie("__Host-relais-session"))
+            WebDriverWait(browser.driver, 15).until(lambda d: browser.driver.get_cookie("relais-session"))
             browser.open(session_uri("pierre"))
             browser.wait_for("session-switch")
             self.check(browser, "/session switch", expect_lang=browser.language)

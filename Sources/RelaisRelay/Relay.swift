@@ -49,7 +49,7 @@ public struct Relay: Sendable {
         let limiter = RateLimiter(sessions: sessions, settings: configuration.rateLimit, trustedProxies: trustedProxies, events: events)
         let dpop = DPoPGuard(sessions: sessions, nonces: DPoPNonces(keys: keys, clock: clock), events: events)
         let bearer = BearerAuthenticator(issuer: issuer, keys: keys, sessions: sessions, dpop: dpop, cacheBytes: configuration.memory.verifiedTokens)
-        let webSessions = WebSessionAuthenticator(sessions: sessions)
+        let webSessions = WebSessionAuthenticator(sessions: sessions, cookies: BrowserCookies(issuer: issuer))
         let starter = SignInStarter(providers: providers, sessions: sessions, issuer: issuer)
         let development = configuration.server.environment == .development
         let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
@@ -83,7 +83,7 @@ public struct Relay: Sendable {
             UserSessionRoutes(bearer: bearer, sessions: sessions, events: events),
             AdminSessionRoutes(token: configuration.adminToken, providers: configuration.providers.map(\.id), sessions: sessions, limiter: limiter, events: events),
             SessionCodeRoutes(
-                issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, vault: vault, limiter: limiter,
+                issuer: issuer, apps: apps, bearer: bearer, webSessions: webSessions, sessions: sessions, vault: vault, limiter: limiter,
                 developmentTarget: development ? issuer + DemoAppRoutes.webPath : nil
             ),
             DeviceRoutes(issuer: issuer, apps: apps, bearer: bearer, sessions: sessions, limiter: limiter, events: events),

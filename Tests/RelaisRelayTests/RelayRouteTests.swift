@@ -20,6 +20,8 @@ import Testing
 /// an embedded store and a manual clock. What needs the provider is tested with the harness.
 @Suite struct RelayRouteTests {
     static let issuer = "https://relais.example.fr"
+    /// The web session cookie's name at that https issuer.
+    static let sessionCookie = "__Host-relais-session"
     static let redirect = "com.example.app:/oauth2redirect"
 
     struct Fixture {

@@ -50,7 +50,7 @@ struct DemoAppRoutes: RelayRoutes {
             <h1>Page web de démonstration</h1>
             <p id="web-welcome">Connecté·e sur le web : \(HTMLText.escape(name.isEmpty ? session.subject : name))</p>
             <p lang="en">This page was opened from the app's tokens through a session code: the browser holds Relais' web session
-            cookie (<code>\(WebSessionAuthenticator.cookieName)</code>), tied to the app's session
+            cookie (<code>\(webSessions.cookies.session)</code>), tied to the app's session
             (<code>client_id=\(HTMLText.escape(session.clientID))</code>, acr <code id="web-acr">\(HTMLText.escape(session.acr ?? ""))</code>).
             Signing out in the app ends it.</p>
             </body></html>

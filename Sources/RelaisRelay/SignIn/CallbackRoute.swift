@@ -68,7 +68,7 @@ struct CallbackRoute: RelayRoutes {
             context.logger.warning("sign-in failed", metadata: ["provider": "\(app.upstream.providerID)", "client_id": "\(app.clientID)", "error": "\(error.description)"])
             return fail(RelayError(upstream: error), outcome: error.code)
         }
-        guard SignInStarter.isSameBrowser(request, as: transaction) else {
+        guard BrowserCookies(issuer: issuer).isSameBrowser(request, as: transaction) else {
             context.logger.warning("device sign-in completed in another browser than the one that started it", metadata: ["client_id": "\(app.clientID)"])
             return fail(RelayError(.invalidRequest, "This sign-in was started in another browser.", page: .signInOtherBrowser), outcome: "other_browser")
         }

@@ -15,8 +15,9 @@ struct SignInStarter: Sendable {
     /// back to this browser, so a provider link taken from `/device/sign-in` and sent to someone
     /// else would otherwise approve the sender's device with that person's sign-in, without their
     /// ever seeing the confirmation page. An app's sign-in needs none: its code goes back to the
-    /// app's own redirect URI, where the app's state and PKCE verifier bind it.
-    static let browserCookie = "__Host-relais-signin"
+    /// app's own redirect URI, where the app's state and PKCE verifier bind it. The cookie is
+    /// ``BrowserCookies/signIn``.
+    var cookies: BrowserCookies { BrowserCookies(issuer: issuer) }
 
     /// The redirect to the provider; a refusal the caller renders on its own surface. A device
     /// sign-in (`deviceSID`) reuses the browser's binding cookie when it has one (several device
@@ -36,7 +37,7 @@ struct SignInStarter: Sendable {
             logger.warning("provider unavailable at authorize", metadata: ["provider": "\(app.upstream.providerID)", "error": "\(error.code)"])
             throw RelayError(upstream: error)
         }
-        let binding = deviceSID == nil ? nil : (request.flatMap(Self.browserBinding(of:)) ?? SecureRandom.token(bits: 256))
+        let binding = deviceSID == nil ? nil : (request.flatMap(cookies.browserBinding(of:)) ?? SecureRandom.token(bits: 256))
         do {
             let transaction = LoginTransaction(
                 app: app, providerNonce: nonce, providerCodeVerifier: verifier, deviceSID: deviceSID, browserHash: binding.map(SHA256.hexHash)
@@ -50,22 +51,8 @@ struct SignInStarter: Sendable {
         if let binding {
             // Lax: the provider's redirect back to /callback is a top-level GET, which carries it.
             let lifetime = Int(sessions.settings.transactionLifetime.components.seconds)
-            response.setCookie(Cookie(name: Self.browserCookie, value: binding, maxAge: lifetime, path: "/", secure: true, httpOnly: true, sameSite: .lax))
+            response.setCookie(cookies.cookie(cookies.signIn, value: binding, maxAge: lifetime))
         }
         return response
-    }
-
-    /// The binding cookie the request carries, if it has the shape Relais gives it.
-    static func browserBinding(of request: Request) -> String? {
-        guard let value = request.cookies[browserCookie]?.value, value.utf8.count == 43, Base64URL.decode(value)?.count == 32 else { return nil }
-        return value
-    }
-
-    /// Whether `request` comes from the browser that started `transaction` (always true for an
-    /// app's sign-in, which carries no binding).
-    static func isSameBrowser(_ request: Request, as transaction: LoginTransaction) -> Bool {
-        guard transaction.deviceSID != nil else { return true }
-        guard let expected = transaction.browserHash, let binding = browserBinding(of: request) else { return false }
-        return ConstantTime.equals(SHA256.hexHash(binding), expected)
     }
 }

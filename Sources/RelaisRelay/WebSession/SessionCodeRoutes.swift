@@ -28,6 +28,7 @@ struct SessionCodeRoutes: RelayRoutes {
     let issuer: String
     let apps: [String: AppSettings]
     let bearer: BearerAuthenticator
+    let webSessions: WebSessionAuthenticator
     let sessions: RelayStore
     let vault: SessionVault
     let limiter: RateLimiter
@@ -120,19 +121,19 @@ struct SessionCodeRoutes: RelayRoutes {
         guard let record = try await sessions.openWebSession(code: code, cookie: cookie, ttl: .seconds(remaining)), record.sid == sid else { throw Self.invalid }
         // The cookie this browser had is replaced: its web session closes too, or it would keep
         // working for whoever kept a copy (a shared computer). Clean-up after the commit.
-        if let previous = request.cookies[WebSessionAuthenticator.cookieName]?.value, previous != cookie, previous.utf8.count <= 128,
+        if let previous = webSessions.cookieValue(in: request), previous != cookie, previous.utf8.count <= 128,
             RelayStore.sessionID(in: previous) != nil
         {
             try? await sessions.closeWebSession(previous)
         }
         var response = Response(status: .seeOther, headers: [.location: record.target, .cacheControl: "no-store", .referrerPolicy: "no-referrer"])
-        response.setCookie(WebSessionAuthenticator.cookie(cookie, maxAge: remaining))
+        response.setCookie(webSessions.cookie(cookie, maxAge: remaining))
         return response
     }
 
     /// The live web session this browser already has, when it is another person's.
     private func otherPerson(in request: Request, than incoming: SessionRecord) async throws -> SessionRecord? {
-        guard let cookie = request.cookies[WebSessionAuthenticator.cookieName]?.value, cookie.utf8.count <= 128,
+        guard let cookie = webSessions.cookieValue(in: request), cookie.utf8.count <= 128,
             let current = RelayStore.sessionID(in: cookie), try await sessions.webSessionIsOpen(cookie),
             let session = try await sessions.session(current)
         else { return nil }

@@ -217,7 +217,7 @@ import Testing
             let mine = try RelaySessionCodeTests.cookie(
                 try await CrossSite.open(client, try await CrossSite.code(client, try await CrossSite.tokens(fixture, client)), headers: [:]))
             let theirs = try await CrossSite.code(client, try await CrossSite.tokens(fixture, client, subject: "sub-2"))
-            var withMine: HTTPFields = [CrossSite.cookieHeader: "\(WebSessionAuthenticator.cookieName)=\(mine)"]
+            var withMine: HTTPFields = [CrossSite.cookieHeader: "\(RelayRouteTests.sessionCookie)=\(mine)"]
             withMine.append(contentsOf: asked)
             add("/session switch", try await CrossSite.open(client, theirs, headers: withMine))
 

@@ -76,9 +76,9 @@ import Testing
             let mine = try Codes.cookie(try await Self.open(client, try await Self.code(client, try await Self.tokens(fixture, client)), headers: [:]))
             // The same person's new code replaces the web session without a question.
             let same = try await Self.open(
-                client, try await Self.code(client, try await Self.tokens(fixture, client)), headers: [Self.cookieHeader: "\(WebSessionAuthenticator.cookieName)=\(mine)"])
+                client, try await Self.code(client, try await Self.tokens(fixture, client)), headers: [Self.cookieHeader: "\(RelayRouteTests.sessionCookie)=\(mine)"])
             #expect(same.status == .seeOther && same.headers[.setCookie] != nil)
-            let withMine: HTTPFields = [Self.cookieHeader: "\(WebSessionAuthenticator.cookieName)=\(try Codes.cookie(same))"]
+            let withMine: HTTPFields = [Self.cookieHeader: "\(RelayRouteTests.sessionCookie)=\(try Codes.cookie(same))"]
 
             // An attacker's code, in a link that is not cross-site (a webview, an old browser).
             let theirs = try await Self.code(client, try await Self.tokens(fixture, client, subject: "sub-attacker"))
@@ -107,12 +107,12 @@ import Testing
         try await fixture.test { client in
             let first = try Codes.cookie(try await Self.open(client, try await Self.code(client, try await Self.tokens(fixture, client)), headers: [:]))
             let again = try await Self.open(
-                client, try await Self.code(client, try await Self.tokens(fixture, client)), headers: [Self.cookieHeader: "\(WebSessionAuthenticator.cookieName)=\(first)"])
+                client, try await Self.code(client, try await Self.tokens(fixture, client)), headers: [Self.cookieHeader: "\(RelayRouteTests.sessionCookie)=\(first)"])
             let second = try Codes.cookie(again)
             #expect(try await !fixture.sessions.webSessionIsOpen(first), "the same person's earlier web session is still open")
             let theirs = try await Self.code(client, try await Self.tokens(fixture, client, subject: "sub-2"))
             var headers: HTTPFields = [Self.site: "same-origin"]
-            headers[Self.cookieHeader] = "\(WebSessionAuthenticator.cookieName)=\(second)"
+            headers[Self.cookieHeader] = "\(RelayRouteTests.sessionCookie)=\(second)"
             let switched = try await Self.confirm(client, theirs, headers: headers)
             #expect(switched.status == .seeOther)
             #expect(try await !fixture.sessions.webSessionIsOpen(second), "the previous person's web session is still open after the switch")

@@ -52,13 +52,13 @@ import Testing
     static func cookie(_ response: TestResponse) throws -> String {
         let setCookie = try #require(response.headers[.setCookie])
         let pair = try #require(setCookie.split(separator: ";").first)
-        #expect(pair.hasPrefix(WebSessionAuthenticator.cookieName + "="))
-        return String(pair.dropFirst(WebSessionAuthenticator.cookieName.count + 1))
+        #expect(pair.hasPrefix(RelayRouteTests.sessionCookie + "="))
+        return String(pair.dropFirst(RelayRouteTests.sessionCookie.count + 1))
     }
 
     static func auth(_ client: any TestClientProtocol, query: String, cookie: String?, token: String? = nil) async throws -> TestResponse {
         var headers: HTTPFields = [:]
-        if let cookie { headers[cookieHeader] = "other=1; \(WebSessionAuthenticator.cookieName)=\(cookie)" }
+        if let cookie { headers[cookieHeader] = "other=1; \(RelayRouteTests.sessionCookie)=\(cookie)" }
         if let token { headers[.authorization] = "Bearer " + token }
         return try await client.execute(uri: "/auth" + query, method: .get, headers: headers)
     }
@@ -106,6 +106,10 @@ import Testing
                 #expect(allowed.headers[HTTPField.Name("X-Relais-Client")!] == "app")
                 #expect(allowed.headers[HTTPField.Name("X-Relais-Acr")!] == "eidas1")
             }
+            // Over https only the `__Host-` name counts: the same value under the plain-http name
+            // (which a sibling subdomain or a plain-http response could set) opens nothing.
+            let unprefixed: HTTPFields = [Self.cookieHeader: "relais-session=\(cookie)"]
+            #expect(try await client.execute(uri: "/auth?via=cookie", method: .get, headers: unprefixed).status == .unauthorized)
             // Tokens only unless the gateway says otherwise; an unreadable `via` fails closed.
             #expect(try await Self.auth(client, query: "", cookie: cookie).status == .unauthorized)
             #expect(try await Self.auth(client, query: "?via=token", cookie: cookie).status == .unauthorized)
@@ -220,7 +224,7 @@ import Testing
             let (access, refresh) = try await Self.signIn(fixture, client)
             let code = try #require(Route.json(try await Self.sessionCode(client, access, refresh: refresh))["session_code"]?.stringValue)
             let cookie = try Self.cookie(try await Self.open(client, code))
-            let cookieOnly: HTTPFields = [Self.cookieHeader: "\(WebSessionAuthenticator.cookieName)=\(cookie)", .contentType: "application/x-www-form-urlencoded"]
+            let cookieOnly: HTTPFields = [Self.cookieHeader: "\(RelayRouteTests.sessionCookie)=\(cookie)", .contentType: "application/x-www-form-urlencoded"]
             for (method, path) in [(HTTPRequest.Method.get, "/userinfo"), (.post, "/userinfo"), (.post, "/session_code"), (.post, "/logout"), (.post, "/introspect")] {
                 let response = try await client.execute(uri: path, method: method, headers: cookieOnly, body: Route.form([("token", cookie)]))
                 // 401 where a token is expected; POST /logout without one asks for a token or a refresh token (400).
