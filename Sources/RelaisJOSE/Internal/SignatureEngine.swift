@@ -103,12 +103,20 @@ enum SignatureEngine {
 
     /// The signing input's digest, with the algorithm's fetched digest.
     private static func digest(_ algorithm: JWSAlgorithm, _ input: ArraySlice<UInt8>) throws(JOSEError) -> [UInt8] {
+        try digest(algorithm.digest, input)
+    }
+
+    /// `input`'s digest with a fetched digest (SHA-256, SHA-384 or SHA-512).
+    static func digest(_ md: OpaquePointer?, _ input: ArraySlice<UInt8>) throws(JOSEError) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 64)
         var length: UInt32 = 0
         let hashed = input.withUnsafeBufferPointer { data in
-            digest.withUnsafeMutableBufferPointer { out in EVP_Digest(data.baseAddress, data.count, out.baseAddress, &length, algorithm.digest, nil) }
+            digest.withUnsafeMutableBufferPointer { out in EVP_Digest(data.baseAddress, data.count, out.baseAddress, &length, md, nil) }
         }
-        guard hashed == 1 else { throw .cryptoFailure(reason: "EVP_Digest failed") }
+        guard hashed == 1 else {
+            OpenSSLErrors.clear()
+            throw .cryptoFailure(reason: "EVP_Digest failed")
+        }
         digest.removeSubrange(Int(length)...)  // in place: no second buffer per signature
         return digest
     }
