@@ -298,6 +298,8 @@ let package = Package(
         .testTarget(
             name: "RelaisJOSETests",
             dependencies: ["RelaisJOSE", "RelaisCrypto", "RelaisHTTPClient", "RelaisTestSupport",
+                           // COpenSSL: the tests read the thread's OpenSSL error queue.
+                           "COpenSSL",
                            .product(name: "Hummingbird", package: "hummingbird")],
             resources: [.copy("Vectors")],
             swiftSettings: swiftSettings
