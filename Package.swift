@@ -298,6 +298,8 @@ let package = Package(
         .testTarget(
             name: "RelaisJOSETests",
             dependencies: ["RelaisJOSE", "RelaisCrypto", "RelaisHTTPClient", "RelaisTestSupport",
+                           // COpenSSL: the tests read the thread's OpenSSL error queue.
+                           "COpenSSL",
                            .product(name: "Hummingbird", package: "hummingbird")],
             resources: [.copy("Vectors")],
             swiftSettings: swiftSettings
@@ -335,6 +337,8 @@ let package = Package(
             name: "RelaisStoreTests",
             dependencies: [
                 "RelaisStore", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                // COpenSSLTLS: the TLS tunnel's tests read the thread's OpenSSL error queue.
+                "COpenSSLTLS",
                 // EventLoopTaskExecutor: store calls made from an event loop, as request handlers make them.
                 "RelaisServer",
                 // EmbeddedChannel: the Redis channel handler tested without a socket.

@@ -44,5 +44,8 @@ package final class FetchedDigests: @unchecked Sendable {
         sha256 = EVP_MD_fetch(nil, "SHA256", nil)
         sha384 = EVP_MD_fetch(nil, "SHA384", nil)
         sha512 = EVP_MD_fetch(nil, "SHA512", nil)
+        // A digest OpenSSL cannot provide leaves its reason queued on this thread; its users fail
+        // on the nil (and leave the queue empty in turn).
+        if sha256 == nil || sha384 == nil || sha512 == nil { ERR_clear_error() }
     }
 }

@@ -37,6 +37,8 @@ struct Fault: Codable, Sendable, Equatable {
         case staleAuthTime = "stale_auth_time"
         /// id_token only: no `auth_time` at all.
         case noAuthTime = "no_auth_time"
+        /// id_token only: an `at_hash` that is another access token's.
+        case wrongAccessTokenHash = "wrong_at_hash"
     }
 
     var target: Target
@@ -44,7 +46,7 @@ struct Fault: Codable, Sendable, Equatable {
     var value: Int?
 
     static let transportKinds: Set<Kind> = [.delay, .status, .malformed, .truncated]
-    static let tokenKinds: Set<Kind> = [.wrongNonce, .wrongIssuer, .wrongAudience, .expired, .badSignature, .missingKeyID, .algNone]
+    static let tokenKinds: Set<Kind> = [.wrongNonce, .wrongIssuer, .wrongAudience, .expired, .badSignature, .missingKeyID, .algNone, .wrongAccessTokenHash]
 
     /// Parses `target:kind[=value]`, with a message naming what is wrong.
     static func parse(_ text: String) -> Result<Fault, FaultSyntaxError> {
@@ -76,7 +78,7 @@ struct Fault: Codable, Sendable, Equatable {
             guard target != .idToken, target != .authorize else { return "\(kind.rawValue) applies to a response body (discovery, token, userinfo, jwks)" }
         case .subMismatch, .tokenInBodyOnly:
             guard target == .userinfo else { return "\(kind.rawValue) applies to userinfo" }
-        case .wrongNonce, .staleAuthTime, .noAuthTime:
+        case .wrongNonce, .staleAuthTime, .noAuthTime, .wrongAccessTokenHash:
             guard target == .idToken else { return "\(kind.rawValue) applies to id_token" }
         default:
             guard target == .idToken || target == .userinfo else { return "\(kind.rawValue) applies to id_token or userinfo" }

@@ -12,7 +12,11 @@ struct TokenFactory: Sendable {
     let idTokenLifetime: Duration
 
     /// Claims of an id_token (OIDC Core §2, FranceConnect's nine claims).
-    func idTokenClaims(grant: CodeGrant, subject: String, accessToken: String, now: Int, faults: [Fault], includeSessionID: Bool = false) -> [String: JSONValue] {
+    func idTokenClaims(
+        grant: CodeGrant, subject: String, accessToken: String, client: DevProviderConfiguration.Client, now: Int, faults: [Fault], includeSessionID: Bool = false
+    ) throws -> [String: JSONValue] {
+        // OIDC Core §3.1.3.6: with the hash of the alg the id_token is signed with.
+        let algorithm = signingAlgorithm(for: client)
         var claims: [String: JSONValue] = [
             "iss": .string(issuer),
             "sub": .string(subject),
@@ -22,7 +26,7 @@ struct TokenFactory: Sendable {
             "auth_time": .number(Double(grant.authTime)),
             "nonce": .string(grant.request.nonce),
             "acr": .string(grant.request.acr),
-            "at_hash": .string(Self.accessTokenHash(accessToken)),
+            "at_hash": .string(try algorithm.tokenHash(accessToken)),
         ]
         if grant.request.wantsAMR { claims["amr"] = .array([.string("pwd")]) }
         if includeSessionID { claims["sid"] = .string(Self.publicSessionID(grant.sessionID)) }
@@ -30,6 +34,7 @@ struct TokenFactory: Sendable {
         if faults.has(.wrongNonce, on: .idToken) { claims["nonce"] = .string(grant.request.nonce + "-not-yours") }
         if faults.has(.staleAuthTime, on: .idToken) { claims["auth_time"] = .number(Double(now - 3600)) }
         if faults.has(.noAuthTime, on: .idToken) { claims["auth_time"] = nil }
+        if faults.has(.wrongAccessTokenHash, on: .idToken) { claims["at_hash"] = .string(try algorithm.tokenHash(accessToken + "-not-yours")) }
         return claims
     }
 
@@ -81,13 +86,10 @@ struct TokenFactory: Sendable {
             token = Base64URL.encode(JSONValue.object(["alg": .string("none"), "typ": .string("JWT")]).serialized()) + "." + Base64URL.encode(payload) + "."
         } else {
             let key: JWK
-            let algorithm: JWSAlgorithm
+            let algorithm = signingAlgorithm(for: client)
             if mode == .v1 {
-                // FranceConnect v1 signs with the client secret (HS256).
                 key = JWK(symmetric: Array((client.secret ?? "").utf8))
-                algorithm = .hs256
             } else {
-                algorithm = mode == .fcplus ? .es256 : client.idTokenAlgorithm
                 let current = keys.current(algorithm)
                 if faults.has(.missingKeyID, on: target), let pem = current.privateKeyPEM() {
                     key = try JWK(pem: pem, keyID: nil, use: "sig", algorithm: algorithm.rawValue)
@@ -110,9 +112,14 @@ struct TokenFactory: Sendable {
         return token
     }
 
-    /// OIDC Core §3.1.3.6: the left half of SHA-256 of the access token, base64url.
-    static func accessTokenHash(_ token: String) -> String {
-        Base64URL.encode(SHA256.hash(Array(token.utf8)).prefix(16))
+    /// What `client`'s id_tokens and signed userinfo are signed with: FranceConnect v1 signs with
+    /// the client secret (HS256), FranceConnect+ with ES256, the others as the client is configured.
+    func signingAlgorithm(for client: DevProviderConfiguration.Client) -> JWSAlgorithm {
+        switch mode {
+        case .v1: .hs256
+        case .fcplus: .es256
+        default: client.idTokenAlgorithm
+        }
     }
 
     /// Flips bits of the signature while keeping valid base64url, so only the signature check fails.

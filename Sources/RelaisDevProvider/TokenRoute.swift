@@ -68,8 +68,9 @@ struct TokenRoute {
         let access = AccessGrant(clientID: client.id, identityID: grant.identityID, scopes: grant.request.scopes, subject: subject, sessionID: grant.sessionID)
         try await provider.store.set(StoreKeys.accessToken(accessToken), StoredJSON.encode(access), ttl: lifetime)
 
-        let claims = provider.tokens.idTokenClaims(
-            grant: grant, subject: subject, accessToken: accessToken, now: provider.now(), faults: faults, includeSessionID: client.idTokenSessionID)
+        let claims = try provider.tokens.idTokenClaims(
+            grant: grant, subject: subject, accessToken: accessToken, client: client, now: provider.now(), faults: faults,
+            includeSessionID: client.idTokenSessionID)
         let idToken = try provider.tokens.seal(claims, for: client, target: .idToken, faults: faults, encryptTo: recipient)
         try await provider.store.set(
             StoreKeys.issuedIDToken(idToken), StoredJSON.encode(IssuedIDToken(clientID: client.id, sessionID: grant.sessionID)),

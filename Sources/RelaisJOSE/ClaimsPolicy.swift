@@ -24,6 +24,8 @@ public enum ClaimCheck: String, Sendable, CaseIterable {
     case issuedAt = "iat"
     /// `nonce` equals the one sent with the authorization request.
     case nonce
+    /// `at_hash`, when present, is the hash of the access token returned with the id_token.
+    case accessTokenHash = "at_hash"
     /// `acr` is at least the required level in the ordered list.
     case authenticationLevel = "acr"
     /// A required claim is missing.
@@ -66,6 +68,12 @@ public struct ClaimsPolicy: Sendable {
     public var requireIssuedAt = false
     /// Expected `nonce`; nil skips the check.
     public var nonce: String?
+    /// The access token returned with an id_token: its `at_hash`, when present, must be its
+    /// ``JWSAlgorithm/tokenHash(_:)`` under the token's `alg` (OpenID Connect Core §3.1.3.8, where
+    /// the code flow makes the claim optional); one that is not a string is refused. Nil skips the
+    /// check. Only ``validate(_:)-(JWS)`` knows an `alg`: ``validate(claims:)`` refuses any `at_hash`
+    /// while this is set.
+    public var accessToken: String?
     /// Minimum `acr`, compared by position in ``acrOrder``.
     public var minimumACR: String?
     /// The `acr` values from weakest to strongest (`["eidas1", "eidas2", "eidas3"]`), which
@@ -107,18 +115,18 @@ public struct ClaimsPolicy: Sendable {
             }
         }
         let verified = VerifiedClaims(storage: .indexed(payload))
-        try check(verified)
+        try check(verified, algorithm: jws.algorithm)
         return verified
     }
 
     /// Runs the claim checks on a claims object (for userinfo JSON that arrives unsigned over TLS).
     public func validate(claims: [String: JSONValue]) throws(JOSEError) -> VerifiedClaims {
         let verified = VerifiedClaims(claims: claims)
-        try check(verified)
+        try check(verified, algorithm: nil)
         return verified
     }
 
-    private func check(_ claims: VerifiedClaims) throws(JOSEError) {
+    private func check(_ claims: VerifiedClaims, algorithm: JWSAlgorithm?) throws(JOSEError) {
         let now = self.now()
         let leewaySeconds = Double(leeway.components.seconds)
 
@@ -174,6 +182,7 @@ public struct ClaimsPolicy: Sendable {
             case .different: throw .claimRejected(check: .nonce, reason: "nonce does not match the authorization request")
             }
         }
+        if let accessToken { try checkAccessTokenHash(claims, accessToken: accessToken, algorithm: algorithm) }
         if let minimumACR {
             guard let actual = claims["acr"]?.stringValue else { throw .claimRejected(check: .authenticationLevel, reason: "acr is missing") }
             guard let required = acrOrder.firstIndex(of: minimumACR) else {
@@ -186,6 +195,17 @@ public struct ClaimsPolicy: Sendable {
         }
         for name in requiredClaims where claims[name] == nil || claims[name] == .null {
             throw .claimRejected(check: .required, reason: "claim '\(name)' is missing")
+        }
+    }
+
+    /// `at_hash`, when present: never echoed, as it is derived from a bearer token.
+    private func checkAccessTokenHash(_ claims: VerifiedClaims, accessToken: String, algorithm: JWSAlgorithm?) throws(JOSEError) {
+        guard claims["at_hash"] != nil else { return }
+        guard let algorithm else { throw .claimRejected(check: .accessTokenHash, reason: "at_hash cannot be checked without the token's alg") }
+        switch claims.compareString("at_hash", to: try algorithm.tokenHash(accessToken)) {
+        case .equal, .missing: break
+        case .notString: throw .claimRejected(check: .accessTokenHash, reason: "at_hash is not a string")
+        case .different: throw .claimRejected(check: .accessTokenHash, reason: "at_hash does not match the access token")
         }
     }
 

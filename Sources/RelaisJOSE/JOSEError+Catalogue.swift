@@ -31,6 +31,10 @@ extension JOSEError {
         ("jwt_nbf", "Not yet valid."),
         ("jwt_iat", "Issued in the future, older than the maximum age, or missing when a maximum age is set."),
         ("jwt_nonce", "Missing, or different from the authorization request's. The value is never echoed."),
+        (
+            "jwt_at_hash",
+            "`at_hash` is not a string, or not the left half of the hash of the access token returned with the id_token (the hash of its `alg`: SHA-256, SHA-384 or SHA-512; SHA-512 for EdDSA). An id_token without `at_hash` is accepted."
+        ),
         ("jwt_acr", "Missing, unknown, or below the required level in the ordered list (`eidas1 < eidas2 < eidas3`)."),
         ("jwt_required", "A required claim is missing."),
     ]

@@ -35,7 +35,10 @@ extension JWK {
     }
 
     private static func generate(type: String, configure: (OpaquePointer) -> Int32) throws(JOSEError) -> OpenSSLKey {
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, type, nil) else { throw .cryptoFailure(reason: "no OpenSSL key type \(type)") }
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, type, nil) else {
+            OpenSSLErrors.clear()
+            throw .cryptoFailure(reason: "no OpenSSL key type \(type)")
+        }
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
         guard EVP_PKEY_keygen_init(context) == 1, configure(context) == 1, EVP_PKEY_generate(context, &key) == 1, let key else {

@@ -73,7 +73,10 @@ extension JWK {
     }
 
     private func writePEM(_ write: (OpaquePointer) -> Int32) -> String? {
-        guard let bio = BIO_new(BIO_s_mem()) else { return nil }
+        guard let bio = BIO_new(BIO_s_mem()) else {
+            OpenSSLErrors.clear()
+            return nil
+        }
         defer { BIO_free(bio) }
         guard write(bio) == 1 else {
             OpenSSLErrors.clear()
@@ -82,7 +85,10 @@ extension JWK {
         let pending = Int(BIO_ctrl_pending(bio))
         var bytes = [UInt8](repeating: 0, count: pending)
         let read = bytes.withUnsafeMutableBytes { BIO_read(bio, $0.baseAddress, Int32(pending)) }
-        guard read == pending else { return nil }
+        guard read == pending else {
+            OpenSSLErrors.clear()
+            return nil
+        }
         return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -81,6 +81,16 @@ public enum JWSAlgorithm: String, Sendable, CaseIterable, Codable {
         }
     }
 
+    /// OpenID Connect's `at_hash` (or `c_hash`) of `token`, for an id_token signed with this
+    /// algorithm (Core 1.0 §3.1.3.6, §3.3.2.11): the left-most half of the hash of the token's
+    /// ASCII octets, base64url without padding. The hash is the one `alg` names: SHA-256 for
+    /// RS256, PS256, ES256 and HS256, SHA-384 for the *384 and SHA-512 for the *512. EdDSA (here
+    /// always Ed25519) names none: SHA-512, Ed25519's own, as the OpenID errata and FAPI specify.
+    public func tokenHash(_ token: String) throws(JOSEError) -> String {
+        let hash = try SignatureEngine.digest(digest ?? FetchedDigests.shared.sha512, Array(token.utf8)[...])
+        return Base64URL.encode(hash.prefix(hash.count / 2))
+    }
+
     /// The key type a key must have to be used with this algorithm.
     public var keyType: JWK.KeyType {
         switch family {

@@ -9,7 +9,7 @@ public enum UpstreamError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidResponse(String)
     /// The provider's token endpoint refused the exchange with an OAuth error.
     case rejected(error: String, description: String)
-    /// The id_token failed a check (signature, iss, aud, exp, iat, nonce, acr, ...).
+    /// The id_token failed a check (signature, iss, aud, exp, iat, nonce, at_hash, acr, ...).
     case idTokenRejected(JOSEError)
     /// Userinfo failed a check: its signature or claims, or a `sub` other than the id_token's.
     case userinfoRejected(String)

@@ -131,7 +131,7 @@ public actor UpstreamProvider {
         guard let rawIDToken = tokens["id_token"]?.stringValue else { throw .invalidResponse("the token response has no id_token") }
         guard let accessToken = tokens["access_token"]?.stringValue else { throw .invalidResponse("the token response has no access_token") }
 
-        let idToken = try await verifyIDToken(rawIDToken, nonce: nonce, requestedACR: requestedACR)
+        let idToken = try await verifyIDToken(rawIDToken, nonce: nonce, requestedACR: requestedACR, accessToken: accessToken)
         guard let subject = idToken.subject else { throw .idTokenRejected(.claimRejected(check: .required, reason: "claim 'sub' is missing")) }
         var claims: [String: JSONValue] = [:]
         for name in ScopeCatalogue.identityClaims { if let value = idToken[name] { claims[name] = value } }
@@ -301,7 +301,8 @@ public actor UpstreamProvider {
         return cache
     }
 
-    func verifyIDToken(_ raw: String, nonce: String, requestedACR: String?) async throws(UpstreamError) -> VerifiedClaims {
+    /// `accessToken`: the one returned with the id_token, which its `at_hash` (when present) must match.
+    func verifyIDToken(_ raw: String, nonce: String, requestedACR: String?, accessToken: String?) async throws(UpstreamError) -> VerifiedClaims {
         do throws(JOSEError) {
             if settings.requireEncryptedIDToken && CompactSerialization.dots(in: raw) != 4 {
                 throw JOSEError.malformedToken(reason: "the id_token is expected encrypted (JWE): require_encrypted_id_token")
@@ -311,6 +312,7 @@ public actor UpstreamProvider {
             var policy = ClaimsPolicy(issuer: settings.issuer, audience: settings.clientID, now: { [clock] in clock.now })
             policy.leeway = Self.leeway
             policy.nonce = nonce
+            policy.accessToken = accessToken
             policy.requireIssuedAt = true
             policy.requiredClaims = ["sub"]
             if let requestedACR {

@@ -169,8 +169,12 @@ private final class TLSSession {
     static func handshake(
         socket: Int32, host: String, port: Int, tls: RedisConfiguration.TLS, deadline: ContinuousClock.Instant
     ) throws(RedisConnectionFailure) -> TLSSession {
+        /// `what` has read its reason already: the thread's OpenSSL error queue is emptied, so that
+        /// a later failure on this thread does not report this one's (a failed verification
+        /// queues an error nothing reads).
         func failure(_ what: String) -> RedisConnectionFailure {
-            RedisConnectionFailure(message: "TLS with \(host):\(port): \(what)", isStaleConnection: false)
+            ERR_clear_error()
+            return RedisConnectionFailure(message: "TLS with \(host):\(port): \(what)", isStaleConnection: false)
         }
         // The session owns the socket from here: every failure below closes it.
         guard let context = SSL_CTX_new(TLS_client_method()) else {
@@ -348,8 +352,11 @@ private final class TLSSession {
         Glibc.close(socket)
     }
 
+    /// The first queued OpenSSL error, as `": reason"` (empty when none); the queue is then
+    /// emptied: a failure can queue several errors (a missing CA file queues three).
     private static func openSSLReason() -> String {
         let code = ERR_get_error()
+        ERR_clear_error()
         guard code != 0 else { return "" }
         var buffer = [CChar](repeating: 0, count: 256)
         ERR_error_string_n(code, &buffer, buffer.count)

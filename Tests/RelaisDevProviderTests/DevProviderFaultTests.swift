@@ -47,6 +47,22 @@ extension DevProviderProcessTests {
             _ = try await client.verify(try #require(try await client.tokens()["id_token"]?.stringValue))
         }
 
+        /// An at_hash that is another access token's: the signature and every other check pass.
+        @Test func wrongAccessTokenHash() async throws {
+            let client = try await ProviderClient.launch()
+            #expect(try await Self.arm(client, "id_token:wrong_at_hash").status == 201)
+            let tokens = try await client.tokens()
+            let idToken = try #require(tokens["id_token"]?.stringValue)
+            let accessToken = try #require(tokens["access_token"]?.stringValue)
+            _ = try await client.verify(idToken)
+            await #expect(throws: JOSEError.claimRejected(check: .accessTokenHash, reason: "at_hash does not match the access token")) {
+                try await client.verify(idToken, accessToken: accessToken)
+            }
+            // One-shot: the next id_token's at_hash is its access token's.
+            let clean = try await client.tokens()
+            _ = try await client.verify(try #require(clean["id_token"]?.stringValue), accessToken: try #require(clean["access_token"]?.stringValue))
+        }
+
         @Test func userinfoFaults() async throws {
             let client = try await ProviderClient.launch()
             let tokens = try await client.tokens()

@@ -135,11 +135,12 @@ final class ProviderClient: @unchecked Sendable {
     }
 
     /// Verifies a signed token against the provider's published keys and the standard policy.
-    func verify(_ token: String, audience: String = "app", nonce: String? = ProviderClient.nonce) async throws -> VerifiedClaims {
+    func verify(_ token: String, audience: String = "app", nonce: String? = ProviderClient.nonce, accessToken: String? = nil) async throws -> VerifiedClaims {
         let jws = try JWS.parse(token)
         try jws.verify(with: try await jwks())
         var policy = ClaimsPolicy(issuer: issuer, audience: audience, now: { [clock] in clock.now })
         policy.nonce = nonce
+        policy.accessToken = accessToken
         return try policy.validate(jws)
     }
 

@@ -37,6 +37,27 @@ extension Case {
         Case("nonce other", refused("jwt_nonce")) { $0.idToken.claims["nonce"] = .string("nonce-2") },
         Case("nonce missing", refused("jwt_nonce")) { $0.idToken.claims["nonce"] = nil },
         Case("sub missing", refused("jwt_required", mentioning: "'sub'")) { $0.idToken.claims["sub"] = nil },
+        // OIDC Core §3.1.3.8: at_hash is optional in the code flow, but checked when present.
+        Case("at_hash of the access token", .accepted) { $0.idToken.claims["at_hash"] = .string(AccessTokenHash.sha256Half) },
+        Case("at_hash of another access token", refused("jwt_at_hash", mentioning: "does not match")) {
+            $0.idToken.claims["at_hash"] = .string(AccessTokenHash.sha256Half)
+            $0.tokenFields["access_token"] = .string("access-2")
+        },
+        Case("at_hash not a string", refused("jwt_at_hash", mentioning: "not a string")) { $0.idToken.claims["at_hash"] = .number(1) },
+        Case("at_hash null", refused("jwt_at_hash", mentioning: "not a string")) { $0.idToken.claims["at_hash"] = .null },
+        Case("at_hash empty", refused("jwt_at_hash", mentioning: "does not match")) { $0.idToken.claims["at_hash"] = .string("") },
+        Case("at_hash with base64 padding", refused("jwt_at_hash", mentioning: "does not match")) {
+            $0.idToken.claims["at_hash"] = .string(AccessTokenHash.sha256Half + "==")
+        },
+        Case("at_hash of SHA-256 in an ES384 token", refused("jwt_at_hash", mentioning: "does not match")) {
+            $0.settings.idTokenAlgorithms = [.es384]
+            $0.idToken.algorithm = .es384
+            $0.idToken.claims["at_hash"] = .string(AccessTokenHash.sha256Half)
+        },
+        Case("at_hash in an encrypted id_token, the nested JWS's alg", .accepted) {
+            $0.idToken.shape = .encrypted(.init())
+            $0.idToken.claims["at_hash"] = .string(AccessTokenHash.sha256Half)
+        },
         Case("acr below the requested level", refused("jwt_acr", mentioning: "below")) { $0.idToken.claims["acr"] = .string("eidas1") },
         Case("acr missing while a level is requested", refused("jwt_acr", mentioning: "missing")) { $0.idToken.claims["acr"] = nil },
         Case("acr not a known level", refused("jwt_acr", mentioning: "not a known level")) { $0.idToken.claims["acr"] = .string("eidas9") },
@@ -167,6 +188,26 @@ extension Case {
             })
     }
 
+    /// SHA-256, SHA-384 or SHA-512 by `alg`; SHA-512 for EdDSA (Ed25519).
+    @Test("at_hash is hashed as each algorithm says", arguments: JWSAlgorithm.allCases)
+    func accessTokenHashPerAlgorithm(_ algorithm: JWSAlgorithm) async throws {
+        let own = AccessTokenHash.expected(for: algorithm)
+        try await verify(
+            Case("\(algorithm.rawValue), its own hash", .accepted) {
+                $0.settings.idTokenAlgorithms = [algorithm]
+                $0.idToken.algorithm = algorithm
+                $0.idToken.claims["at_hash"] = .string(own)
+            })
+        for other in [AccessTokenHash.sha256Half, AccessTokenHash.sha384Half, AccessTokenHash.sha512Half] where other != own {
+            try await verify(
+                Case("\(algorithm.rawValue), another hash", refused("jwt_at_hash")) {
+                    $0.settings.idTokenAlgorithms = [algorithm]
+                    $0.idToken.algorithm = algorithm
+                    $0.idToken.claims["at_hash"] = .string(other)
+                })
+        }
+    }
+
     @Test("each algorithm is refused when not configured", arguments: JWSAlgorithm.allCases)
     func refusedWhenNotConfigured(_ algorithm: JWSAlgorithm) async throws {
         try await verify(
@@ -174,5 +215,21 @@ extension Case {
                 $0.settings.idTokenAlgorithms = JWSAlgorithm.allCases.filter { $0 != algorithm }
                 $0.idToken.algorithm = algorithm
             })
+    }
+}
+
+/// The at_hash of the scenarios' access token (`access-1`), computed apart with
+/// `printf access-1 | openssl dgst -shaN -binary | head -c N/2 | base64url`.
+enum AccessTokenHash {
+    static let sha256Half = "9MKET0Y7WpOlF96BtnoJyA"
+    static let sha384Half = "BKKVvCkq9Iw_B35-CEucCIiT4hka5Okk"
+    static let sha512Half = "j_gttPifZFS_g6b4IrJKODpmGFP9qoL7SCZg8t8jzpU"
+
+    static func expected(for algorithm: JWSAlgorithm) -> String {
+        switch algorithm {
+        case .rs256, .ps256, .es256, .hs256: sha256Half
+        case .rs384, .ps384, .es384, .hs384: sha384Half
+        case .rs512, .ps512, .es512, .hs512, .edDSA: sha512Half
+        }
     }
 }

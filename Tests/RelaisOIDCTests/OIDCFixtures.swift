@@ -292,7 +292,8 @@ struct Harness: Sendable {
     }
 
     func verifyIDToken() async throws(UpstreamError) -> VerifiedClaims {
-        try await provider.verifyIDToken(idToken, nonce: scenario.nonce, requestedACR: scenario.requestedACR)
+        try await provider.verifyIDToken(
+            idToken, nonce: scenario.nonce, requestedACR: scenario.requestedACR, accessToken: scenario.tokenFields["access_token"]?.stringValue)
     }
 
     func signIn() async throws(UpstreamError) -> UpstreamIdentity {

@@ -24,6 +24,12 @@ extension Case {
         Case("200, an id_token that fails its checks", .refused("provider_id_token_rejected", check: "jwt_nonce")) {
             $0.idToken.claims["nonce"] = .string("nonce-2")
         },
+        // The access token the id_token's at_hash is checked against is the one returned with it.
+        Case("200, at_hash of the access token returned", .accepted) { $0.idToken.claims["at_hash"] = .string(AccessTokenHash.sha256Half) },
+        Case("200, at_hash of another access token", .refused("provider_id_token_rejected", check: "jwt_at_hash")) {
+            $0.idToken.claims["at_hash"] = .string(AccessTokenHash.sha256Half)
+            $0.tokenFields["access_token"] = .string("access-2")
+        },
         Case("400 invalid_grant", .refused("provider_rejected", check: "invalid_grant", mentioning: "the code expired")) {
             $0.tokenStatus = 400
             $0.tokenRawBody = #"{"error":"invalid_grant","error_description":"the code expired"}"#

@@ -134,9 +134,15 @@ enum ContentCipher {
     }
 
     private static func withCipher<Result>(_ name: String, _ body: (OpaquePointer, OpaquePointer) throws(JOSEError) -> Result) throws(JOSEError) -> Result {
-        guard let cipher = EVP_CIPHER_fetch(nil, name, nil) else { throw .cryptoFailure(reason: "cipher \(name) unavailable") }
+        guard let cipher = EVP_CIPHER_fetch(nil, name, nil) else {
+            OpenSSLErrors.clear()
+            throw .cryptoFailure(reason: "cipher \(name) unavailable")
+        }
         defer { EVP_CIPHER_free(cipher) }
-        guard let context = EVP_CIPHER_CTX_new() else { throw .cryptoFailure(reason: "EVP_CIPHER_CTX_new failed") }
+        guard let context = EVP_CIPHER_CTX_new() else {
+            OpenSSLErrors.clear()
+            throw .cryptoFailure(reason: "EVP_CIPHER_CTX_new failed")
+        }
         defer { EVP_CIPHER_CTX_free(context) }
         do {
             let result = try body(context, cipher)

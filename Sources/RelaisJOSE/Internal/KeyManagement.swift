@@ -6,7 +6,10 @@ enum KeyManagement {
     // MARK: RSA-OAEP
 
     static func rsaOAEP(decrypt: Bool, _ algorithm: JWEKeyAlgorithm, key: OpenSSLKey, input: [UInt8]) throws(JOSEError) -> [UInt8] {
-        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key.pointer, nil) else { throw .cryptoFailure(reason: "EVP_PKEY_CTX_new failed") }
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key.pointer, nil) else {
+            OpenSSLErrors.clear()
+            throw .cryptoFailure(reason: "EVP_PKEY_CTX_new failed")
+        }
         defer { EVP_PKEY_CTX_free(context) }
         let digest = algorithm == .rsaOAEP256 ? "SHA256" : "SHA1"
         guard (decrypt ? EVP_PKEY_decrypt_init(context) : EVP_PKEY_encrypt_init(context)) == 1,
@@ -42,7 +45,10 @@ enum KeyManagement {
 
     /// The shared secret Z between our private key and the peer's public key.
     static func ecdhSharedSecret(privateKey: OpenSSLKey, peer: OpenSSLKey) throws(JOSEError) -> [UInt8] {
-        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, privateKey.pointer, nil) else { throw .cryptoFailure(reason: "EVP_PKEY_CTX_new failed") }
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, privateKey.pointer, nil) else {
+            OpenSSLErrors.clear()
+            throw .cryptoFailure(reason: "EVP_PKEY_CTX_new failed")
+        }
         defer { EVP_PKEY_CTX_free(context) }
         var length = 0
         guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer(context, peer.pointer) == 1,

@@ -56,7 +56,10 @@ final class OpenSSLKey: @unchecked Sendable {
 
     private func makeContext(for use: ContextUse) -> OpaquePointer? {
         let algorithm = use.algorithm
-        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return nil }
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else {
+            OpenSSLErrors.clear()
+            return nil
+        }
         var ok = (use.signing ? EVP_PKEY_sign_init(context) : EVP_PKEY_verify_init(context)) == 1
         ok = ok && EVP_PKEY_CTX_set_signature_md(context, algorithm.digest) == 1
         if ok, algorithm.family == .rsaPSS {
@@ -81,7 +84,21 @@ final class OpenSSLKey: @unchecked Sendable {
     var size: Int { Int(EVP_PKEY_get_size(pointer)) }
 
     /// Builds a key from OSSL_PARAM components (`EVP_PKEY_fromdata`), e.g. RSA n/e or EC group/pub.
+    /// Whatever step fails, the thread's error queue is left empty.
     static func fromData(
+        type: String,
+        isPrivate: Bool,
+        _ push: (ParamBuilder) throws(JOSEError) -> Void
+    ) throws(JOSEError) -> OpenSSLKey {
+        do {
+            return try buildFromData(type: type, isPrivate: isPrivate, push)
+        } catch {
+            OpenSSLErrors.clear()
+            throw error
+        }
+    }
+
+    private static func buildFromData(
         type: String,
         isPrivate: Bool,
         _ push: (ParamBuilder) throws(JOSEError) -> Void
@@ -105,7 +122,6 @@ final class OpenSSLKey: @unchecked Sendable {
             guard let check = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { throw .cryptoFailure(reason: "EVP_PKEY_CTX_new_from_pkey failed") }
             defer { EVP_PKEY_CTX_free(check) }
             guard EVP_PKEY_pairwise_check(check) == 1 else {
-                OpenSSLErrors.clear()
                 throw .invalidKey(reason: "the \(type) key's private part does not match its public part")
             }
         }
@@ -151,9 +167,15 @@ final class OpenSSLKey: @unchecked Sendable {
 
     func rawPublicKey() -> [UInt8]? {
         var length = 0
-        guard EVP_PKEY_get_raw_public_key(pointer, nil, &length) == 1 else { return nil }
+        guard EVP_PKEY_get_raw_public_key(pointer, nil, &length) == 1 else {
+            OpenSSLErrors.clear()
+            return nil
+        }
         var bytes = [UInt8](repeating: 0, count: length)
-        guard bytes.withUnsafeMutableBufferPointer({ EVP_PKEY_get_raw_public_key(pointer, $0.baseAddress, &length) }) == 1 else { return nil }
+        guard bytes.withUnsafeMutableBufferPointer({ EVP_PKEY_get_raw_public_key(pointer, $0.baseAddress, &length) }) == 1 else {
+            OpenSSLErrors.clear()
+            return nil
+        }
         return bytes
     }
 
@@ -181,9 +203,12 @@ final class OpenSSLKey: @unchecked Sendable {
     }
 }
 
+/// OpenSSL's error queue is per thread, and tokens are checked on shared event-loop threads: every
+/// path on which an OpenSSL call fails, or is expected to fail (a signature that does not verify),
+/// leaves the queue empty, so that a later failure on the thread reports its own reason and the
+/// queue does not grow. OpenSSLErrorQueueTests checks every path a test can reach.
 enum OpenSSLErrors {
-    /// A failed verify leaves entries on the thread's error queue; clear them so the next
-    /// operation on this thread does not read a stale error.
+    /// Empties the thread's error queue, after a failure whose reason is not read.
     static func clear() { ERR_clear_error() }
 
     /// The most recent OpenSSL error as text (then the queue is cleared).

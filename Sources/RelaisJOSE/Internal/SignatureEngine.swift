@@ -83,16 +83,13 @@ enum SignatureEngine {
         try withDigestContext(algorithm, key: openSSLKey, signing: true) { context throws(JOSEError) in
             var length = 0
             guard input.withUnsafeBufferPointer({ EVP_DigestSign(context, nil, &length, $0.baseAddress, $0.count) }) == 1 else {
-                throw JOSEError.cryptoFailure(reason: "EVP_DigestSign (size) failed")
+                throw JOSEError.cryptoFailure(reason: "EVP_DigestSign (size) failed")  // the queue is cleared by withDigestContext
             }
             var output = [UInt8](repeating: 0, count: length)
             let status = output.withUnsafeMutableBufferPointer { out in
                 input.withUnsafeBufferPointer { data in EVP_DigestSign(context, out.baseAddress, &length, data.baseAddress, data.count) }
             }
-            guard status == 1 else {
-                OpenSSLErrors.clear()
-                throw JOSEError.cryptoFailure(reason: "EVP_DigestSign failed")
-            }
+            guard status == 1 else { throw JOSEError.cryptoFailure(reason: "EVP_DigestSign failed") }
             return Array(output.prefix(length))
         }
     }
@@ -103,12 +100,20 @@ enum SignatureEngine {
 
     /// The signing input's digest, with the algorithm's fetched digest.
     private static func digest(_ algorithm: JWSAlgorithm, _ input: ArraySlice<UInt8>) throws(JOSEError) -> [UInt8] {
+        try digest(algorithm.digest, input)
+    }
+
+    /// `input`'s digest with a fetched digest (SHA-256, SHA-384 or SHA-512).
+    static func digest(_ md: OpaquePointer?, _ input: ArraySlice<UInt8>) throws(JOSEError) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 64)
         var length: UInt32 = 0
         let hashed = input.withUnsafeBufferPointer { data in
-            digest.withUnsafeMutableBufferPointer { out in EVP_Digest(data.baseAddress, data.count, out.baseAddress, &length, algorithm.digest, nil) }
+            digest.withUnsafeMutableBufferPointer { out in EVP_Digest(data.baseAddress, data.count, out.baseAddress, &length, md, nil) }
         }
-        guard hashed == 1 else { throw .cryptoFailure(reason: "EVP_Digest failed") }
+        guard hashed == 1 else {
+            OpenSSLErrors.clear()
+            throw .cryptoFailure(reason: "EVP_Digest failed")
+        }
         digest.removeSubrange(Int(length)...)  // in place: no second buffer per signature
         return digest
     }
@@ -136,7 +141,10 @@ enum SignatureEngine {
         signing: Bool,
         _ body: (OpaquePointer) throws(JOSEError) -> Result
     ) throws(JOSEError) -> Result {
-        guard let context = EVP_MD_CTX_new() else { throw .cryptoFailure(reason: "EVP_MD_CTX_new failed") }
+        guard let context = EVP_MD_CTX_new() else {
+            OpenSSLErrors.clear()
+            throw .cryptoFailure(reason: "EVP_MD_CTX_new failed")
+        }
         defer { EVP_MD_CTX_free(context) }
         var keyContext: OpaquePointer?
         let initialized =
@@ -156,6 +164,11 @@ enum SignatureEngine {
                 throw .cryptoFailure(reason: "cannot configure RSA-PSS")
             }
         }
-        return try body(context)
+        do {
+            return try body(context)
+        } catch {
+            OpenSSLErrors.clear()
+            throw error
+        }
     }
 }

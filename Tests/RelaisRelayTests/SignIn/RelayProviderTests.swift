@@ -63,6 +63,7 @@ extension RelaySessionsAndProvidersChain {
                 ("id_token:expired", "server_error: provider_id_token_rejected: jwt_exp"),
                 ("id_token:bad_signature", "server_error: provider_id_token_rejected: jose_invalid_signature"),
                 ("id_token:alg_none", "server_error: provider_id_token_rejected: jose_unsupported_alg"),
+                ("id_token:wrong_at_hash", "server_error: provider_id_token_rejected: jwt_at_hash"),
                 ("userinfo:sub_mismatch", "server_error: provider_userinfo_rejected: userinfo 'sub' differs from the id_token's"),
                 ("userinfo:bad_signature", "server_error: provider_userinfo_rejected: userinfo JWT rejected (jose_invalid_signature)"),
                 ("token:status=500", "temporarily_unavailable: provider_unavailable: the token endpoint answered HTTP 500"),
