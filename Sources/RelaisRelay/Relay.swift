@@ -49,8 +49,9 @@ public struct Relay: Sendable {
         let limiter = RateLimiter(sessions: sessions, settings: configuration.rateLimit, trustedProxies: trustedProxies, events: events)
         let dpop = DPoPGuard(sessions: sessions, nonces: DPoPNonces(keys: keys, clock: clock), events: events)
         let bearer = BearerAuthenticator(issuer: issuer, keys: keys, sessions: sessions, dpop: dpop, cacheBytes: configuration.memory.verifiedTokens)
-        let webSessions = WebSessionAuthenticator(sessions: sessions, cookies: BrowserCookies(issuer: issuer))
-        let starter = SignInStarter(providers: providers, sessions: sessions, issuer: issuer)
+        let cookies = BrowserCookies(issuer: issuer)
+        let webSessions = WebSessionAuthenticator(sessions: sessions, cookies: cookies)
+        let starter = SignInStarter(providers: providers, sessions: sessions, issuer: issuer, cookies: cookies)
         let development = configuration.server.environment == .development
         let tokenIssuer = TokenIssuer(minter: TokenMinter(issuer: issuer, keys: keys, clock: clock))
         let tokenSessions = TokenSessions(sessions: sessions, vault: vault, keys: keys, issuer: issuer)
@@ -73,7 +74,7 @@ public struct Relay: Sendable {
             AuthorizeRoute(
                 validator: AppAuthorizationValidator(apps: apps, providers: providerSettings), starter: starter, tokens: tokenSessions, limiter: limiter, issuer: issuer
             ),
-            CallbackRoute(providers: providers, sessions: sessions, vault: vault, limiter: limiter, events: events, issuer: issuer),
+            CallbackRoute(providers: providers, sessions: sessions, vault: vault, limiter: limiter, events: events, issuer: issuer, cookies: cookies),
             TokenRoute(apps: apps, limiter: limiter, grants: grants, dpop: dpop, attestation: attestation, issuer: issuer),
             AttestationRoutes(
                 apps: apps, attesters: attesters + extensions.attesters, limiter: limiter, sessions: sessions,

@@ -18,6 +18,7 @@ struct CallbackRoute: RelayRoutes {
     let limiter: RateLimiter
     let events: SecurityEventLog
     let issuer: String
+    let cookies: BrowserCookies
 
     /// Clock difference taken between the provider and Relais, for `auth_time` against `max_age`.
     static let clockLeeway = 60.0
@@ -68,7 +69,7 @@ struct CallbackRoute: RelayRoutes {
             context.logger.warning("sign-in failed", metadata: ["provider": "\(app.upstream.providerID)", "client_id": "\(app.clientID)", "error": "\(error.description)"])
             return fail(RelayError(upstream: error), outcome: error.code)
         }
-        guard BrowserCookies(issuer: issuer).isSameBrowser(request, as: transaction) else {
+        guard cookies.isSameBrowser(request, as: transaction) else {
             context.logger.warning("device sign-in completed in another browser than the one that started it", metadata: ["client_id": "\(app.clientID)"])
             return fail(RelayError(.invalidRequest, "This sign-in was started in another browser.", page: .signInOtherBrowser), outcome: "other_browser")
         }

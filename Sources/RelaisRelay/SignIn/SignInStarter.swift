@@ -17,7 +17,7 @@ struct SignInStarter: Sendable {
     /// ever seeing the confirmation page. An app's sign-in needs none: its code goes back to the
     /// app's own redirect URI, where the app's state and PKCE verifier bind it. The cookie is
     /// ``BrowserCookies/signIn``.
-    var cookies: BrowserCookies { BrowserCookies(issuer: issuer) }
+    let cookies: BrowserCookies
 
     /// The redirect to the provider; a refusal the caller renders on its own surface. A device
     /// sign-in (`deviceSID`) reuses the browser's binding cookie when it has one (several device

@@ -15,7 +15,7 @@ struct BrowserCookies: Sendable {
     let secure: Bool
 
     init(issuer: String) {
-        secure = issuer.utf8.count >= 8 && issuer.prefix(8).lowercased() == "https://"
+        secure = issuer.prefix(8).lowercased() == "https://"
     }
 
     /// The web session cookie's name.
