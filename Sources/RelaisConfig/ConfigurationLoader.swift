@@ -1,6 +1,7 @@
 import Configuration
 import Logging
 import RelaisHTTPClient
+public import RelaisJOSE
 import RelaisStore
 import SystemPackage
 import Yams
@@ -17,12 +18,14 @@ import Glibc
 public enum ConfigurationLoader {
     public static let environmentPrefix = ConfigSchema.relay.environmentPrefix
 
-    /// Loads `relais serve`'s configuration.
+    /// Loads `relais serve`'s configuration. `generateKey` makes the development decryption keys
+    /// (``ProviderSettings/decryptionKeysGenerated``).
     public static func load(
         filePath: String?,
-        environment: [String: String]
+        environment: [String: String],
+        generateKey: @escaping KeyGenerator = JWK.freshKey
     ) async throws(ConfigurationError) -> RelaisConfiguration {
-        try await load(filePath: filePath, environment: environment, schema: .relay) { reader, source in
+        try await load(filePath: filePath, environment: environment, schema: .relay, generateKey: generateKey) { reader, source in
             var configuration = reader.readRelay(ids: source.ids(in:))
             configuration.warnings = source.warnings + configuration.warnings
             return configuration
@@ -42,10 +45,11 @@ public enum ConfigurationLoader {
     /// Opens the file and environment against `schema`, reads them, and reports every problem of
     /// both steps at once.
     private static func load<Value>(
-        filePath: String?, environment: [String: String], schema: ConfigSchema, read: (inout ValueReader, ConfigSource) -> Value
+        filePath: String?, environment: [String: String], schema: ConfigSchema, generateKey: @escaping KeyGenerator = JWK.freshKey,
+        read: (inout ValueReader, ConfigSource) -> Value
     ) async throws(ConfigurationError) -> Value {
         let source = try await ConfigSource.open(filePath: filePath, environment: environment, schema: schema)
-        var reader = ValueReader(config: source.reader)
+        var reader = ValueReader(config: source.reader, generateKey: generateKey)
         let value = read(&reader, source)
         let problems = source.problems + reader.problems
         guard problems.isEmpty else { throw ConfigurationError(problems: problems) }

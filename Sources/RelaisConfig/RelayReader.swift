@@ -15,7 +15,8 @@ extension ValueReader {
             let provider = result.providers[index]
             guard provider.userinfoFormat == .jwe || provider.requireEncryptedIDToken else { continue }
             do {
-                result.providers[index].decryptionKeys = [try JWK.generate(for: .rs256, use: "enc", pinAlgorithm: false)]
+                let generated = try generateKey(.rs256, nil)
+                result.providers[index].decryptionKeys = [try JWK(pem: generated.privateKeyPEM() ?? "", use: "enc")]
                 result.providers[index].decryptionKeysGenerated = true
                 result.warnings.append(
                     "providers.\(provider.id): no decryption_key_files, so a development key was generated; it changes at each start (production refuses this)"

@@ -1,6 +1,7 @@
 import Configuration
 import Logging
 import RelaisHTTPClient
+import RelaisJOSE
 import RelaisStore
 
 #if canImport(Glibc)
@@ -20,8 +21,13 @@ struct ValueReader {
     private(set) var problems: [ConfigProblem] = []
     /// Every key asked for, so the schema can be derived from the readers (``ConfigSchema/survey``).
     let asked = AskedKeys()
+    /// Makes the keys development generates (a provider's decryption key).
+    let generateKey: KeyGenerator
 
-    init(config: ConfigReader) { self.config = config }
+    init(config: ConfigReader, generateKey: @escaping KeyGenerator = JWK.freshKey) {
+        self.config = config
+        self.generateKey = generateKey
+    }
 
     mutating func readRelay(ids: (String) -> [String]) -> RelaisConfiguration {
         var result = RelaisConfiguration()

@@ -41,7 +41,7 @@ public struct DevProvider: Sendable {
         httpClient: HTTPClient,
         logger: Logger,
         clock: any RelaisClock = SystemClock(),
-        generateKey: @escaping KeyGenerator = { try JWK.generate(for: $0, keyID: $1) }
+        generateKey: @escaping KeyGenerator = JWK.freshKey
     ) async throws -> DevProvider {
         let keys = try await SigningKeys.load(keyFile: configuration.provider.signingKeyFile, store: store, generate: generateKey)
         var salt = configuration.provider.pairwiseSalt

@@ -13,7 +13,7 @@ public enum DevProviderRunner {
         logger: Logger,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
         clock: any RelaisClock = SystemClock(),
-        generateKey: @escaping KeyGenerator = { try JWK.generate(for: $0, keyID: $1) },
+        generateKey: @escaping KeyGenerator = JWK.freshKey,
         tracing: TracingBackend? = nil
     ) async throws {
         var server = RelaisConfiguration()

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import RelaisConfig
 import RelaisCrypto
-public import RelaisJOSE
+import RelaisJOSE
 import RelaisServer
 import RelaisStore
 import Synchronization
@@ -125,8 +125,3 @@ final class SigningKeys: Sendable {
         }
     }
 }
-
-/// Makes a signing key for an algorithm, named by the given `kid`. The development provider
-/// generates fresh keys; a test process may hand out keys it generated once (an RSA key takes
-/// 0.2 to 1 s of CPU to generate).
-public typealias KeyGenerator = @Sendable (JWSAlgorithm, String) throws -> JWK

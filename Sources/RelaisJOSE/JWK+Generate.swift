@@ -1,7 +1,19 @@
 import COpenSSL
 import RelaisCrypto
 
+/// Makes a new private signing key for an algorithm, named by a key ID (nil: none).
+///
+/// ``JWK/freshKey`` generates each key anew, as a deployment does. Code that makes keys when it
+/// starts (a relay or a provider in development) takes one of these so that a test process can
+/// hand out keys it generated once: an RSA-2048 key costs 0.2 to 1 s of CPU, a test process starts
+/// hundreds of servers, and the CPU spent stalls every other test on the machine.
+public typealias KeyGenerator = @Sendable (_ algorithm: JWSAlgorithm, _ keyID: String?) throws -> JWK
+
 extension JWK {
+    /// The ``KeyGenerator`` that generates every key anew with
+    /// ``generate(for:keyID:use:pinAlgorithm:)`` (the algorithm pinned, `use` `sig`).
+    public static let freshKey: KeyGenerator = { algorithm, keyID in try generate(for: algorithm, keyID: keyID) }
+
     /// Generates a new private key suited to `algorithm`: RSA 2048 (3072 for PS384, 4096 for
     /// PS512/RS512), EC on the algorithm's curve, Ed25519, or a random HMAC secret of the hash length.
     /// For Relais' own signing keys, the development provider and tests.

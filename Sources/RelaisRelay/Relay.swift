@@ -3,6 +3,7 @@ public import RelaisClock
 public import RelaisConfig
 import RelaisCrypto
 public import RelaisHTTPClient
+public import RelaisJOSE
 import RelaisOIDC
 public import RelaisServer
 public import RelaisStore
@@ -22,24 +23,26 @@ public struct Relay: Sendable {
     /// Kept in step with the store by ``RelayKeySync`` when generated.
     let keys: RelayKeys
 
-    /// Builds the services once per process; keys may be read from (or, in development, written
-    /// to) the store. `eventSink` replaces the configured output of security events (tests).
+    /// Builds the services once per process; keys may be read from (or, in development, generated
+    /// with `generateKey` and written to) the store. `eventSink` replaces the configured output of
+    /// security events (tests).
     public init(
         configuration: RelaisConfiguration, store: any KeyValueStore, httpClient: HTTPClient, clock: any RelaisClock = SystemClock(),
-        eventSink: (any SecurityEventSink)? = nil
+        eventSink: (any SecurityEventSink)? = nil, generateKey: @escaping KeyGenerator = JWK.freshKey
     ) async throws {
-        try await self.init(configuration: configuration, store: store, httpClient: httpClient, clock: clock, eventSink: eventSink, extensions: .init())
+        try await self.init(
+            configuration: configuration, store: store, httpClient: httpClient, clock: clock, eventSink: eventSink, extensions: .init(), generateKey: generateKey)
     }
 
     /// `extensions`: grants and attestation formats a test adds to the built-in ones.
     init(
         configuration: RelaisConfiguration, store: any KeyValueStore, httpClient: HTTPClient, clock: any RelaisClock, eventSink: (any SecurityEventSink)?,
-        extensions: RelayExtensions
+        extensions: RelayExtensions, generateKey: @escaping KeyGenerator = JWK.freshKey
     ) async throws {
         let issuer = configuration.server.publicBaseURL
         let sessions = RelayStore(
             store: store, settings: configuration.relay, clock: clock, liveness: SessionLiveness(store: store, maxBytes: configuration.memory.sessionLiveness))
-        let keys = try await RelayKeys.load(configuration.keys, store: sessions)
+        let keys = try await RelayKeys.load(configuration.keys, store: sessions, generateKey: generateKey)
         let vault = SessionVault(keys: keys, cacheBytes: configuration.memory.identities)
         let apps = Dictionary(configuration.apps.map { ($0.clientID, $0) }, uniquingKeysWith: { first, _ in first })
         let providerSettings = Dictionary(configuration.providers.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })

@@ -2,6 +2,7 @@ public import Logging
 public import NIOCore
 public import RelaisClock
 public import RelaisConfig
+public import RelaisJOSE
 public import RelaisServer
 public import RelaisStore
 
@@ -9,13 +10,15 @@ public import RelaisStore
 public enum RelayRunner {
     /// - Parameter reload: reads the configuration again on `SIGHUP` (``ConfigurationReloader``);
     ///   nil: no reload (tests running several relays in one process).
+    /// - Parameter generateKey: makes the keys development generates; tests hand out pooled ones.
     public static func run(
         configuration: RelaisConfiguration,
         logger: Logger,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
         clock: any RelaisClock = SystemClock(),
         reload: (@Sendable () async throws -> RelaisConfiguration)? = nil,
-        tracing: TracingBackend? = nil
+        tracing: TracingBackend? = nil,
+        generateKey: @escaping KeyGenerator = JWK.freshKey
     ) async throws {
         let keySync = RelayKeySync()
         try await ServerSkeleton.run(
@@ -35,7 +38,7 @@ public enum RelayRunner {
             services: [keySync]
         ) { current, dependencies in
             if current.server.environment == .production, let warning = await persistenceWarning(dependencies.store) { logger.warning("\(warning)") }
-            let relay = try await Relay(configuration: current, store: dependencies.store, httpClient: dependencies.httpClient, clock: clock)
+            let relay = try await Relay(configuration: current, store: dependencies.store, httpClient: dependencies.httpClient, clock: clock, generateKey: generateKey)
             keySync.follow(relay)
             return relay.register(on:)
         }

@@ -95,7 +95,7 @@ import Testing
 
     @Test func consoleKeysInTheWrongShapeAreRefusedUpFront() throws {
         #expect(throws: AttestationError.self) { _ = try PlayIntegrityLocalDecoder(decryptionKey: Base64.encode([1, 2, 3]), verificationKey: "AAAA") }
-        let rsa = try JWK.generate(for: .rs256)
+        let rsa = try TestKeys.rsa()
         let spki = try #require(rsa.publicKeyPEM()).split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
         #expect(throws: AttestationError.self) { _ = try PlayIntegrityLocalDecoder(decryptionKey: Base64.encode(aesKey), verificationKey: spki) }
     }
@@ -144,7 +144,7 @@ import Testing
     }
 
     @Test func standardRequestsAreDecodedByTheServiceWithOneAccessToken() async throws {
-        let serviceKey = try TestKeys.generate(.rs256, keyID: "k1")
+        let serviceKey = try TestKeys.rsa(0, keyID: "k1")
         let calls = Counter()
         var payload = Self.payload()
         payload["requestDetails"] = .object([
@@ -176,7 +176,7 @@ import Testing
     /// continuation may wait seconds for a free thread after the cut (seen: 10.7 s for a 2 s cut).
     /// Without the timeout the call would never end, which the time limit turns into a failure.
     @Test(.timeLimit(.minutes(1))) func aServiceThatHangsIsCutAtTheTimeout() async throws {
-        let serviceKey = try TestKeys.generate(.rs256, keyID: "k1")
+        let serviceKey = try TestKeys.rsa(0, keyID: "k1")
         let hung = try SilentListener()
         let http = HTTPClient()
         let google = try PlayIntegrityGoogleDecoder(
@@ -194,7 +194,7 @@ import Testing
     }
 
     @Test func anUnreachableServiceOrAForeignKeyIsADecodeServiceError() async throws {
-        let serviceKey = try TestKeys.generate(.rs256, keyID: "k1")
+        let serviceKey = try TestKeys.rsa(0, keyID: "k1")
         let http = HTTPClient()
         // A port nothing listens on: the call fails fast and names the service.
         let closed = try PlayIntegrityGoogleDecoder(
@@ -206,9 +206,8 @@ import Testing
             _ = try PlayIntegrityGoogleDecoder(serviceAccount: Array(#"{"client_email":"a"}"#.utf8), http: http, now: { Self.now })
         }
         let calls = Counter()
-        // A key of its own: the test pool's keys come round every three calls, and concurrent tests
-        // could hand this one the service's key.
-        let stranger = try JWK.generate(for: .rs256, keyID: "k2")
+        // A key of its own: another slot of the test pool than the service's.
+        let stranger = try TestKeys.rsa(1, keyID: "k2")
         try await LoopbackHTTPServer.with(router: Self.standIn(serviceKey: serviceKey, payload: Self.payload(), calls: calls)) { server in
             let google = try PlayIntegrityGoogleDecoder(
                 serviceAccount: try Self.serviceAccount(stranger, tokenURI: server.baseURL + "/token"), http: http, apiBaseURL: server.baseURL,

@@ -29,7 +29,9 @@ import Testing
             """
         let path = try file(yaml)
         do {
-            return .success(try await ConfigurationLoader.load(filePath: path, environment: development ? ["RELAIS_SERVER_ENVIRONMENT": "development"] : [:]))
+            return .success(
+                try await ConfigurationLoader.load(filePath: path, environment: development ? ["RELAIS_SERVER_ENVIRONMENT": "development"] : [:], generateKey: TestKeys.generator())
+            )
         } catch {
             return .failure(error)
         }

@@ -20,7 +20,7 @@ import Testing
 
     private func problems(file: String?, environment: [String: String] = [:]) async -> [ConfigProblem] {
         do {
-            _ = try await ConfigurationLoader.load(filePath: file, environment: environment)
+            _ = try await ConfigurationLoader.load(filePath: file, environment: environment, generateKey: TestKeys.generator())
             return []
         } catch {
             return error.problems
@@ -28,7 +28,7 @@ import Testing
     }
 
     @Test func theExampleConfigurationIsValid() async throws {
-        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: [:])
+        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: [:], generateKey: TestKeys.generator())
         #expect(configuration.server.port == 8080)
         #expect(configuration.server.publicBaseURL == "http://127.0.0.1:8080")
         #expect(configuration.store.kind == .redis)
@@ -39,7 +39,7 @@ import Testing
     }
 
     @Test func defaultsApplyWithoutAFile() async throws {
-        let configuration = try await ConfigurationLoader.load(filePath: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development"])
+        let configuration = try await ConfigurationLoader.load(filePath: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development"], generateKey: TestKeys.generator())
         var defaults = RelaisConfiguration()
         defaults.server.environment = .development
         // Development turns the development attester on.
@@ -83,7 +83,7 @@ import Testing
                 "RELAIS_HTTP_CLIENT_TIMEOUT": "4s",
                 "RELAIS_LOG_FORMAT": "json",
                 "PATH": "/usr/bin",  // not ours: ignored
-            ]
+            ], generateKey: TestKeys.generator()
         )
         #expect(configuration.server.port == 9999)
         #expect(configuration.store.kind == .embedded)
@@ -96,7 +96,7 @@ import Testing
         let secretFile = try temporaryFile("s3cret-from-file\n")
         let configuration = try await ConfigurationLoader.load(
             filePath: Self.examplePath,
-            environment: ["RELAIS_STORE_REDIS_PASSWORD_FILE": secretFile]
+            environment: ["RELAIS_STORE_REDIS_PASSWORD_FILE": secretFile], generateKey: TestKeys.generator()
         )
         #expect(configuration.store.redis.password == "s3cret-from-file")
     }
@@ -130,7 +130,7 @@ import Testing
         #expect(found.map(\.description) == ["metrics.listen: '\(listen)' is not host:port (for example 127.0.0.1:9090)"], "\(listen)")
         let short = await problems(file: Self.examplePath, environment: ["RELAIS_METRICS_BEARER_TOKEN": "short"])
         #expect(short.map(\.description) == ["metrics.bearer_token: use at least 16 bytes"])
-        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: ["RELAIS_METRICS_LISTEN": "[::1]:9090"])
+        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: ["RELAIS_METRICS_LISTEN": "[::1]:9090"], generateKey: TestKeys.generator())
         #expect(configuration.metrics.listenHost == "::1" && configuration.metrics.listenPort == 9090)
     }
 
@@ -189,11 +189,11 @@ import Testing
             environment: [
                 "RELAIS_STORE_REDIS_URL": "rediss://cache.internal:6380/2", "RELAIS_STORE_REDIS_TLS_CA_BUNDLE": ca,
                 "RELAIS_STORE_REDIS_TLS_SERVER_NAME": "redis.internal",
-            ])
+            ], generateKey: TestKeys.generator())
         #expect(configuration.store.redis.tls == RedisConfiguration.TLS(caBundlePath: ca, serverName: "redis.internal"))
         #expect(configuration.store.redis.host == "cache.internal" && configuration.store.redis.database == 2)
         // redis:// is plain TCP.
-        #expect(try await ConfigurationLoader.load(filePath: Self.examplePath, environment: [:]).store.redis.tls == nil)
+        #expect(try await ConfigurationLoader.load(filePath: Self.examplePath, environment: [:], generateKey: TestKeys.generator()).store.redis.tls == nil)
 
         // TLS settings without rediss://, verification off in production, half a client identity, a missing CA file.
         let plain = await problems(file: Self.examplePath, environment: ["RELAIS_STORE_REDIS_TLS_CA_BUNDLE": ca])
@@ -217,7 +217,7 @@ import Testing
             filePath: Self.examplePath,
             environment: [
                 "RELAIS_STORE_REDIS_URL": "rediss://cache:6380", "RELAIS_STORE_REDIS_TLS_VERIFY": "false",
-            ])
+            ], generateKey: TestKeys.generator())
         #expect(development.store.redis.tls?.verifyPeer == false)
     }
 
@@ -235,7 +235,7 @@ import Testing
                   nodes: [sentinel-a, "sentinel-b:26380", "[fd00::3]:26381"]
                   password_file: \(secret)
             """)
-        let configuration = try await ConfigurationLoader.load(filePath: file, environment: [:])
+        let configuration = try await ConfigurationLoader.load(filePath: file, environment: [:], generateKey: TestKeys.generator())
         let sentinel = try #require(configuration.store.redis.sentinel)
         #expect(sentinel.masterName == "relais-master" && sentinel.password == "sentinel-secret" && sentinel.username == nil)
         #expect(sentinel.nodes.map(\.description) == ["sentinel-a:26379", "sentinel-b:26380", "[fd00::3]:26381"])
@@ -247,7 +247,7 @@ import Testing
             environment: [
                 "RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_SENTINEL_MASTER_NAME": "m",
                 "RELAIS_STORE_REDIS_SENTINEL_NODES": "s1:26390,s2",
-            ])
+            ], generateKey: TestKeys.generator())
         #expect(fromEnvironment.store.redis.sentinel?.nodes.map(\.description) == ["s1:26390", "s2:26379"])
 
         let halves = await problems(file: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_SENTINEL_MASTER_NAME": "m"])
@@ -263,8 +263,11 @@ import Testing
     }
 
     @Test func theSessionLimitPerPersonIsReadAndBounded() async throws {
-        #expect(try await ConfigurationLoader.load(filePath: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development"]).relay.maxSessionsPerSubject == 50)
-        let five = try await ConfigurationLoader.load(filePath: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_SESSIONS_MAX_PER_SUBJECT": "5"])
+        #expect(
+            try await ConfigurationLoader.load(filePath: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development"], generateKey: TestKeys.generator()).relay
+                .maxSessionsPerSubject == 50)
+        let five = try await ConfigurationLoader.load(
+            filePath: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_SESSIONS_MAX_PER_SUBJECT": "5"], generateKey: TestKeys.generator())
         #expect(five.relay.maxSessionsPerSubject == 5)
         for bad in ["0", "10001", "many"] {
             let found = await problems(file: nil, environment: ["RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_SESSIONS_MAX_PER_SUBJECT": bad])
@@ -281,7 +284,7 @@ import Testing
                 url: rediss://relais:secret@unused
                 cluster: [node-a, "node-b:7001", "[fd00::3]:7002"]
             """)
-        let redis = try await ConfigurationLoader.load(filePath: file, environment: [:]).store.redis
+        let redis = try await ConfigurationLoader.load(filePath: file, environment: [:], generateKey: TestKeys.generator()).store.redis
         #expect(redis.cluster?.map(\.description) == ["node-a:6379", "node-b:7001", "[fd00::3]:7002"])
         #expect(redis.username == "relais" && redis.password == "secret" && redis.tls != nil)
 
@@ -289,7 +292,7 @@ import Testing
             filePath: nil,
             environment: [
                 "RELAIS_SERVER_ENVIRONMENT": "development", "RELAIS_STORE_REDIS_CLUSTER": "c1:7000,c2",
-            ])
+            ], generateKey: TestKeys.generator())
         #expect(fromEnvironment.store.redis.cluster?.map(\.description) == ["c1:7000", "c2:6379"])
 
         let refusals: [(String, [String])] = [
@@ -331,7 +334,7 @@ import Testing
             "RELAIS_REDIS_SERVICE_HOST": "fd00::12", "RELAIS_REDIS_PORT": "tcp://[fd00::12]:6379", "RELAIS_REDIS_PORT_6379_TCP_ADDR": "fd00::12",
             "RELAIS_SERVER_PORT": "tcp://10.96.0.9:9000",
         ]
-        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: links)
+        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: links, generateKey: TestKeys.generator())
         #expect(configuration.server.port == 8080)
         // The example's FranceConnect+ provider adds its own warning (a generated development key).
         let kubernetes = configuration.warnings.filter { $0.contains("Kubernetes") }
@@ -349,7 +352,7 @@ import Testing
         #expect(typos.map(\.keyPath) == ["RELAIS_PORT", "RELAIS_PORT_8080_TCP_PROTO", "RELAIS_SERVICE_HOST", "RELAIS_SERVR_PORT"])
         #expect(typos.allSatisfy { $0.message == "unknown environment variable (no configuration key maps to it)" })
         // A real key with a real value is read as before.
-        #expect(try await ConfigurationLoader.load(filePath: Self.examplePath, environment: ["RELAIS_SERVER_PORT": "9000"]).server.port == 9000)
+        #expect(try await ConfigurationLoader.load(filePath: Self.examplePath, environment: ["RELAIS_SERVER_PORT": "9000"], generateKey: TestKeys.generator()).server.port == 9000)
     }
 
     @Test func unknownKeysAreReportedWithASuggestionAndLine() async throws {
@@ -429,7 +432,7 @@ import Testing
                 "RELAIS_PROVIDERS_FC_REQUIRE_ENCRYPTED_ID_TOKN: no key of providers.fc maps to it (did you mean RELAIS_PROVIDERS_FC_REQUIRE_ENCRYPTED_ID_TOKEN?)",
             ])
         let fine = try await ConfigurationLoader.load(
-            filePath: file, environment: ["RELAIS_PROVIDERS_FC_CLIENT_ID": "fine", "RELAIS_APPS_OTHER_ONE_SCOPES": "openid"])
+            filePath: file, environment: ["RELAIS_PROVIDERS_FC_CLIENT_ID": "fine", "RELAIS_APPS_OTHER_ONE_SCOPES": "openid"], generateKey: TestKeys.generator())
         #expect(fine.providers.first?.clientID == "fine")
     }
 
@@ -466,7 +469,7 @@ import Testing
                 "providers.fc.require_callback_iss: \(empty)",
             ])
         let shared = try temporaryFile("server:\n  environment: development\nstore:\n  redis:\n    key_prefix: \"\"\n")
-        #expect(try await ConfigurationLoader.load(filePath: shared, environment: [:]).store.redis.keyPrefix == "")
+        #expect(try await ConfigurationLoader.load(filePath: shared, environment: [:], generateKey: TestKeys.generator()).store.redis.keyPrefix == "")
     }
 
     @Test func unreadableOrInvalidFilesAreProblems() async throws {

@@ -83,7 +83,7 @@ import Testing
         #expect(v1 == ["clients.app.secret: mode v1 uses the secret as an HS256 key: it needs at least 32 bytes"])
         let plus = try await problems("provider:\n  mode: fcplus\n  identities_file: \(Self.identities)\n" + client)
         #expect(plus == ["clients.app.jwks: mode fcplus encrypts to the client's public key: set jwks, jwks_file or jwks_uri"])
-        let key = try JWK.generate(for: .rs256, use: "enc", pinAlgorithm: false)
+        let key = try TestKeys.rsa(use: "enc", pinAlgorithm: false)
         let privateSet = "{\"keys\":[\(String(decoding: JSONValue.object(try #require(key.publicJSON())).serialized(), as: UTF8.self))]}"
         #expect(try await problems("provider:\n  mode: fcplus\n  identities_file: \(Self.identities)\n" + client + "\n    jwks: '\(privateSet)'").isEmpty)
         let broken = try await problems("provider:\n  identities_file: \(Self.identities)\n" + client + "\n    jwks: '{\"keys\":[{\"kty\":\"RSA\"}]}'")

@@ -38,7 +38,7 @@ import Testing
             """
         let path = try file(yaml)
         do {
-            return .success(try await ConfigurationLoader.load(filePath: path, environment: [:]))
+            return .success(try await ConfigurationLoader.load(filePath: path, environment: [:], generateKey: TestKeys.generator()))
         } catch {
             return .failure(error)
         }
@@ -51,7 +51,11 @@ import Testing
         }
     }
 
-    private func keyFile(_ algorithm: JWSAlgorithm) throws -> String { try file(try #require(try JWK.generate(for: algorithm).privateKeyPEM())) }
+    /// RSA keys from the test pool (`slot`: keys of two slots differ).
+    private func keyFile(_ algorithm: JWSAlgorithm, slot: Int = 0) throws -> String {
+        let key = algorithm == .rs256 ? try TestKeys.rsa(slot) : try JWK.generate(for: algorithm)
+        return try file(try #require(key.privateKeyPEM()))
+    }
 
     @Test func productionNeedsAnRSAKeyBesideTheECKey() async throws {
         let ec = try keyFile(.es256)
@@ -69,7 +73,7 @@ import Testing
     }
 
     @Test func theRSAKeyMustBeOneRSAKeyOfSigningKeys() async throws {
-        let (ec, rsa1, rsa2) = (try keyFile(.es256), try keyFile(.rs256), try keyFile(.rs256))
+        let (ec, rsa1, rsa2) = (try keyFile(.es256), try keyFile(.rs256), try keyFile(.rs256, slot: 1))
         let two = "  active_key: ec1\n  keys:\n    ec1: {file: \(ec)}\n    rsa1: {file: \(rsa1)}\n    rsa2: {file: \(rsa2)}"
         #expect(try await problems(two) == ["signing.active_rsa_key: name the RSA key that signs id_tokens among signing.keys (rsa1, rsa2)"])
         #expect(try await load(two + "\n  active_rsa_key: rsa2").get().keys.activeRSAKey == "rsa2")

@@ -12,12 +12,12 @@ import Testing
     }()
 
     @Test func poolSizeIsAcceptedWithADeprecationWarning() async throws {
-        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: ["RELAIS_STORE_REDIS_POOL_SIZE": "4"])
+        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: ["RELAIS_STORE_REDIS_POOL_SIZE": "4"], generateKey: TestKeys.generator())
         #expect(configuration.warnings.contains { $0.hasPrefix("store.redis.pool_size: deprecated and ignored") })
     }
 
     @Test func withoutPoolSizeThereIsNoWarning() async throws {
-        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: [:])
+        let configuration = try await ConfigurationLoader.load(filePath: Self.examplePath, environment: [:], generateKey: TestKeys.generator())
         #expect(!configuration.warnings.contains { $0.contains("pool_size") })
     }
 }

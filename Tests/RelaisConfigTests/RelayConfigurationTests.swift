@@ -17,7 +17,9 @@ import Testing
     private func load(_ yaml: String, development: Bool = true) async throws -> Result<RelaisConfiguration, ConfigurationError> {
         let path = try file(yaml)
         do {
-            return .success(try await ConfigurationLoader.load(filePath: path, environment: development ? ["RELAIS_SERVER_ENVIRONMENT": "development"] : [:]))
+            return .success(
+                try await ConfigurationLoader.load(filePath: path, environment: development ? ["RELAIS_SERVER_ENVIRONMENT": "development"] : [:], generateKey: TestKeys.generator())
+            )
         } catch {
             return .failure(error)
         }
@@ -44,7 +46,7 @@ import Testing
                 issuer: https://auth.franceconnect.gouv.fr/api/v2
                 client_id: def
                 client_secret: another-secret
-                decryption_key_files: [\(try file(try #require(try JWK.generate(for: .rs256).privateKeyPEM())))]
+                decryption_key_files: [\(try file(try #require(try TestKeys.rsa().privateKeyPEM())))]
               google:
                 issuer: https://accounts.google.com
                 client_id: ghi
@@ -312,7 +314,7 @@ import Testing
 
     @Test func keysAreReadAndChecked() async throws {
         let ec = try file(try #require(try JWK.generate(for: .es256).privateKeyPEM()))
-        let rsa = try file(try #require(try JWK.generate(for: .rs256).privateKeyPEM()))
+        let rsa = try file(try #require(try TestKeys.rsa().privateKeyPEM()))
         let session = try file(Base64URL.encode(SecureRandom.bytes(32)) + "\n")
         let configuration = try await load(
             """

@@ -57,7 +57,7 @@ extension DevProviderProcessTests {
         /// `back/libs/scopes/src/data/fcp-high/fcp-high.scopes.ts`: FranceConnect+ has the `rnipp_*`
         /// scopes and no `given_name_array` (only `rnipp_given_name_array`, through `rnipp_given_name`).
         @Test func franceConnectPlusHasItsOwnCatalogue() async throws {
-            let key = try JWK.generate(for: .rs256, keyID: "app-enc", use: "enc", pinAlgorithm: false)
+            let key = try TestKeys.rsa(keyID: "app-enc", use: "enc", pinAlgorithm: false)
             let client = try await Self.fcplusClient(key)
             let plain = try await Self.userinfoClaims(client, try await client.tokens(as: "pierre", scope: "openid profile", acr: "eidas2"), decryptingWith: key)
             #expect(plain.string("given_name") == "Pierre" && plain["given_name_array"] == nil)
@@ -84,7 +84,7 @@ extension DevProviderProcessTests {
                 #expect(query["error"] == "invalid_acr")
                 #expect(query["error_description"] == "acr_value is not valid, should be equal one of these values, expected eidas1, got \(got)", "\(asked)")
             }
-            let key = try JWK.generate(for: .rs256, keyID: "app-enc", use: "enc", pinAlgorithm: false)
+            let key = try TestKeys.rsa(keyID: "app-enc", use: "enc", pinAlgorithm: false)
             let high = try await Self.fcplusClient(key)
             for (asked, performed) in [("niveau_inconnu", "eidas3"), ("eidas3 eidas2", "eidas2"), ("eidas2 niveau_inconnu", "eidas2")] {
                 let tokens = try await high.tokens(as: "pierre", scope: "openid", acr: asked)
@@ -105,7 +105,7 @@ extension DevProviderProcessTests {
             let lowToken = try #require(try await low.tokens()["id_token"]?.stringValue)
             #expect(Set(try Self.header(of: lowToken).keys) == ["alg", "kid"])
 
-            let key = try JWK.generate(for: .rs256, keyID: "app-enc", use: "enc", pinAlgorithm: false)
+            let key = try TestKeys.rsa(keyID: "app-enc", use: "enc", pinAlgorithm: false)
             let high = try await Self.fcplusClient(key)
             let tokens = try await high.tokens(as: "pierre", scope: "openid profile", acr: "eidas2")
             let userinfo = try await high.userinfo(try #require(tokens["access_token"]?.stringValue)).bodyText

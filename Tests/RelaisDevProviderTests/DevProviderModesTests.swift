@@ -46,7 +46,7 @@ extension DevProviderProcessTests {
         }
 
         @Test func franceConnectPlusEncryptsIdTokenAndUserinfoToTheClient() async throws {
-            let rsa = try JWK.generate(for: .rs256, keyID: "app-enc", use: "enc", pinAlgorithm: false)
+            let rsa = try TestKeys.rsa(keyID: "app-enc", use: "enc", pinAlgorithm: false)
             let ec = try JWK.generate(for: .es256, keyID: "ec-enc", use: "enc", pinAlgorithm: false)
             let clients = """
                   app:
@@ -93,7 +93,7 @@ extension DevProviderProcessTests {
         }
 
         @Test func franceConnectPlusFetchesTheClientKeysFromItsJwksURI() async throws {
-            let rsa = try JWK.generate(for: .rs256, keyID: "remote-enc", use: "enc", pinAlgorithm: false)
+            let rsa = try TestKeys.rsa(keyID: "remote-enc", use: "enc", pinAlgorithm: false)
             let router = Router()
             let body = Self.jwks([rsa])
             router.get("/jwks") { _, _ in body }
@@ -112,7 +112,7 @@ extension DevProviderProcessTests {
         }
 
         @Test func withoutTheClientKeyFranceConnectPlusAnswersAnErrorAndKeepsTheCode() async throws {
-            let rsa = try JWK.generate(for: .rs256, keyID: "late-enc", use: "enc", pinAlgorithm: false)
+            let rsa = try TestKeys.rsa(keyID: "late-enc", use: "enc", pinAlgorithm: false)
             let available = Atomic<Bool>(false)
             let router = Router()
             let body = Self.jwks([rsa])
@@ -143,7 +143,7 @@ extension DevProviderProcessTests {
 
         @Test func privateKeyJWTAuthenticatesWithASignedAssertionOnce() async throws {
             let signing = try JWK.generate(for: .es256, keyID: "client-sig")
-            let rsaSigning = try JWK.generate(for: .rs256, keyID: "client-rsa")
+            let rsaSigning = try TestKeys.rsa(keyID: "client-rsa")
             let stranger = try JWK.generate(for: .es256, keyID: "client-sig")
             let hmac = try JWK.generate(for: .hs256, keyID: "client-sig")
             let clients = """

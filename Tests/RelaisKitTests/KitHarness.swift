@@ -39,7 +39,7 @@ final class KitHarness: @unchecked Sendable {
         let fcplus = try await InProcessServer.launch(.devProvider, clock: clock) { port in
             RelaisProcess.devProviderConfiguration(port: port, mode: "fcplus", clients: client, provider: "")
         }
-        let key = try JWK.generate(for: .rs256, use: "enc", pinAlgorithm: false)
+        let key = try TestKeys.rsa(use: "enc", pinAlgorithm: false)
         let keyPath = FileManager.default.temporaryDirectory.appendingPathComponent("relaiskit-stepup-\(UUID().uuidString).pem").path
         try key.privateKeyPEM()!.write(toFile: keyPath, atomically: true, encoding: .utf8)
         let relay = try await InProcessServer.launch(.relay, port: relayPort, clock: clock) { port in

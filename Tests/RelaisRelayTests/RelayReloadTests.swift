@@ -35,7 +35,9 @@ import Glibc
             http = HTTPClient()
             let dependencies = RelaisDependencies(store: EmbeddedStore(clock: clock), httpClient: http)
             let routes: ConfigurationReloader.Routes = { current, dependencies in
-                let relay = try await Relay(configuration: current, store: dependencies.store, httpClient: dependencies.httpClient, clock: clock, eventSink: CollectedEvents())
+                let relay = try await Relay(
+                    configuration: current, store: dependencies.store, httpClient: dependencies.httpClient, clock: clock, eventSink: CollectedEvents(),
+                    generateKey: TestKeys.generator())
                 return relay.register(on:)
             }
             let register = try await routes(configuration, dependencies)
@@ -131,7 +133,7 @@ import Glibc
             redirect_uris: ["\(Route.redirect)"]
             providers: [fc]
         """.write(to: url, atomically: true, encoding: .utf8)
-        let newer = try await ConfigurationLoader.load(filePath: url.path, environment: [:])
+        let newer = try await ConfigurationLoader.load(filePath: url.path, environment: [:], generateKey: TestKeys.generator())
         #expect(newer.server.environment == .development && newer.relay.devAttester)
         reloadable.next.value.withLock { $0 = .success(newer) }
         guard case .refused(let problems) = await reloadable.reloader.reload() else {
@@ -166,10 +168,10 @@ import Glibc
     /// key at each load: a reload keeps the running one, so sign-ins encrypted to it still open.
     @Test(.tags(.fast)) func aGeneratedDecryptionKeySurvivesAReload() throws {
         var running = Self.base()
-        running.providers[0].decryptionKeys = [try JWK.generate(for: .rs256, use: "enc", pinAlgorithm: false)]
+        running.providers[0].decryptionKeys = [try TestKeys.rsa(0, use: "enc", pinAlgorithm: false)]
         running.providers[0].decryptionKeysGenerated = true
         var newer = running
-        newer.providers[0].decryptionKeys = [try JWK.generate(for: .rs256, use: "enc", pinAlgorithm: false)]
+        newer.providers[0].decryptionKeys = [try TestKeys.rsa(1, use: "enc", pinAlgorithm: false)]
         let kept = running.reloaded(with: newer).configuration.providers[0].decryptionKeys.map { $0.thumbprint() }
         #expect(kept == running.providers[0].decryptionKeys.map { $0.thumbprint() })
         // Keys from files are the file's: a reload is how they rotate.

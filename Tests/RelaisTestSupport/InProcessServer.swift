@@ -65,12 +65,14 @@ public final class InProcessServer: TestServer {
             defer { signal.finish() }
             switch program {
             case .relay:
-                let configuration = try await ConfigurationLoader.load(filePath: configPath, environment: environment)
-                try await RelayRunner.run(configuration: configuration, logger: Self.logger, onServerRunning: onServerRunning, clock: clock)
+                let generateKey = TestKeys.generator()
+                let configuration = try await ConfigurationLoader.load(filePath: configPath, environment: environment, generateKey: generateKey)
+                try await RelayRunner.run(
+                    configuration: configuration, logger: Self.logger, onServerRunning: onServerRunning, clock: clock, generateKey: generateKey)
             case .devProvider:
                 let configuration = try await ConfigurationLoader.loadDevProvider(filePath: configPath, environment: environment)
                 try await DevProviderRunner.run(
-                    configuration: configuration, logger: Self.logger, onServerRunning: onServerRunning, clock: clock, generateKey: TestKeys.generate
+                    configuration: configuration, logger: Self.logger, onServerRunning: onServerRunning, clock: clock, generateKey: TestKeys.generator()
                 )
             }
         }

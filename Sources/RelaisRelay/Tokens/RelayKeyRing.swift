@@ -74,12 +74,13 @@ final class RelayKeys: Sendable {
         sessionKeysGenerated = state.sharedSession != nil
     }
 
-    static func load(_ settings: RelayKeySettings, store: RelayStore) async throws -> RelayKeys {
+    /// `generateKey` makes the keys development generates (``JWK/freshKey`` but in tests).
+    static func load(_ settings: RelayKeySettings, store: RelayStore, generateKey: KeyGenerator = JWK.freshKey) async throws -> RelayKeys {
         var signing = settings.signingKeys
         var active = settings.activeSigningKey.flatMap { id in signing.first { $0.keyID == id } }
         var sharedSigning: [UInt8]?
         if signing.isEmpty {
-            let proposed = Array((try JWK.generate(for: .es256).privateKeyPEM() ?? "").utf8)
+            let proposed = Array((try generateKey(.es256, nil).privateKeyPEM() ?? "").utf8)
             guard let stored = try await store.sharedValue(.signingKey, proposing: proposed), let key = signingKey(stored, .es256) else {
                 throw RelayStartupError("the generated signing key could not be stored")
             }
@@ -91,7 +92,7 @@ final class RelayKeys: Sendable {
         var sharedRSA: [UInt8]?
         if rsa == nil {
             // Development without an RSA key: one for every instance, made by the first (2048 bits).
-            let stored = try await store.sharedValue(.rsaSigningKey) { Array((try JWK.generate(for: .rs256).privateKeyPEM() ?? "").utf8) }
+            let stored = try await store.sharedValue(.rsaSigningKey) { Array((try generateKey(.rs256, nil).privateKeyPEM() ?? "").utf8) }
             guard let stored, let key = signingKey(stored, .rs256) else { throw RelayStartupError("the generated RSA signing key could not be stored") }
             signing.append(key)
             rsa = key

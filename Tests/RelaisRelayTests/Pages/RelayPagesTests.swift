@@ -99,7 +99,7 @@ import Testing
         }
         let yaml = FileManager.default.temporaryDirectory.appendingPathComponent("relais-pages-\(UUID().uuidString).yaml").path
         try "pages:\n  template_file: \(template)\n  primary_color: \"#123abc\"\n  default_language: en\n".write(toFile: yaml, atomically: true, encoding: .utf8)
-        let read = try await ConfigurationLoader.load(filePath: yaml, environment: ["RELAIS_SERVER_ENVIRONMENT": "development"]).pages
+        let read = try await ConfigurationLoader.load(filePath: yaml, environment: ["RELAIS_SERVER_ENVIRONMENT": "development"], generateKey: TestKeys.generator()).pages
         #expect(read.primaryColor == "#123abc" && read.template != nil)
         let custom = Route.Fixture { $0.pages = read }
         try await custom.test { client in

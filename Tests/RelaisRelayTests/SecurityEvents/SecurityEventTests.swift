@@ -208,7 +208,8 @@ import Testing
         configuration.securityEvents.output = .file("/nonexistent-dir/events.jsonl")
         let http = HTTPClient()
         await #expect(throws: RelayStartupError.self) {
-            _ = try await Relay(configuration: configuration, store: EmbeddedStore(clock: ManualClock()), httpClient: http, clock: ManualClock())
+            _ = try await Relay(
+                configuration: configuration, store: EmbeddedStore(clock: ManualClock()), httpClient: http, clock: ManualClock(), generateKey: TestKeys.generator())
         }
         try await http.shutdown()
     }

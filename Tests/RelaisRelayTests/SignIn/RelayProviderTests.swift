@@ -126,7 +126,7 @@ extension RelaySessionsAndProvidersChain {
         }
 
         @Test func franceConnectPlusTokensAreDecryptedAndVerified() async throws {
-            let key = try JWK.generate(for: .rs256, use: "enc", pinAlgorithm: false)
+            let key = try TestKeys.rsa(use: "enc", pinAlgorithm: false)
             let harness = try await RelayHarness.launch(mode: "fcplus", fcplusKey: key)
             let published = try JWKSet(json: try await harness.get(harness.issuer + "/jwks/provider.json").body)
             #expect(published.keys.map(\.keyID) == [key.thumbprint()] && published.keys.allSatisfy { !$0.isPrivate && $0.use == "enc" })

@@ -88,7 +88,7 @@ extension RelaySignInAndTokensChain {
         }
 
         @Test func aStepUpReplacesTheSessionOfTheSamePersonOnly() async throws {
-            let key = try JWK.generate(for: .rs256, use: "enc", pinAlgorithm: false)
+            let key = try TestKeys.rsa(use: "enc", pinAlgorithm: false)
             let harness = try await RelayHarness.launch(stepUpKey: key)
             let first = try await harness.tokens()
             let access = try #require(first["access_token"]?.stringValue)

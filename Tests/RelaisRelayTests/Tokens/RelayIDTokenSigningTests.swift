@@ -59,7 +59,7 @@ import Testing
     /// nothing is generated.
     @Test func configuredKeysSignAsConfigured() async throws {
         let ec = try JWK(pem: try #require(try JWK.generate(for: .es256).privateKeyPEM()), keyID: "ec1", use: "sig", algorithm: "ES256")
-        let rsa = try JWK(pem: try #require(try JWK.generate(for: .rs256).privateKeyPEM()), keyID: "rsa1", use: "sig", algorithm: "RS256")
+        let rsa = try TestKeys.rsa(keyID: "rsa1")
         let fixture = Route.Fixture { configuration in
             configuration.keys.signingKeys = [ec, rsa]
             configuration.keys.activeSigningKey = "ec1"
