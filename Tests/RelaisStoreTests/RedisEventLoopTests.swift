@@ -12,7 +12,7 @@ import Testing
 /// runs its code on a group of its own, whose stalls (process launches) touch no other test.
 @Suite struct RedisEventLoopTests {
     private func configuration(_ server: RedisServerProcess, commandTimeout: Duration = .seconds(10)) throws -> RedisConfiguration {
-        var configuration = RedisConfiguration(connectTimeout: .seconds(1), commandTimeout: commandTimeout)
+        var configuration = RedisConfiguration(connectTimeout: .seconds(10), commandTimeout: commandTimeout)
         try configuration.apply(url: server.url)
         return configuration
     }

@@ -31,8 +31,10 @@ import Testing
         }
     }
 
+    /// Generous timeouts: these tests are about whom the store reaches, not how fast, and their
+    /// first calls come while the suite starts a hundred redis-servers on two cores.
     private func makeStore(_ configure: (inout RedisConfiguration) -> Void) -> RedisStore {
-        var configuration = RedisConfiguration(connectTimeout: .milliseconds(500), commandTimeout: .milliseconds(500), poolSize: 2)
+        var configuration = RedisConfiguration(connectTimeout: .seconds(10), commandTimeout: .seconds(10), poolSize: 2)
         configure(&configuration)
         return RedisStore(configuration: configuration)
     }

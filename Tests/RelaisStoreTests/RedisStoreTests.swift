@@ -5,8 +5,11 @@ import Testing
 
 /// What only Redis has: restarts, outages, authentication, databases, key prefixes.
 @Suite struct RedisStoreTests {
+    /// Generous timeouts, as in the conformance suite: a store's first calls come while the suite
+    /// starts a hundred redis-servers on two cores, and a test that is not about a timeout must
+    /// fail only on a wrong answer. A test of a timeout sets its own, once its store is warm.
     private func makeStore(_ server: RedisServerProcess, _ configure: (inout RedisConfiguration) -> Void = { _ in }) throws -> RedisStore {
-        var configuration = RedisConfiguration(connectTimeout: .milliseconds(500), commandTimeout: .milliseconds(500), poolSize: 2)
+        var configuration = RedisConfiguration(connectTimeout: .seconds(10), commandTimeout: .seconds(10), poolSize: 2)
         try configuration.apply(url: server.url)
         configure(&configuration)
         return RedisStore(configuration: configuration)
@@ -90,7 +93,7 @@ import Testing
     @Test func aHungRedisFailsCallsWithinTheCommandTimeout() async throws {
         let server = try await RedisServerProcess.launch()
         let store = try makeStore(server) { $0.commandTimeout = .milliseconds(300) }
-        try await store.ping()
+        try await Self.eventually { try await store.ping() }  // warm: the timeout is tested on a working connection
         server.pause()
         let start = ContinuousClock.now
         await #expect { try await store.get("k") } throws: { error in
@@ -99,7 +102,7 @@ import Testing
         }
         #expect(ContinuousClock.now - start < .seconds(8))  // without the command timeout, this never returns
         server.resume()
-        try await store.ping()
+        try await Self.eventually { try await store.ping() }
         try await store.shutdown()
         server.stop()
     }
@@ -109,7 +112,7 @@ import Testing
         let store = try makeStore(server) {
             $0.commandTimeout = .milliseconds(400); $0.poolSize = 1
         }
-        try await store.ping()
+        try await Self.eventually { try await store.ping() }
         server.pause()
         let start = ContinuousClock.now
         let failures = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -185,9 +188,10 @@ import Testing
         let server = try await RedisServerProcess.launch()
         let store = try makeStore(server) { $0.commandTimeout = .seconds(10) }
         try await store.set("k", [1], ttl: nil)
-        let value = try await StoreBudget.withBudget(.milliseconds(200)) {
-            // Stands for a provider taking 300 ms to answer: time passes, none of it on the store.
-            try await Task.sleep(for: .milliseconds(300))
+        // A budget of 2 s, room for a get on a loaded machine (200 ms was not always enough).
+        let value = try await StoreBudget.withBudget(.seconds(2)) {
+            // Stands for a provider taking 2.5 s to answer: time passes, none of it on the store.
+            try await Task.sleep(for: .milliseconds(2500))
             return try await store.get("k")
         }
         #expect(value == [1])
@@ -226,7 +230,7 @@ import Testing
     @Test func aFrozenRedisOpensTheCircuitAndItsRecoveryClosesIt() async throws {
         let server = try await RedisServerProcess.launch()
         let store = try makeStore(server) { $0.commandTimeout = .milliseconds(400) }
-        try await store.ping()
+        try await Self.eventually { try await store.ping() }
         server.pause()
         for index in 0..<RedisStore.breakerThreshold {
             await #expect(throws: StoreError.self) { try await store.get("k\(index)") }
@@ -283,7 +287,7 @@ import Testing
 
     @Test func passwordOnlyAuthFromTheURL() async throws {
         let server = try await RedisServerProcess.launch(extraArguments: ["--requirepass", "p@ss:word"])
-        var configuration = RedisConfiguration()
+        var configuration = RedisConfiguration(connectTimeout: .seconds(10), commandTimeout: .seconds(10))
         try configuration.apply(url: "redis://:p%40ss%3Aword@127.0.0.1:\(server.port)/0")
         #expect(configuration.password == "p@ss:word" && configuration.username == nil)
         let store = RedisStore(configuration: configuration)

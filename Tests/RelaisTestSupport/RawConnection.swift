@@ -88,6 +88,33 @@ public final class RawConnection: @unchecked Sendable {
         return String(decoding: received, as: UTF8.self)
     }
 
+    /// Reads one RESP reply (a simple or bulk string, or an integer), at most `timeout`; its text,
+    /// or nil for an error reply, another type, or a reply cut short.
+    func receiveReply(within timeout: Duration) -> String? {
+        var received: [UInt8] = []
+        let deadline = ContinuousClock.now + timeout
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while ContinuousClock.now < deadline {
+            if let lineEnd = received.firstIndex(of: UInt8(ascii: "\n")), lineEnd > 0 {
+                let line = String(decoding: received[1..<(lineEnd - 1)], as: UTF8.self)
+                switch received[0] {
+                case UInt8(ascii: "+"), UInt8(ascii: ":"): return line
+                case UInt8(ascii: "$"):
+                    guard let length = Int(line), length >= 0 else { return nil }
+                    if received.count >= lineEnd + 1 + length + 2 { return String(decoding: received[(lineEnd + 1)..<(lineEnd + 1 + length)], as: UTF8.self) }
+                default: return nil
+                }
+            }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 50) >= 0 else { return nil }
+            guard poller.revents != 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return nil }
+            received += buffer[0..<count]
+        }
+        return nil
+    }
+
     /// Whether the server has closed the connection (a read returns end of file or an error now).
     public var isClosedByServer: Bool {
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)

@@ -50,7 +50,7 @@ public final class RedisClusterProcess: @unchecked Sendable {
     /// Masters as some live node sees them: port → slot ranges.
     public func masters() async -> [Int: [ClosedRange<Int>]] {
         for server in servers {
-            guard let text = await server.cli(["cluster", "nodes"]) else { continue }
+            guard let text = await server.query(["cluster", "nodes"]) else { continue }
             var masters: [Int: [ClosedRange<Int>]] = [:]
             for line in text.split(whereSeparator: \.isNewline) {
                 let fields = line.split(separator: " ")
@@ -78,7 +78,7 @@ public final class RedisClusterProcess: @unchecked Sendable {
         while ContinuousClock.now - start < timeout {
             var behind = false
             for server in servers {
-                guard let info = await server.cli(["info", "replication"]), info.contains("role:master") else { continue }
+                guard let info = await server.query(["info", "replication"]), info.contains("role:master") else { continue }
                 let lines = info.split(whereSeparator: \.isNewline)
                 let offset = lines.first { $0.hasPrefix("master_repl_offset:") }?.split(separator: ":").last.map(String.init)
                 let replicas = lines.filter { $0.hasPrefix("slave") && $0.contains("offset=") }
@@ -105,9 +105,9 @@ public final class RedisClusterProcess: @unchecked Sendable {
         var masters = 0
         var syncedReplicas = 0
         for server in servers {
-            guard let info = await server.cli(["info", "replication"]) else { continue }
+            guard let info = await server.query(["info", "replication"]) else { continue }
             if info.contains("role:master") {
-                guard await server.cli(["cluster", "info"])?.contains("cluster_state:ok") == true else { return false }
+                guard await server.query(["cluster", "info"])?.contains("cluster_state:ok") == true else { return false }
                 masters += 1
             } else if info.contains("master_link_status:up") {
                 syncedReplicas += 1

@@ -93,6 +93,10 @@ public final class RedisServerProcess: @unchecked Sendable {
             [
                 "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory,
                 "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning", "--logfile", directory + "/redis.log",
+                // A master with replicas waits up to 10 s on SIGTERM for them to catch up (Redis 7's
+                // shutdown-timeout): `stop()` reaps the process, and that wait held a concurrency
+                // thread (one of two on a 2-core machine) for seconds, stalling every other test.
+                "--shutdown-timeout", "0",
             ] + extraArguments)
         lock.withLock { self.process = process }
         try await waitUntilAccepting(process, log: directory + "/redis.log")
@@ -135,6 +139,20 @@ public final class RedisServerProcess: @unchecked Sendable {
             await cli.exitStatus(within: .seconds(20)) == 0
         else { return nil }
         return try? String(contentsOfFile: output, encoding: .utf8)
+    }
+
+    /// Sends one command over plain TCP and returns its reply as text: a bulk or simple string as
+    /// is, an integer in decimal; nil for an error reply, a refused connection or no whole reply
+    /// within 2 s. For the polling loops (a cluster coming up, replicas catching up): they ran
+    /// redis-cli several times a second per node, and those process starts took a fifth of the store
+    /// suite's CPU while other tests timed their calls. Plain servers only (a TLS one answers nil).
+    public func query(_ arguments: [String]) async -> String? {
+        guard tls == nil else { return nil }
+        let request = "*\(arguments.count)\r\n" + arguments.map { "$\($0.utf8.count)\r\n\($0)\r\n" }.joined()
+        return try? await RawConnection.blocking { [port] in
+            guard let connection = RawConnection(port: port), connection.send(request) else { return nil }
+            return connection.receiveReply(within: .seconds(2))
+        }
     }
 
     /// Polls without blocking a concurrency thread; fails early if redis-server exited. Up to 10 s:
