@@ -33,12 +33,15 @@ struct DevicePageRoutes: RelayRoutes {
             return Self.entryPage(typed.flatMap(UserCode.init(typed:))?.display ?? "")
         }
         page.post("/device") { request, context in
+            let form = try await Self.form(of: request)
             do {
-                let (userCode, _, found) = try await lookUp(request, context: context)
+                let (userCode, _, found) = try await lookUp(form, request, context: context)
                 return confirmationPage(userCode, found)
             } catch let error as RelayError where error.code == .invalidUserCode {
-                // A mistyped code: the form again, with what was wrong, announced to screen readers.
-                return Self.entryPage("", error: PageContext.now.strings.message(error), status: .badRequest)
+                // A mistyped code: the form again, with what was wrong announced to screen readers,
+                // and what was typed left in the field to correct (as long as the field takes).
+                let typed = String((form["user_code"] ?? "").prefix(UserCode.typedLength))
+                return Self.entryPage(typed, error: PageContext.now.strings.message(error), status: .badRequest)
             }
         }
         page.post("/device/sign-in") { request, context in
@@ -90,10 +93,18 @@ struct DevicePageRoutes: RelayRoutes {
         }
     }
 
-    private func lookUp(_ request: Request, context: RelaisRequestContext) async throws -> (UserCode, String, RelayStore.DeviceRequest) {
+    private static func form(of request: Request) async throws -> FormParameters {
         guard let form = try await FormParameters.body(of: request, limit: 4096), form.firstRepeatedName == nil else {
             throw RelayError.invalidRequest("The form cannot be read.")
         }
+        return form
+    }
+
+    private func lookUp(_ request: Request, context: RelaisRequestContext) async throws -> (UserCode, String, RelayStore.DeviceRequest) {
+        try await lookUp(try await Self.form(of: request), request, context: context)
+    }
+
+    private func lookUp(_ form: FormParameters, _ request: Request, context: RelaisRequestContext) async throws -> (UserCode, String, RelayStore.DeviceRequest) {
         if let limited = await limiter.checkUserCode(request, context) { throw limited }
         guard let typed = form["user_code"], let userCode = UserCode(typed: typed) else {
             throw RelayError(.invalidUserCode, "This is not a code shown by a device: 8 letters, such as BCDF-GHJK.", page: .notAUserCode)
@@ -150,7 +161,7 @@ struct DevicePageRoutes: RelayRoutes {
                 \(alert)
                 <form method="post" action="/device">
                 <label for="user-code">\(strings[.deviceCodeLabel])</label>
-                <input id="user-code" name="user_code" value="\(HTMLText.escape(code))" autocomplete="off" autocapitalize="characters" maxlength="9"\(invalid)>
+                <input id="user-code" name="user_code" value="\(HTMLText.escape(code))" autocomplete="off" autocapitalize="characters" maxlength="\(UserCode.typedLength)"\(invalid)>
                 <button id="device-continue">\(strings[.continueButton])</button>
                 </form>
                 """)

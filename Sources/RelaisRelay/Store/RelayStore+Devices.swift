@@ -120,6 +120,8 @@ extension RelayStore {
 /// half finds the request, its second half proves the person saw it.
 struct UserCode: Sendable, Equatable {
     static let alphabet = Array("BCDFGHJKLMNPQRSTVWXZ")
+    /// `XXXX-XXXX`: what the code field takes (its `maxlength`), and what a refilled field shows.
+    static let typedLength = 9
 
     let handle: String
     let check: String

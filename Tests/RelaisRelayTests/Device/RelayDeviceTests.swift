@@ -270,7 +270,10 @@ import Testing
                 let guess = attempt % 2 == 0 ? handle + "-" + wrongs[attempt] : unknownHandle + "-" + wrongs[attempt]
                 let refused = try await client.execute(uri: "/device", method: .post, headers: Route.formHeaders, body: Route.form([("user_code", guess)]))
                 #expect(refused.status == .badRequest)
-                descriptions.insert(String(buffer: refused.body))
+                // The page refills the field with the guess; all else is the same.
+                let page = String(buffer: refused.body)
+                #expect(page.contains(#"value="\#(guess)""#))
+                descriptions.insert(page.split(separator: #"value="\#(guess)""#).joined())
             }
             #expect(descriptions.count == 1, "\(descriptions)")
             // The guesser's seventh attempt in the window is refused, even with the right code.
@@ -390,6 +393,11 @@ import Testing
             let again = String(buffer: wrong.body)
             #expect(wrong.status == .badRequest && again.contains(#"id="device-error" class="error" role="alert""#))
             #expect(again.contains(#"<label for="user-code">"#) && again.contains(#"aria-describedby="device-error""#))
+            // What was typed stays in the field to correct, escaped, and no longer than the field takes.
+            #expect(again.contains(#"name="user_code" value="BCDF-GHJK""#))
+            let marked = try await client.execute(
+                uri: "/device", method: .post, headers: Route.formHeaders, body: Route.form([("user_code", "<b>\"X-1234567890")]))
+            #expect(marked.status == .badRequest && String(buffer: marked.body).contains(#"name="user_code" value="&lt;b&gt;&quot;X-123""#))
 
             // A browser too old for Fetch Metadata: its Origin says the form is Relais' own.
             var fromOurPage = Route.formHeaders
