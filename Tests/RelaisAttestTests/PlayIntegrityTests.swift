@@ -152,9 +152,11 @@ import Testing
         ])
         try await LoopbackHTTPServer.with(router: Self.standIn(serviceKey: serviceKey, payload: payload, calls: calls)) { server in
             let http = HTTPClient()
+            // 20 s, not the 5 s default: this test is about the calls, not their timeout (which has
+            // its own test), and a full run's first seconds once took the token call past 5 s.
             let google = try PlayIntegrityGoogleDecoder(
                 serviceAccount: try Self.serviceAccount(serviceKey, tokenURI: server.baseURL + "/token"), http: http, apiBaseURL: server.baseURL,
-                now: { Self.now }
+                timeout: .seconds(20), now: { Self.now }
             )
             let verifier = PlayIntegrityVerifier(policy: PlayIntegrityPolicy(packageName: Self.package, certificateDigests: [Self.digest]), decoder: google)
             for _ in 0..<2 { _ = try await verifier.verify("standard-token", expectedHash: expected, now: Self.now) }

@@ -222,7 +222,8 @@ import Testing
             _ = await arrivals.next()
             task.cancel()
             await #expect(throws: CancellationError.self) { try await task.value }
-            #expect(ContinuousClock.now - start < .seconds(10))
+            // Well before the server's 30 s answer (room for a loaded machine: 12 s seen beside a busy core).
+            #expect(ContinuousClock.now - start < .seconds(20))
         }
     }
 

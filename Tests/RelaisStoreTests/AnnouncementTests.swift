@@ -23,8 +23,10 @@ import Testing
         var resets: Int { resetCount.load(ordering: .relaxed) }
     }
 
+    /// Generous timeouts: a subscription that cannot connect within a tight one on a loaded machine
+    /// keeps retrying and never proves itself, and these tests are about what is heard.
     private static func store(_ url: String) throws -> RedisStore {
-        var configuration = RedisConfiguration(connectTimeout: .milliseconds(500), commandTimeout: .seconds(2), poolSize: 2)
+        var configuration = RedisConfiguration(connectTimeout: .seconds(10), commandTimeout: .seconds(5), poolSize: 2)
         try configuration.apply(url: url)
         return RedisStore(configuration: configuration)
     }
@@ -161,7 +163,7 @@ import Testing
         defer { cluster.stop() }
         let nodes = cluster.nodes.compactMap { RedisConfiguration.Node(parsing: $0, defaultPort: 6379) }
         // Subscribed at the first node: another master is frozen.
-        let store = RedisStore(configuration: RedisConfiguration(connectTimeout: .seconds(1), commandTimeout: .seconds(2), cluster: nodes))
+        let store = RedisStore(configuration: RedisConfiguration(connectTimeout: .seconds(10), commandTimeout: .seconds(5), cluster: nodes))
         let heard = Heard(), listener = heard.makeListener()
         store.listen(listener)
         #expect(try await eventually { listener.isCurrent }, "the subscription never proved itself")

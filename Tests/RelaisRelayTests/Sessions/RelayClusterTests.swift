@@ -12,7 +12,7 @@ import Testing
     @Test func signInsRefreshesAndRevocationsAcrossSlotsSurviveAMasterFailover() async throws {
         let cluster = try await RedisClusterProcess.launch(masters: 3, replicasPerMaster: 1)
         defer { cluster.stop() }
-        let store = "  kind: redis\n  redis:\n    cluster: [\(cluster.nodes.joined(separator: ", "))]\n    command_timeout: 2s\n    connect_timeout: 1s"
+        let store = "  kind: redis\n  redis:\n    cluster: [\(cluster.nodes.joined(separator: ", "))]\n    command_timeout: 5s\n    connect_timeout: 5s"
         // Every request comes from 127.0.0.1 and app: no rate limit in the way of the retries.
         let harness = try await RelayHarness.launch(instances: 3, store: store, relayExtra: "rate_limit:\n  per_ip: 100000\n  per_client: 100000")
         let relays = harness.relays

@@ -20,7 +20,8 @@ import Testing
             parts.append(String(chunk, radix: 16) + "\r\n" + String(repeating: "a", count: chunk) + "\r\n")
             left -= chunk
         }
-        return connection.sendUntilAnswered(parts + ["0\r\n\r\n"])
+        // 20 s for the answer: 5 s once passed with nothing on a loaded machine.
+        return connection.sendUntilAnswered(parts + ["0\r\n\r\n"], timeout: .seconds(20))
     }
 
     static func status(_ response: String) -> String { String(response.split(separator: "\r\n").first ?? "") }
