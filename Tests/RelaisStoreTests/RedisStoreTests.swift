@@ -33,8 +33,10 @@ import Testing
 
     @Test func callsFailFastWithStoreUnavailableWhileRedisIsDownThenRecover() async throws {
         let server = try await RedisServerProcess.launch()
-        let store = try makeStore(server)
-        try await store.ping()
+        let store = try makeStore(server) {
+            $0.connectTimeout = .seconds(2); $0.commandTimeout = .seconds(2)
+        }
+        try await Self.eventually { try await store.ping() }
         server.stop()
         for _ in 0..<3 {
             let start = ContinuousClock.now
