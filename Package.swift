@@ -14,7 +14,7 @@ let swiftSettings: [SwiftSetting] = [
 // runtime's link also asks for -export-dynamic: 55,000 dynamic symbols (3 MB of tables the loader
 // touches) that nothing looks up, since no plugin is loaded into the server.
 let relaisLinkerSettings: [LinkerSetting] = [
-    .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux])),
+    .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux]))
 ]
 
 // Platforms. The server's targets need macOS 15 (Synchronization's Mutex, among others), and
@@ -297,10 +297,12 @@ let package = Package(
         .testTarget(name: "RelaisQRCodeTests", dependencies: ["RelaisQRCode", "RelaisTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RelaisJOSETests",
-            dependencies: ["RelaisJOSE", "RelaisCrypto", "RelaisHTTPClient", "RelaisTestSupport",
-                           // COpenSSL: the tests read the thread's OpenSSL error queue.
-                           "COpenSSL",
-                           .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: [
+                "RelaisJOSE", "RelaisCrypto", "RelaisHTTPClient", "RelaisTestSupport",
+                // COpenSSL: the tests read the thread's OpenSSL error queue.
+                "COpenSSL",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
             resources: [.copy("Vectors")],
             swiftSettings: swiftSettings
         ),
@@ -326,7 +328,7 @@ let package = Package(
             dependencies: [
                 "RelaisHTTPClient", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 // EventLoopTaskExecutor: calls made from an event loop, as request handlers make them.
-                "RelaisServer",
+                "RelaisServer", "RelaisStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -366,8 +368,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RelaisDevProviderTests",
-            dependencies: ["RelaisDevProvider", "RelaisServer", "RelaisConfig", "RelaisHTTPClient", "RelaisJOSE", "RelaisCrypto", "RelaisTestSupport", "RelaisClock",
-                           .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: [
+                "RelaisDevProvider", "RelaisServer", "RelaisConfig", "RelaisHTTPClient", "RelaisJOSE", "RelaisCrypto", "RelaisTestSupport", "RelaisClock",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

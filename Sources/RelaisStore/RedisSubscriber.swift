@@ -44,7 +44,11 @@ final class RedisSubscriber: Sendable {
     func add(_ listener: AnnouncementListener) {
         listeners.add(listener)
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let running = Task { [self] in await run() }
+        // One loop for the whole subscription (its connection, its reads, its PINGs), and its tasks
+        // run there: a proof never waits for a thread of Swift's global pool, which a busy process
+        // may hold for longer than the proof window, making every cache of the instance bypassed.
+        let executor = EventLoopTaskExecutor(group.next())
+        let running = Task(executorPreference: executor) { [self] in await run(on: executor) }
         task.withLock { $0 = running }
     }
 
@@ -57,16 +61,16 @@ final class RedisSubscriber: Sendable {
 
     private var isStopped: Bool { stopped.load(ordering: .acquiring) || Task.isCancelled }
 
-    private func run() async {
+    private func run(on executor: EventLoopTaskExecutor) async {
         var attempt = 0
         var failedBefore = false
         while !isStopped {
             let connector = connectors[attempt % connectors.count]
             attempt += 1
             do throws(RedisConnectionFailure) {
-                let connection = try await connector.open(on: group.next())
+                let connection = try await connector.open(on: executor.eventLoop)
                 defer { connection.close() }
-                try await listen(on: connection) {
+                try await listen(on: connection, executor: executor) {
                     if failedBefore { logger.notice("announcement subscription restored", metadata: ["redis": "\(connector.target)"]) }
                     failedBefore = false
                 }
@@ -88,7 +92,7 @@ final class RedisSubscriber: Sendable {
 
     /// Subscribes, then reads messages and PING answers until the connection fails, a PING stays
     /// unanswered for three windows, or the store shuts down.
-    private func listen(on connection: RedisChannelConnection, subscribed: () -> Void) async throws(RedisConnectionFailure) {
+    private func listen(on connection: RedisChannelConnection, executor: EventLoopTaskExecutor, subscribed: () -> Void) async throws(RedisConnectionFailure) {
         let (replies, continuation) = AsyncStream.makeStream(of: RedisReply.self)
         connection.channel.closeFuture.whenComplete { _ in continuation.finish() }
         do {
@@ -102,7 +106,7 @@ final class RedisSubscriber: Sendable {
         let pings = Proofs(byMarkers: publishOnEveryMaster != nil)
         let listeners = self.listeners
         let (publishOnEveryMaster, channel, markerPrefix) = (self.publishOnEveryMaster, self.channel, self.markerPrefix)
-        let pinger = Task {
+        let pinger = Task(executorPreference: executor) {
             var lastAsked = ContinuousClock.now
             var round = 0
             while !Task.isCancelled {

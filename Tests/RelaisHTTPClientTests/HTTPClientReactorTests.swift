@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import RelaisServer
+import RelaisStore
 import RelaisTestSupport
 import Synchronization
 import Testing

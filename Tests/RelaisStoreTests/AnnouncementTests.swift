@@ -1,3 +1,4 @@
+import NIOPosix
 import RelaisStore
 import RelaisTestSupport
 import Synchronization
@@ -64,6 +65,26 @@ import Testing
         try await a.set("session:{s2}", [1], ttl: nil)
         #expect(try await a.deleteAnnouncing("session:{s2}", "s2"))
         #expect(try await eventually { heard.all == ["s1", "s2"] }, "\(heard.all)")
+        try await a.shutdown()
+        try await b.shutdown()
+    }
+
+    /// The subscription runs on an event loop, and delivers there: its proofs never wait for a
+    /// thread of Swift's global pool, which a busy process may hold for longer than the proof
+    /// window (its instance's caches would then be bypassed, its listeners not current).
+    @Test func theSubscriptionDeliversOnAnEventLoop() async throws {
+        let redis = try await RedisServerProcess.launch()
+        defer { redis.stop() }
+        let (a, b) = (try Self.store(redis.url), try Self.store(redis.url))
+        let onLoop = Mutex<[Bool]>([])
+        let listener = AnnouncementListener(
+            onMessage: { _ in onLoop.withLock { $0.append(MultiThreadedEventLoopGroup.currentEventLoop != nil) } }, onReset: {})
+        b.listen(listener)
+        #expect(try await eventually { listener.isCurrent }, "the subscription never proved itself")
+        try await a.set("k", [1], ttl: nil)
+        #expect(try await a.deleteAnnouncing("k", "k"))
+        #expect(try await eventually { !onLoop.withLock { $0 }.isEmpty })
+        #expect(onLoop.withLock { $0 } == [true])
         try await a.shutdown()
         try await b.shutdown()
     }

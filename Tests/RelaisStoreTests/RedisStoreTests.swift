@@ -41,7 +41,7 @@ import Testing
         for _ in 0..<3 {
             let start = ContinuousClock.now
             await #expect { try await store.get("k") } throws: { ($0 as? StoreError)?.code == "store_unavailable" }
-            #expect(ContinuousClock.now - start < .seconds(8))  // a refused connection, not a hang
+            #expect(ContinuousClock.now - start < .seconds(12))  // a refused connection, not a hang (room for a loaded machine)
         }
         try await server.start()
         // Three failures in a row opened the circuit: the background probe closes it within its interval.
