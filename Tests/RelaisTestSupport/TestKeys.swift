@@ -31,6 +31,12 @@ public enum TestKeys {
         return try JWK(pem: rsaPool[slot % rsaPool.count], keyID: keyID, use: use, algorithm: pinAlgorithm ? JWSAlgorithm.rs256.rawValue : nil)
     }
 
+    /// A fresh key, generated on a thread of its own: for the tests of generation itself, whose
+    /// RSA keys (up to 4096 bits, seconds of CPU here) would otherwise hold a concurrency thread.
+    public static func generatedOffThePool(for algorithm: JWSAlgorithm, keyID: String? = nil) async throws -> JWK {
+        try await RawConnection.blocking { Result { try JWK.generate(for: algorithm, keyID: keyID) } }.get()
+    }
+
     private final class Counter: Sendable {
         let value = Atomic<Int>(0)
     }
