@@ -281,6 +281,8 @@ let package = Package(
                 "RelaisClock", "RelaisConfig", "RelaisDevProvider", "RelaisJOSE", "RelaisRelay",
                 // AppAttestFactory and PlayIntegrityFactory: platform proofs made with test keys and CAs.
                 "RelaisAttest", "RelaisCrypto",
+                // OpenSSLErrorQueue: tests read the thread's OpenSSL error queue.
+                "COpenSSL",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -299,8 +301,6 @@ let package = Package(
             name: "RelaisJOSETests",
             dependencies: [
                 "RelaisJOSE", "RelaisCrypto", "RelaisHTTPClient", "RelaisTestSupport",
-                // COpenSSL: the tests read the thread's OpenSSL error queue.
-                "COpenSSL",
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
             resources: [.copy("Vectors")],
@@ -339,8 +339,6 @@ let package = Package(
             name: "RelaisStoreTests",
             dependencies: [
                 "RelaisStore", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
-                // COpenSSLTLS: the TLS tunnel's tests read the thread's OpenSSL error queue.
-                "COpenSSLTLS",
                 // EventLoopTaskExecutor: store calls made from an event loop, as request handlers make them.
                 "RelaisServer",
                 // EmbeddedChannel: the Redis channel handler tested without a socket.

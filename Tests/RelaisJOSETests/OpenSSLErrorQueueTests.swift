@@ -1,4 +1,3 @@
-import COpenSSL
 import RelaisCrypto
 import RelaisJOSE
 import RelaisTestSupport
@@ -20,24 +19,11 @@ import Testing
         var testDescription: String { name }
     }
 
-    /// The queued errors as text, oldest first (empty when the queue is), and the queue emptied.
-    static func queued() -> [String] {
-        var errors: [String] = []
-        var code = ERR_get_error()
-        while code != 0 {
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            errors.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-            code = ERR_get_error()
-        }
-        return errors
-    }
-
     @Test("the thread's OpenSSL error queue is left empty", arguments: rows)
     func leavesTheQueueEmpty(_ row: Row) {
-        ERR_clear_error()
+        OpenSSLErrorQueue.clear()
         _ = try? row.operation()
-        #expect(Self.queued() == [], "\(row.name)")
+        #expect(OpenSSLErrorQueue.drain() == [], "\(row.name)")
     }
 
     static func pem(_ label: String, _ body: String) -> String { "-----BEGIN \(label)-----\n\(body)\n-----END \(label)-----\n" }
@@ -147,33 +133,23 @@ import Testing
                 let other = try JWK(object: try otherKey(algorithm).publicJSON()!)
                 try JWS.parse(try JWS.sign(payload: Array("{}".utf8), with: signer, algorithm: algorithm)).verify(with: other)
             }
+        }
+        + [
+            ("ES256: r = s = 0", JWSAlgorithm.es256, UInt8(0), 64), ("ES256: r and s above the order", .es256, 0xFF, 64),
+            ("RS256: a signature above the modulus", .rs256, 0xFF, 256), ("PS256: a signature above the modulus", .ps256, 0xFF, 256),
+            ("EdDSA: a signature of zeros", .edDSA, 0, 64),
+        ].map { name, algorithm, byte, count in
+            Row(name) {
+                let key = try vectorKey(algorithm)
+                try resigned(algorithm, key: key, [UInt8](repeating: byte, count: count)).verify(with: key)
+            }
         } + [
-            Row("ES256: r = s = 0") {
-                let key = try vectorKey(.es256)
-                try resigned(.es256, key: key, [UInt8](repeating: 0, count: 64)).verify(with: key)
-            },
-            Row("ES256: r and s above the order") {
-                let key = try vectorKey(.es256)
-                try resigned(.es256, key: key, [UInt8](repeating: 0xFF, count: 64)).verify(with: key)
-            },
-            Row("RS256: a signature above the modulus") {
-                let key = try vectorKey(.rs256)
-                try resigned(.rs256, key: key, [UInt8](repeating: 0xFF, count: 256)).verify(with: key)
-            },
-            Row("PS256: a signature above the modulus") {
-                let key = try vectorKey(.ps256)
-                try resigned(.ps256, key: key, [UInt8](repeating: 0xFF, count: 256)).verify(with: key)
-            },
-            Row("EdDSA: a signature of zeros") {
-                let key = try vectorKey(.edDSA)
-                try resigned(.edDSA, key: key, [UInt8](repeating: 0, count: 64)).verify(with: key)
-            },
             Row("sign with each algorithm") {
                 for algorithm in JWSAlgorithm.allCases {
                     _ = try JWS.sign(payload: Array("{}".utf8), with: try vectorKey(algorithm), algorithm: algorithm)
                     _ = try JWS.sign(payload: Array("{}".utf8), with: try otherKey(algorithm), algorithm: algorithm)
                 }
-            },
+            }
         ]
 
     static let encryptionRows: [Row] = [

@@ -1,5 +1,6 @@
 import RelaisConfig
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
 @testable import RelaisOIDC
@@ -215,21 +216,5 @@ extension Case {
                 $0.settings.idTokenAlgorithms = JWSAlgorithm.allCases.filter { $0 != algorithm }
                 $0.idToken.algorithm = algorithm
             })
-    }
-}
-
-/// The at_hash of the scenarios' access token (`access-1`), computed apart with
-/// `printf access-1 | openssl dgst -shaN -binary | head -c N/2 | base64url`.
-enum AccessTokenHash {
-    static let sha256Half = "9MKET0Y7WpOlF96BtnoJyA"
-    static let sha384Half = "BKKVvCkq9Iw_B35-CEucCIiT4hka5Okk"
-    static let sha512Half = "j_gttPifZFS_g6b4IrJKODpmGFP9qoL7SCZg8t8jzpU"
-
-    static func expected(for algorithm: JWSAlgorithm) -> String {
-        switch algorithm {
-        case .rs256, .ps256, .es256, .hs256: sha256Half
-        case .rs384, .ps384, .es384, .hs384: sha384Half
-        case .rs512, .ps512, .es512, .hs512, .edDSA: sha512Half
-        }
     }
 }

@@ -147,7 +147,7 @@ struct Scenario: Sendable {
 
     var idToken: TokenSpec
     var tokenStatus = 200
-    var tokenFields: [String: JSONValue] = ["access_token": .string("access-1"), "token_type": .string("Bearer"), "expires_in": .number(60)]
+    var tokenFields: [String: JSONValue] = ["access_token": .string(AccessTokenHash.accessToken), "token_type": .string("Bearer"), "expires_in": .number(60)]
     var tokenIncludesIDToken = true
     /// Replaces the whole token response body.
     var tokenRawBody: String?

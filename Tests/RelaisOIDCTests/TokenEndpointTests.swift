@@ -3,6 +3,7 @@ import RelaisConfig
 import RelaisCrypto
 import RelaisHTTPClient
 import RelaisJOSE
+import RelaisTestSupport
 import Testing
 
 @testable import RelaisOIDC

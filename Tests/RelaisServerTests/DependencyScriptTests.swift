@@ -8,7 +8,10 @@ import Testing
     static let script = RelaisProcess.packageRoot.appendingPathComponent("scripts/ensure-debian-packages.sh").path
 
     /// Runs the script with a PATH of only `tools` (no dpkg, no apt-get): its status and standard error.
-    static func run(with tools: [String], packages: [String]) throws -> (Int32, String) {
+    /// Started with posix_spawn, its error to a file, its exit polled: a Foundation `Pipe` is
+    /// inherited by the redis-servers other tests start meanwhile, and reading it to its end then
+    /// waited for them (a full run hung on it, both concurrency threads blocked).
+    static func run(with tools: [String], packages: [String]) async throws -> (Int32, String) {
         let bin = FileManager.default.temporaryDirectory.appendingPathComponent("relais-noapt-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: bin) }
@@ -16,29 +19,22 @@ import Testing
             let found = try #require(["/usr/bin/", "/bin/", "/usr/local/bin/"].map { $0 + tool }.first { FileManager.default.isExecutableFile(atPath: $0) }, "\(tool)")
             try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent(tool).path, withDestinationPath: found)
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [script] + packages
-        process.environment = ["PATH": bin.path]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
+        let errors = bin.appendingPathComponent("stderr").path
+        let process = try ChildProcess.spawn("/bin/bash", [script] + packages, environment: ["PATH": bin.path], standardError: errors)
+        let status = try #require(await process.exitStatus(within: .seconds(60)), "the script did not end")
+        return (status, (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
     }
 
-    @Test func withoutAptItNamesWhatToInstall() throws {
-        let (status, text) = try Self.run(with: [], packages: ["libhiredis-dev", "redis-server", "curl"])
+    @Test func withoutAptItNamesWhatToInstall() async throws {
+        let (status, text) = try await Self.run(with: [], packages: ["libhiredis-dev", "redis-server", "curl"])
         #expect(status == 1)
         #expect(text.contains("no apt-get") && text.contains("libhiredis-dev redis-server curl"), "\(text)")
         #expect(text.contains("brew install curl hiredis redis"), "\(text)")
     }
 
-    @Test func withoutAptButWithEverythingItPasses() throws {
+    @Test func withoutAptButWithEverythingItPasses() async throws {
         let redis = try #require(RedisServerProcess.executable.split(separator: "/").last.map(String.init))
-        let (status, text) = try Self.run(with: ["pkg-config", redis, "curl"], packages: ["libhiredis-dev", "redis-server", "curl"])
+        let (status, text) = try await Self.run(with: ["pkg-config", redis, "curl"], packages: ["libhiredis-dev", "redis-server", "curl"])
         #expect(status == 0, "\(text)")
     }
 }

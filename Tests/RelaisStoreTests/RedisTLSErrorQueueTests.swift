@@ -1,4 +1,3 @@
-import COpenSSLTLS
 import Foundation
 import RelaisTestSupport
 import Testing
@@ -14,7 +13,7 @@ import Glibc
 @Suite struct RedisTLSErrorQueueTests {
     /// Opens a tunnel on this thread, expecting a failure: its message, and what it left queued.
     private static func failedOpen(port: Int, tls: RedisConfiguration.TLS) -> (failure: String?, queued: [String]) {
-        ERR_clear_error()
+        OpenSSLErrorQueue.clear()
         var failure: String?
         do {
             let (descriptor, _) = try RedisTLSTunnel.open(host: "127.0.0.1", port: port, tls: tls, connectTimeout: .seconds(2))
@@ -22,15 +21,7 @@ import Glibc
         } catch {
             failure = error.message
         }
-        var queued: [String] = []
-        var code = ERR_get_error()
-        while code != 0 {
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            queued.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-            code = ERR_get_error()
-        }
-        return (failure, queued)
+        return (failure, OpenSSLErrorQueue.drain())
     }
 
     @Test func aFailedHandshakeLeavesTheThreadsErrorQueueEmpty() async throws {

@@ -95,7 +95,8 @@ public final class RawConnection: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         while ContinuousClock.now < deadline {
-            if let lineEnd = received.firstIndex(of: UInt8(ascii: "\n")), lineEnd > 0 {
+            if let lineEnd = received.firstIndex(of: UInt8(ascii: "\n")) {
+                guard lineEnd >= 2, received[lineEnd - 1] == UInt8(ascii: "\r") else { return nil }  // a type byte, then the line and CRLF
                 let line = String(decoding: received[1..<(lineEnd - 1)], as: UTF8.self)
                 switch received[0] {
                 case UInt8(ascii: "+"), UInt8(ascii: ":"): return line
