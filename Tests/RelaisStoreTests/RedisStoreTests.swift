@@ -208,6 +208,7 @@ import Testing
         let server = try await RedisServerProcess.launch(extraArguments: ["--requirepass", "secret"])
         let store = try makeStore(server) {
             $0.password = "secret"
+            $0.connectTimeout = .milliseconds(500)
             $0.commandTimeout = .seconds(10)
         }
         server.pause()
