@@ -1,6 +1,11 @@
 # Relais — the two commands that matter: `make demo` and `make test`.
 SHELL := /bin/bash
 SWIFT ?= swift
+## SwiftPM passes swift-protobuf's two default traits to the compiler as defines in the order of a
+## Swift Set, which changes from one process to the next: without a fixed hash seed, one build in
+## two recompiles swift-protobuf and what depends on it (about 40 s in debug) for nothing. Only the
+## builds get the fixed seed; tests and the programs they start keep random hashing.
+SWIFT_BUILD := SWIFT_DETERMINISTIC_HASHING=1 $(SWIFT) build
 DEBIAN_PACKAGES := libcurl4-openssl-dev libssl-dev libhiredis-dev libqrencode-dev redis-server pkg-config openssl python3 python3-pip curl
 BENCH_PACKAGES := wrk nghttp2-client curl apache2 libapache2-mod-auth-openidc
 E2E_PACKAGES := chromium chromium-driver fonts-liberation nginx-light
@@ -16,13 +21,12 @@ RELAIS_VERSION_FLAGS := $(if $(RELAIS_COMMIT),-Xlinker --build-id=0x524c$(RELAIS
 .PHONY: deps bench-deps e2e-deps build release test test-fast lint format e2e demo bench check-config clean image image-test link-order instructions
 
 ## The release binary `make demo` and `make release` build, rebuilt only when a source, the
-## manifest, the pinned versions or the version flags changed: SwiftPM alone recompiles part of
-## the graph on every call (swift-protobuf's two default traits reach the compiler as defines in
-## a different order from one call to the next), about 30 s for a build that changes nothing.
+## manifest, the pinned versions or the version flags changed: SwiftPM would otherwise plan the
+## whole graph again, seconds for a build that changes nothing.
 RELEASE_BINARY := .build/release/relais
 RELEASE_INPUTS := Package.swift $(wildcard Package.resolved) $(shell find Sources -type f 2>/dev/null)
 $(RELEASE_BINARY): $(RELEASE_INPUTS) .build/version-flags
-	$(SWIFT) build -c release --product relais $(RELAIS_VERSION_FLAGS)
+	$(SWIFT_BUILD) -c release --product relais $(RELAIS_VERSION_FLAGS)
 	@touch $@
 
 ## Rewritten only when the flags differ from the last build's: a new commit relinks, nothing else.
@@ -47,13 +51,13 @@ bench-deps: deps
 	@scripts/ensure-python-packages.sh bench
 
 build: deps
-	$(SWIFT) build
+	$(SWIFT_BUILD)
 
 release: deps $(RELEASE_BINARY)
 
 ## Build and run every test. Tests start their own redis-server processes on free loopback ports.
 test: deps
-	$(SWIFT) build --build-tests
+	$(SWIFT_BUILD) --build-tests
 	$(SWIFT) test --skip-build
 
 ## Only the tests that need no process, no Redis and no socket: pure code, and routes through the
@@ -62,7 +66,7 @@ test: deps
 ## (SwiftPM cannot filter by tag); with RELAIS_TEST_FAST=1 every test helper that would start a
 ## process, a server or a listener throws, so a test tagged fast by mistake fails here.
 test-fast: deps
-	$(SWIFT) build --build-tests
+	$(SWIFT_BUILD) --build-tests
 	@filter="$$(scripts/fast-tests.py)" && RELAIS_TEST_FAST=1 $(SWIFT) test --skip-build --filter "$$filter"
 
 ## The code's layout as .swift-format describes it (today's style: 4 spaces, 180 columns), checked
@@ -78,7 +82,7 @@ format:
 ## with auth_request, schemathesis on docs/openapi.yaml.
 ## Screenshots and reports land in e2e/artifacts/.
 e2e: e2e-deps
-	$(SWIFT) build --product relais && $(SWIFT) build --product relais-app
+	$(SWIFT_BUILD) --product relais && $(SWIFT_BUILD) --product relais-app
 	python3 -m unittest discover -s e2e -p 'test_*.py' -v
 
 ## Run the development provider (http://127.0.0.1:8081/api/v2) and Relais (http://127.0.0.1:8080),
