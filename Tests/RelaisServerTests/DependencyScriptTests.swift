@@ -2,6 +2,10 @@ import Foundation
 import RelaisTestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `make deps` on a system without apt (a Mac): scripts/ensure-debian-packages.sh installs nothing,
 /// names what is missing with Homebrew's names, and fails only when something is.
 @Suite struct DependencyScriptTests {
@@ -21,8 +25,10 @@ import Testing
         }
         let errors = bin.appendingPathComponent("stderr").path
         let process = try ChildProcess.spawn("/bin/bash", [script] + packages, environment: ["PATH": bin.path], standardError: errors)
-        let status = try #require(await process.exitStatus(within: .seconds(60)), "the script did not end")
-        return (status, (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
+        let status = await process.exitStatus(within: .seconds(60))
+        if status == nil { process.terminate(with: SIGKILL) }
+        let ended = try #require(status, "the script did not end within 60 s")
+        return (ended, (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
     }
 
     @Test func withoutAptItNamesWhatToInstall() async throws {
