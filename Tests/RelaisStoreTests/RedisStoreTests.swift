@@ -140,8 +140,10 @@ import Testing
         server.stop()
     }
 
-    /// Retries `body` until it succeeds (an open circuit closes within one probe interval).
-    static func eventually(within limit: Duration = .seconds(10), _ body: () async throws -> Void) async throws {
+    /// Retries `body` until it succeeds (an open circuit closes within one probe interval). The
+    /// window is long: on a busy CI machine, a ping with a 300 ms command timeout once failed for
+    /// over ten seconds; only a failing test waits it out.
+    static func eventually(within limit: Duration = .seconds(60), _ body: () async throws -> Void) async throws {
         let deadline = ContinuousClock.now + limit
         while true {
             do {
