@@ -29,12 +29,20 @@ import collections, glob, os, sys
 label, count, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 dump = max(glob.glob(os.path.join(work, "callgrind.*.*")), key=os.path.getmtime)
 cost, obj, current, skip = collections.Counter(), None, None, False
+# Each executor hop of a task (swift_task_switch: an await's return to its executor) looks the
+# task's preferred executor up once, under the task's status lock: counting those lookups counts
+# the hops, which tail calls hide from callgrind's call counts of swift_task_switch itself.
+callee, hops = None, 0
 for line in open(dump, errors="replace"):
     if line.startswith("ob="):
         obj = line[3:].strip()
     elif line.startswith("fn="):
         current = obj
+    elif line.startswith("cfn="):
+        callee = line[4:].strip()
     elif line.startswith("calls="):
+        if callee == "_ZN5swift9AsyncTask24getPreferredTaskExecutorEb":
+            hops += int(line[6:].split()[0])
         skip = True  # the next line is the call's inclusive cost, not this function's own
     elif line[:1].isdigit() or line[:1] in "+-*":
         if skip:
@@ -49,7 +57,8 @@ if count <= 0:
 crypto = sum(c for o, c in cost.items() if o and "libcrypto" in o)
 total = sum(cost.values())
 print(f"{label}: {count} made, {total / count / 1e6:.3f}M instructions each, "
-      f"libcrypto {crypto / count / 1e6:.3f}M, the rest {(total - crypto) / count / 1e6:.3f}M")
+      f"libcrypto {crypto / count / 1e6:.3f}M, the rest {(total - crypto) / count / 1e6:.3f}M, "
+      f"{hops / count:.0f} executor hops")
 PY
 }
 signins() {
