@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Base64url without padding (RFC 4648 §5), the encoding of every JOSE and OAuth token.
 public enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
@@ -9,6 +15,12 @@ public enum Base64URL {
     }
 
     private static func encode(buffer bytes: UnsafeBufferPointer<UInt8>) -> String {
+        // The alphabet read through one pointer: an array subscript per character (its bounds
+        // check and the static's accessor) cost more than the arithmetic.
+        alphabet.withUnsafeBufferPointer { alphabet in encode(buffer: bytes, alphabet: alphabet) }
+    }
+
+    private static func encode(buffer bytes: UnsafeBufferPointer<UInt8>, alphabet: UnsafeBufferPointer<UInt8>) -> String {
         String(unsafeUninitializedCapacity: (bytes.count * 4 + 2) / 3) { output in
             var index = 0
             var count = 0
@@ -161,14 +173,19 @@ public enum Base64 {
 
 /// Compact JOSE serializations: what their shape is, read without decoding them.
 public enum CompactSerialization {
-    /// The dots in `text` (4 in a JWE, 2 in a JWS): one pass over its bytes. A lazy filter over a
-    /// String's UTF-8 view costs about 30 instructions a byte, which for a 2 KB code read three
-    /// times per sign-in was 2% of it.
+    /// The dots in `text` (4 in a JWE, 2 in a JWS), found by `memchr`, which reads many bytes per
+    /// instruction: a byte-by-byte loop cost about 4 instructions a byte (7,500 per 2 KB code),
+    /// a lazy filter over a String's UTF-8 view about 30.
     public static func dots(in text: String) -> Int {
         var text = text
         return text.withUTF8 { bytes in
+            guard var cursor = bytes.baseAddress else { return 0 }
+            let end = cursor + bytes.count
             var count = 0
-            for byte in bytes where byte == UInt8(ascii: ".") { count += 1 }
+            while cursor < end, let dot = memchr(cursor, Int32(UInt8(ascii: ".")), end - cursor) {
+                count += 1
+                cursor = UnsafePointer(dot.assumingMemoryBound(to: UInt8.self)) + 1
+            }
             return count
         }
     }

@@ -73,14 +73,15 @@ public enum FormEncoding {
         let hex: StaticString = "0123456789ABCDEF"
         var input = string
         return input.withUTF8 { bytes in
+            // Codes, states, verifiers and client ids are unreserved characters only: returned as
+            // they are, without a new string (its allocation and UTF-8 check cost more than the scan).
+            guard bytes.contains(where: { !isUnreserved($0) }) else { return string }
             // At most three bytes out per byte in: one allocation, filled in place.
-            String(unsafeUninitializedCapacity: bytes.count * 3) { output in
+            return String(unsafeUninitializedCapacity: bytes.count * 3) { output in
                 var count = 0
                 for byte in bytes {
                     switch byte {
-                    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                        UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                        UInt8(ascii: "~"):
+                    case _ where isUnreserved(byte):
                         output[count] = byte
                         count += 1
                     case UInt8(ascii: " "):
@@ -95,6 +96,17 @@ public enum FormEncoding {
                 }
                 return count
             }
+        }
+    }
+
+    /// RFC 3986's unreserved characters: letters, digits, `-`, `.`, `_` and `~`.
+    @inline(__always)
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            true
+        default: false
         }
     }
 }

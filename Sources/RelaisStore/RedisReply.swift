@@ -67,7 +67,7 @@ enum RedisCommandEncoding {
         _ arguments: [[UInt8]], _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int>?) -> Result
     ) -> Result {
         let flat = arguments.flatMap { $0 }
-        let lengths = arguments.map(\.count)
+        let lengths = arguments.map { $0.count }  // a closure: `\.count` is a key path projected at run time, per argument
         return flat.withUnsafeBufferPointer { buffer in
             let base = UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
             var offsets: [UnsafePointer<CChar>?] = []
