@@ -95,7 +95,22 @@ public struct FormParameters: Sendable, Equatable {
 
     /// Percent-encodes for a query string or form body.
     public static func encode(_ pairs: [(String, String)]) -> String {
-        pairs.map { "\(FormEncoding.escape($0.0))=\(FormEncoding.escape($0.1))" }.joined(separator: "&")
+        String(decoding: encodedBytes(pairs), as: UTF8.self)
+    }
+
+    /// The same as bytes, a request's body.
+    public static func encodedBytes(_ pairs: [(String, String)]) -> [UInt8] {
+        // Escaped into one buffer: a string per name and value, then per pair, then joined, cost
+        // about three times as much for a token request.
+        var output: [UInt8] = []
+        output.reserveCapacity(pairs.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 })
+        for (index, (name, value)) in pairs.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: "&")) }
+            FormEncoding.escape(name, into: &output)
+            output.append(UInt8(ascii: "="))
+            FormEncoding.escape(value, into: &output)
+        }
+        return output
     }
 
     /// Appends parameters to a URL that may already hold a query.

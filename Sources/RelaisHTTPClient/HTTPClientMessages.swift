@@ -32,12 +32,11 @@ public struct HTTPClientRequest: Sendable {
 
     /// A form-encoded POST (`application/x-www-form-urlencoded`), the shape of every OAuth token request.
     public static func form(url: String, fields: [(String, String)], headers: [(name: String, value: String)] = [], operation: String? = nil) -> Self {
-        let body = fields.map { "\(FormEncoding.escape($0.0))=\(FormEncoding.escape($0.1))" }.joined(separator: "&")
-        return Self(
+        Self(
             method: .post,
             url: url,
             headers: [(name: "Content-Type", value: "application/x-www-form-urlencoded")] + headers,
-            body: Array(body.utf8),
+            body: FormParameters.encodedBytes(fields),
             operation: operation
         )
     }
@@ -70,31 +69,30 @@ public struct HTTPClientResponse: Sendable {
 public enum FormEncoding {
     /// application/x-www-form-urlencoded escaping: unreserved characters stay, space becomes '+'.
     public static func escape(_ string: String) -> String {
+        var input = string
+        let plain = input.withUTF8 { bytes in !bytes.contains(where: { !isUnreserved($0) }) }
+        // Codes, states, verifiers and client ids are unreserved characters only: returned as
+        // they are, without a new string (its allocation and UTF-8 check cost more than the scan).
+        if plain { return string }
+        var output: [UInt8] = []
+        escape(string, into: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// The same, appended to `output`.
+    public static func escape(_ string: String, into output: inout [UInt8]) {
         let hex: StaticString = "0123456789ABCDEF"
         var input = string
-        return input.withUTF8 { bytes in
-            // Codes, states, verifiers and client ids are unreserved characters only: returned as
-            // they are, without a new string (its allocation and UTF-8 check cost more than the scan).
-            guard bytes.contains(where: { !isUnreserved($0) }) else { return string }
-            // At most three bytes out per byte in: one allocation, filled in place.
-            return String(unsafeUninitializedCapacity: bytes.count * 3) { output in
-                var count = 0
-                for byte in bytes {
-                    switch byte {
-                    case _ where isUnreserved(byte):
-                        output[count] = byte
-                        count += 1
-                    case UInt8(ascii: " "):
-                        output[count] = UInt8(ascii: "+")
-                        count += 1
-                    default:
-                        output[count] = UInt8(ascii: "%")
-                        output[count + 1] = hex.utf8Start[Int(byte >> 4)]
-                        output[count + 2] = hex.utf8Start[Int(byte & 0x0f)]
-                        count += 3
-                    }
+        input.withUTF8 { bytes in
+            for byte in bytes {
+                switch byte {
+                case _ where isUnreserved(byte): output.append(byte)
+                case UInt8(ascii: " "): output.append(UInt8(ascii: "+"))
+                default:
+                    output.append(UInt8(ascii: "%"))
+                    output.append(hex.utf8Start[Int(byte >> 4)])
+                    output.append(hex.utf8Start[Int(byte & 0x0f)])
                 }
-                return count
             }
         }
     }
