@@ -102,7 +102,7 @@ link-order: bench-deps
 	scripts/link-order.sh
 
 ## Instructions per sign-in and per request (callgrind, the image's build; about three minutes):
-## the figure to compare two builds by, steady within 0.2% where CPU time moves by 10%.
+## the figure to compare two builds by, steady within half a percent where CPU time moves by 10%.
 instructions: bench-deps
 	@scripts/ensure-debian-packages.sh valgrind
 	scripts/instructions.sh

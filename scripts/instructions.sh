@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per sign-in and per request of a relay, counted by valgrind's callgrind: the measure
 # to compare two builds by. CPU time on a shared machine moves by 10% from run to run; these counts
-# stay within 0.2%, so a change of 1% shows. Each figure is the instructions executed by every
+# stay within half a percent (libcrypto moves most: RSA blinding, ECDSA nonces), so a change of 1% shows. Each figure is the instructions executed by every
 # thread of the relay between two dumps (counters zeroed after a warm-up), divided by the sign-ins
 # (one at a time) or the requests (wrk, 4 connections) made in between. Split by object: under
 # valgrind OpenSSL sees a CPU without AVX-512 or SHA-NI and takes its generic paths, so libcrypto's
