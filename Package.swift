@@ -101,6 +101,7 @@ let package = Package(
             name: "RelaisHTTPClient",
             dependencies: [
                 "CCurl",
+                "RelaisCrypto",
                 // Only for HTTPKeySetFetcher: JWKS documents fetched through libcurl.
                 "RelaisJOSE",
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Base64url without padding (RFC 4648 §5), the encoding of every JOSE and OAuth token.
 public enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
@@ -173,20 +167,11 @@ public enum Base64 {
 
 /// Compact JOSE serializations: what their shape is, read without decoding them.
 public enum CompactSerialization {
-    /// The dots in `text` (4 in a JWE, 2 in a JWS), found by `memchr`, which reads many bytes per
-    /// instruction: a byte-by-byte loop cost about 4 instructions a byte (7,500 per 2 KB code),
-    /// a lazy filter over a String's UTF-8 view about 30.
+    /// The dots in `text` (4 in a JWE, 2 in a JWS), found by ``ByteScan``: a byte-by-byte loop
+    /// cost about 4 instructions a byte (7,500 per 2 KB code), a lazy filter over a String's UTF-8
+    /// view about 30.
     public static func dots(in text: String) -> Int {
         var text = text
-        return text.withUTF8 { bytes in
-            guard var cursor = bytes.baseAddress else { return 0 }
-            let end = cursor + bytes.count
-            var count = 0
-            while cursor < end, let dot = memchr(cursor, Int32(UInt8(ascii: ".")), end - cursor) {
-                count += 1
-                cursor = UnsafePointer(dot.assumingMemoryBound(to: UInt8.self)) + 1
-            }
-            return count
-        }
+        return text.withUTF8 { ByteScan.count(of: UInt8(ascii: "."), in: $0) }
     }
 }

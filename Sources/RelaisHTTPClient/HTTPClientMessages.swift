@@ -1,3 +1,5 @@
+import RelaisCrypto
+
 /// An outbound request. URLs must be `http` or `https`; other schemes are refused by libcurl.
 public struct HTTPClientRequest: Sendable {
     public enum Method: String, Sendable {
@@ -70,7 +72,7 @@ public enum FormEncoding {
     /// application/x-www-form-urlencoded escaping: unreserved characters stay, space becomes '+'.
     public static func escape(_ string: String) -> String {
         var input = string
-        let plain = input.withUTF8 { bytes in !bytes.contains(where: { !isUnreserved($0) }) }
+        let plain = input.withUTF8 { bytes in bytes.allSatisfy(ByteScan.isUnreserved) }
         // Codes, states, verifiers and client ids are unreserved characters only: returned as
         // they are, without a new string (its allocation and UTF-8 check cost more than the scan).
         if plain { return string }
@@ -86,7 +88,7 @@ public enum FormEncoding {
         input.withUTF8 { bytes in
             for byte in bytes {
                 switch byte {
-                case _ where isUnreserved(byte): output.append(byte)
+                case _ where ByteScan.isUnreserved(byte): output.append(byte)
                 case UInt8(ascii: " "): output.append(UInt8(ascii: "+"))
                 default:
                     output.append(UInt8(ascii: "%"))
@@ -94,17 +96,6 @@ public enum FormEncoding {
                     output.append(hex.utf8Start[Int(byte & 0x0f)])
                 }
             }
-        }
-    }
-
-    /// RFC 3986's unreserved characters: letters, digits, `-`, `.`, `_` and `~`.
-    @inline(__always)
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            true
-        default: false
         }
     }
 }

@@ -199,7 +199,7 @@ public struct DPoPProofVerifier: Sendable {
             }
             guard let high = bytes.next().flatMap(Hex.value(of:)), let low = bytes.next().flatMap(Hex.value(of:)) else { return nil }
             let decoded = high << 4 | low
-            if isUnreserved(decoded) {
+            if ByteScan.isUnreserved(decoded) {
                 output.append(decoded)
             } else {
                 output += [UInt8(ascii: "%"), hexDigit(high), hexDigit(low)]
@@ -209,10 +209,6 @@ public struct DPoPProofVerifier: Sendable {
     }
 
     private static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10 }
-
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || [0x2D, 0x2E, 0x5F, 0x7E].contains(byte)
-    }
 
     private static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import RelaisCrypto
 
 #if canImport(Glibc)
 import Glibc
@@ -149,13 +150,8 @@ public enum JSONValue: Sendable, Equatable, Codable {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     private static func needsNoEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let base = bytes.baseAddress else { return true }
-        if memchr(base, Int32(UInt8(ascii: "\"")), bytes.count) != nil || memchr(base, Int32(UInt8(ascii: "\\")), bytes.count) != nil {
-            return false
-        }
-        var lowest: UInt8 = 0xFF
-        for byte in bytes { lowest = min(lowest, byte) }
-        return lowest >= 0x20
+        ByteScan.firstIndex(of: UInt8(ascii: "\""), in: bytes) == nil && ByteScan.firstIndex(of: UInt8(ascii: "\\"), in: bytes) == nil
+            && ByteScan.extremes(of: bytes).lowest >= 0x20
     }
 
     /// Copies each run of bytes that needs no escape at once (tokens and sealed values of a few
@@ -164,8 +160,8 @@ public enum JSONValue: Sendable, Equatable, Codable {
         output.append(UInt8(ascii: "\""))
         var value = value
         value.withUTF8 { bytes in
-            // Most strings (tokens, URLs, names) need no escape: checked by `memchr` and a
-            // reduction LLVM vectorises, and copied whole.
+            // Most strings (tokens, URLs, names) need no escape: checked by ``ByteScan`` and
+            // copied whole.
             if Self.needsNoEscape(bytes) {
                 output.append(contentsOf: bytes)
                 return

@@ -21,6 +21,19 @@ import Testing
         #expect(Hex.encode(SHA256.hash([UInt8]())) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
+    @Test func byteScansFindCountAndBound() {
+        let text = Array("a.b\u{1}.é".utf8)
+        text.withUnsafeBufferPointer { bytes in
+            #expect(ByteScan.firstIndex(of: UInt8(ascii: "."), in: bytes) == 1)
+            #expect(ByteScan.firstIndex(of: UInt8(ascii: "z"), in: bytes) == nil)
+            #expect(ByteScan.count(of: UInt8(ascii: "."), in: bytes) == 2)
+            #expect(ByteScan.extremes(of: bytes) == (lowest: 0x01, highest: 0xC3))
+            #expect(ByteScan.extremes(of: UnsafeBufferPointer(rebasing: bytes[0..<0])) == (lowest: 0xFF, highest: 0))
+        }
+        let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+        for byte in UInt8.min...UInt8.max { #expect(ByteScan.isUnreserved(byte) == unreserved.contains(byte), "\(byte)") }
+    }
+
     @Test func theDotsOfACompactSerializationAreCounted() {
         #expect(CompactSerialization.dots(in: "") == 0)
         #expect(CompactSerialization.dots(in: "a.b.c") == 2)

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import RelaisCrypto
 
 /// A strict JSON parser (RFC 8259) for token headers, claims and JWKs, on bytes.
 ///
@@ -224,24 +220,9 @@ struct JSONParser {
             index = run.end + 1
             return text
         }
-        // Fast path: no escapes.
-        var seen: UInt8 = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") {
-                let text = Self.text(UnsafeBufferPointer(rebasing: bytes[start..<index]), isASCII: seen < 0x80)
-                index += 1
-                guard let text else { throw .invalid }
-                return text
-            }
-            if byte == UInt8(ascii: "\\") { break }
-            guard byte >= 0x20 else { throw .invalid }
-            seen |= byte
-            index += 1
-        }
+        // An escape before the first quote, or no closing quote: read byte by byte, each run
+        // between escapes checked as UTF-8.
         var scalars = String.UnicodeScalarView()
-        guard let prefix = Self.text(UnsafeBufferPointer(rebasing: bytes[start..<index]), isASCII: seen < 0x80) else { throw .invalid }
-        scalars.append(contentsOf: prefix.unicodeScalars)
         var runStart = index
         func flush(_ end: Int) throws(Failure) {
             guard let run = Self.text(UnsafeBufferPointer(rebasing: bytes[runStart..<end]), isASCII: false) else { throw .invalid }
@@ -296,29 +277,23 @@ struct JSONParser {
         throw .invalid
     }
 
-    /// ASCII needs no validation, and `String(decoding:)` is specialized where `String(validating:)`
-    /// looks up generic metadata on every call, a measurable share of a token's parse time.
     /// Where the text of a string starting at `start` ends (its closing quote) when that text has
     /// no escape, and whether it has a byte of 0x80 or above; nil when it has an escape or no
     /// closing quote, for the byte-by-byte path to read. A control character in it is refused
-    /// here. `memchr` and a reduction LLVM vectorises read tokens of kilobytes many bytes per
-    /// instruction, where a branch per byte cost about five instructions a byte.
+    /// here. Read by ``ByteScan``, many bytes per instruction.
     private func plainRun(from start: Int) throws(Failure) -> (end: Int, nonASCII: Bool)? {
-        guard start < bytes.count, let base = bytes.baseAddress else { return nil }
-        guard let quote = memchr(base + start, Int32(UInt8(ascii: "\"")), bytes.count - start) else { return nil }
-        let end = start + (UnsafeRawPointer(quote) - UnsafeRawPointer(base + start))
-        let run = UnsafeBufferPointer(rebasing: bytes[start..<end])
-        guard let first = run.baseAddress else { return (end, false) }
-        if memchr(first, Int32(UInt8(ascii: "\\")), run.count) != nil { return nil }
-        var lowest: UInt8 = 0xFF
-        var highest: UInt8 = 0
-        for byte in run {
-            lowest = min(lowest, byte)
-            highest = max(highest, byte)
-        }
+        guard start <= bytes.count else { return nil }
+        let rest = UnsafeBufferPointer(rebasing: bytes[start...])
+        guard let length = ByteScan.firstIndex(of: UInt8(ascii: "\""), in: rest) else { return nil }
+        let run = UnsafeBufferPointer(rebasing: rest[..<length])
+        if ByteScan.firstIndex(of: UInt8(ascii: "\\"), in: run) != nil { return nil }
+        let (lowest, highest) = ByteScan.extremes(of: run)
         guard lowest >= 0x20 else { throw .invalid }
-        return (end, highest >= 0x80)
+        return (start + length, highest >= 0x80)
     }
+
+    /// ASCII needs no validation, and `String(decoding:)` is specialized where `String(validating:)`
+    /// looks up generic metadata on every call, a measurable share of a token's parse time.
 
     private static func text(_ bytes: UnsafeBufferPointer<UInt8>, isASCII: Bool) -> String? {
         isASCII ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)

@@ -4,7 +4,7 @@ import RelaisCrypto
 enum PKCE {
     /// 43 to 128 unreserved characters (§4.1).
     static func isValidVerifier(_ verifier: String) -> Bool {
-        (43...128).contains(verifier.utf8.count) && verifier.utf8.allSatisfy(isUnreserved)
+        (43...128).contains(verifier.utf8.count) && verifier.utf8.allSatisfy(ByteScan.isUnreserved)
     }
 
     /// A base64url SHA-256: 43 characters without padding.
@@ -22,13 +22,4 @@ enum PKCE {
     }
 
     static func makeVerifier() -> String { SecureRandom.token(bits: 256) }
-
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            true
-        default: false
-        }
-    }
 }
