@@ -68,14 +68,15 @@ let package = Package(
         // libssl, only for the TLS tunnel to rediss:// servers (hiredis 0.14 has no TLS of its own).
         .systemLibrary(name: "COpenSSLTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         // libqrencode, for the QR codes of sign-in on another device.
-        .systemLibrary(name: "CMalloc"),
+        // glibc's functions that Swift's Glibc module leaves out (malloc_trim, getrandom).
+        .systemLibrary(name: "CLibc"),
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
 
         .target(name: "RelaisClock", swiftSettings: swiftSettings),
         .target(name: "RelaisQRCode", dependencies: ["CQRencode"], swiftSettings: swiftSettings),
         .target(
             name: "RelaisCrypto",
-            dependencies: ["COpenSSL"],
+            dependencies: ["COpenSSL", .target(name: "CLibc", condition: .when(platforms: [.linux]))],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -143,7 +144,7 @@ let package = Package(
         .target(
             name: "RelaisServer",
             dependencies: [
-                "CMalloc",
+                "CLibc",
                 "RelaisClock",
                 "RelaisConfig",
                 "RelaisCrypto",

@@ -81,21 +81,26 @@ public enum FormEncoding {
         return String(decoding: output, as: UTF8.self)
     }
 
-    /// The same, appended to `output`.
+    /// The same, appended to `output`. Runs of unreserved characters (all of a code or a token)
+    /// are copied whole: appending byte by byte checked the array's room for each.
     public static func escape(_ string: String, into output: inout [UInt8]) {
         let hex: StaticString = "0123456789ABCDEF"
         var input = string
         input.withUTF8 { bytes in
-            for byte in bytes {
-                switch byte {
-                case _ where ByteScan.isUnreserved(byte): output.append(byte)
-                case UInt8(ascii: " "): output.append(UInt8(ascii: "+"))
-                default:
+            var start = 0
+            for index in bytes.indices where !ByteScan.isUnreserved(bytes[index]) {
+                output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                let byte = bytes[index]
+                if byte == UInt8(ascii: " ") {
+                    output.append(UInt8(ascii: "+"))
+                } else {
                     output.append(UInt8(ascii: "%"))
                     output.append(hex.utf8Start[Int(byte >> 4)])
                     output.append(hex.utf8Start[Int(byte & 0x0f)])
                 }
+                start = index + 1
             }
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
     }
 }

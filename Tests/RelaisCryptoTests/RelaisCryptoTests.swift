@@ -90,6 +90,23 @@ import Testing
         #expect(tokens.allSatisfy { Base64URL.decode($0)?.count == 16 })
     }
 
+    /// Every length comes whole from the kernel, past getrandom's 256 bytes in one call too, and
+    /// looks random: a buffer left zeroed or half filled fails the count of its one bits.
+    @Test func randomBytesFillEveryLength() {
+        #expect(SecureRandom.bytes(0).isEmpty)
+        for length in [1, 12, 255, 256, 257, 4096] {
+            let first = SecureRandom.bytes(length)
+            #expect(first.count == length)
+            if length >= 12 { #expect(first != SecureRandom.bytes(length), "\(length)") }
+        }
+        let large = SecureRandom.bytes(65_536)
+        let ones = large.reduce(0) { $0 + $1.nonzeroBitCount }
+        // 524,288 bits: a fair source is within 8 standard deviations (362 bits each) of half.
+        #expect(abs(ones - 262_144) < 2_900, "\(ones) one bits of 524,288")
+        let lastQuarter = large[49_152...].reduce(0) { $0 + $1.nonzeroBitCount }
+        #expect(abs(lastQuarter - 65_536) < 1_500, "\(lastQuarter) one bits in the last quarter")
+    }
+
     @Test func standardBase64IsPaddedForBasicCredentials() {
         #expect(Base64.encode(Array("Aladdin:open sesame".utf8)) == "QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
         #expect(Base64.encode([0xFB, 0xFF]) == "+/8=")

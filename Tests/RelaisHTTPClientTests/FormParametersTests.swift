@@ -55,6 +55,45 @@ import Testing
         #expect(FormParameters(encoded: atTheLimit + "&&&") != nil)  // empty fields are not fields
     }
 
+    /// Escaping copies runs of unreserved bytes whole and parsing finds fields with `memchr`:
+    /// both agree with a byte-by-byte reference, and what one writes the other reads back, on
+    /// texts mixing long runs with every character that must be escaped or splits a form.
+    @Test func escapingAndParsingAgreeWithTheByteByByteReading() throws {
+        func reference(_ text: String) -> String {
+            var output = ""
+            for byte in text.utf8 {
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                    UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                    output.unicodeScalars.append(Unicode.Scalar(byte))
+                case UInt8(ascii: " "): output += "+"
+                default: output += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+                }
+            }
+            return output
+        }
+        let pieces = ["", "a", "Zz09-._~", String(repeating: "x", count: 700), " ", "+", "%", "&", "=", "/", "é", "☃", "%41", "a=b"]
+        var generator = SplitMix64(seed: 35)
+        for _ in 0..<300 {
+            let name = (0..<Int.random(in: 1...3, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            let value = (0..<Int.random(in: 0...6, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            #expect(FormEncoding.escape(name) == reference(name))
+            #expect(FormEncoding.escape(value) == reference(value))
+            let encoded = FormParameters.encode([(name, value), ("next", value)])
+            #expect(encoded == reference(name) + "=" + reference(value) + "&next=" + reference(value))
+            let form = try #require(FormParameters(encoded: encoded))
+            #expect(form.pairs.map { [$0.name, $0.value] } == [[name, value], ["next", value]])
+        }
+    }
+
+    /// A field is cut at its first `=`: later ones are the value's; a field without one is a name
+    /// with an empty value; an escape anywhere in the field is decoded on both sides.
+    @Test func fieldsAreCutAtTheirFirstEqualsSign() throws {
+        let form = try #require(FormParameters(encoded: "a=b=c&flag&=x&n%41me=v+w&p+q=r%3D&&"))
+        #expect(form.pairs.map { [$0.name, $0.value] } == [["a", "b=c"], ["flag", ""], ["", "x"], ["nAme", "v w"], ["p q", "r="]])
+        #expect(try #require(FormParameters(encoded: "")).pairs.isEmpty)
+    }
+
     @Test func malformedEscapesAreRefused() {
         #expect(FormParameters(encoded: "a=%ZZ") == nil)
         #expect(FormParameters(encoded: "a=%C3") == nil)  // not UTF-8

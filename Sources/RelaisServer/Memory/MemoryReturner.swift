@@ -1,7 +1,7 @@
 public import ServiceLifecycle
 
 #if canImport(Glibc)
-import CMalloc
+import CLibc
 #endif
 
 /// Hands memory that glibc's allocator keeps after it was freed back to the system, every
