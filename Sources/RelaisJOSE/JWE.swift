@@ -48,7 +48,7 @@ public struct JWE: Sendable {
     public static func parse(_ compact: String, maxLength: Int = JWS.defaultMaxLength * 2) throws(JOSEError) -> JWE {
         let bytes = Array(compact.utf8)
         guard bytes.count <= maxLength else { throw .tokenTooLarge(limit: maxLength) }
-        let segments = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        let segments = CompactSerialization.segments(of: bytes).map { bytes[$0] }
         guard segments.count == 5 else {
             throw .malformedToken(reason: segments.count == 3 ? "this is a JWS (3 segments), not a JWE" : "expected 5 segments, found \(segments.count)")
         }

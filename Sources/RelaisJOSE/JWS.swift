@@ -40,16 +40,13 @@ public struct JWS: Sendable {
     public static func parse(_ compact: String, maxLength: Int = defaultMaxLength) throws(JOSEError) -> JWS {
         let bytes = Array(compact.utf8)
         guard bytes.count <= maxLength else { throw .tokenTooLarge(limit: maxLength) }
-        let dot = UInt8(ascii: ".")
-        guard let firstDot = bytes.firstIndex(of: dot),
-            let secondDot = bytes[(firstDot + 1)...].firstIndex(of: dot)
-        else {
-            throw .malformedToken(reason: "expected 3 segments, found \(bytes.split(separator: dot, omittingEmptySubsequences: false).count)")
-        }
-        if bytes[(secondDot + 1)...].contains(dot) {
-            let count = bytes.split(separator: dot, omittingEmptySubsequences: false).count
+        let segments = CompactSerialization.segments(of: bytes)
+        guard segments.count == 3 else {
+            let count = segments.count
             throw .malformedToken(reason: count == 5 ? "this is a JWE (5 segments): decrypt it first" : "expected 3 segments, found \(count)")
         }
+        let firstDot = segments[0].upperBound
+        let secondDot = segments[1].upperBound
         guard let headerBytes = Base64URL.decode(bytes: bytes[..<firstDot]),
             let header = JSONObjectView(headerBytes)
         else {

@@ -90,6 +90,15 @@ import Testing
         #expect(tokens.allSatisfy { Base64URL.decode($0)?.count == 16 })
     }
 
+    /// Segments are cut at every dot, empty ones kept, as `split` with empty subsequences does.
+    @Test func compactSegmentsAreCutAtEveryDot() {
+        for text in ["", ".", "a", "a.b", "a..b", ".a.", "eyJ.eyJ.sig", "h.k.iv.ct.tag", String(repeating: "x.", count: 300)] {
+            let bytes = Array(text.utf8)
+            let expected = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).map(Array.init)
+            #expect(CompactSerialization.segments(of: bytes).map { Array(bytes[$0]) } == expected, "\(text.prefix(20))")
+        }
+    }
+
     /// Every length comes whole from the kernel, past getrandom's 256 bytes in one call too, and
     /// looks random: a buffer left zeroed or half filled fails the count of its one bits.
     @Test func randomBytesFillEveryLength() {

@@ -309,4 +309,21 @@ func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
         for (input, expected) in samples { #expect(LogText.escaped(input) == expected) }
         #expect(LogText.escaped("\"", quotes: true) == #"\""#)
     }
+
+    /// Printable ASCII is kept whole, from the space to the tilde; one special byte anywhere in it
+    /// still takes the escaping path.
+    @Test func printableASCIIIsKeptWholeAndEachSpecialByteStillEscaped() {
+        let printable = String(decoding: Array(0x20...0x7E).filter { $0 != 0x5C }, as: UTF8.self)
+        #expect(LogText.escaped(printable) == printable)
+        #expect(LogText.escaped(printable, quotes: true) == printable.replacingOccurrences(of: "\"", with: #"\""#))
+        #expect(LogText.escaped("") == "" && LogText.escaped("", quotes: true) == "")
+        let long = String(repeating: "Mozilla/5.0 (X11) ", count: 20)
+        for (special, expected) in [("\\", #"\\"#), ("\u{7F}", #"\u007f"#), ("\u{1F}", #"\u001f"#), ("\n", #"\n"#), ("\u{85}", #"\u0085"#)] {
+            #expect(LogText.escaped(long + special + long) == long + expected + long)
+            #expect(LogText.escaped(special + long) == expected + long)
+            #expect(LogText.escaped(long + special) == long + expected)
+        }
+        #expect(LogText.escaped(long + "\"" + long) == long + "\"" + long)
+        #expect(LogText.escaped(long + "\"" + long, quotes: true) == long + #"\""# + long)
+    }
 }

@@ -141,8 +141,15 @@ import Testing
             }
             return nil
         }
-        let quiet = try #require(try await restingPings(), "PINGs went on with nobody reading")
-        #expect(!listener.isCurrent)
+        // A pinger held up past the 2 s on a loaded machine looks at rest, then proves itself and
+        // is current: then its rest is awaited again (the reader's call has woken it).
+        var quiet = 0
+        var answeredNotCurrent = false
+        for _ in 0..<3 where !answeredNotCurrent {
+            quiet = try #require(try await restingPings(), "PINGs went on with nobody reading")
+            answeredNotCurrent = !listener.isCurrent
+        }
+        #expect(answeredNotCurrent, "current after three quiet spells")
         #expect(try await eventually { listener.isCurrent }, "the next reader did not set the proofs going")
         #expect(try #require(await pings()) > quiet)
         // Announcements still arrive, quiet or not.

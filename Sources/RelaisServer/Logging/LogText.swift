@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Logging
 import RelaisClock
+import RelaisCrypto
 
 #if canImport(Glibc)
 import Glibc
@@ -23,6 +24,19 @@ public enum LogText {
     /// UTF-8 and copied a run at a time: only 0xC2 and 0xE2 lead the multibyte scalars it escapes.
     /// (Appending scalar by scalar made a String per scalar, 370 per sign-in for its two events.)
     public static func appendEscaped(_ string: String, quotes: Bool = false, to output: inout String) {
+        // Most text is printable ASCII without a backslash: a vectorised pass and a `memchr` or two
+        // find that, and it is appended whole (stepping through the UTF-8 view by index cost
+        // 23,000 instructions per sign-in for its two security events).
+        var copy = string
+        let plain = copy.withUTF8 { bytes in
+            let (lowest, highest) = ByteScan.extremes(of: bytes)
+            return lowest >= 0x20 && highest < 0x7F && ByteScan.firstIndex(of: 0x5C, in: bytes) == nil
+                && !(quotes && ByteScan.firstIndex(of: 0x22, in: bytes) != nil)
+        }
+        if plain {
+            output += string
+            return
+        }
         let utf8 = string.utf8
         var runStart = utf8.startIndex
         var index = utf8.startIndex
