@@ -40,10 +40,7 @@ public struct FormParameters: Sendable, Equatable {
                 guard pairs.count < maxFields else { return nil }
                 let field = UnsafeBufferPointer(rebasing: bytes[start..<end])
                 let equals = ByteScan.firstIndex(of: UInt8(ascii: "="), in: field).map { start + $0 }
-                // A `+` or `%` to decode.
-                let escaped =
-                    ByteScan.firstIndex(of: UInt8(ascii: "%"), in: field) != nil
-                    || ByteScan.firstIndex(of: UInt8(ascii: "+"), in: field) != nil
+                let escaped = hasEscape(field)
                 let nameEnd = equals ?? end
                 guard let name = decode(UnsafeBufferPointer(rebasing: bytes[start..<nameEnd]), escaped: escaped),
                     let value = decode(UnsafeBufferPointer(rebasing: bytes[(equals.map { $0 + 1 } ?? end)..<end]), escaped: escaped)
@@ -120,8 +117,13 @@ public struct FormParameters: Sendable, Equatable {
     public static func decodeComponent(_ text: Substring) -> String? {
         var text = text
         return text.withUTF8 { bytes in
-            decode(bytes, escaped: bytes.contains { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") })
+            decode(bytes, escaped: hasEscape(bytes))
         }
+    }
+
+    /// Whether `text` holds a `+` or a `%` to decode.
+    private static func hasEscape(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        ByteScan.firstIndex(of: UInt8(ascii: "%"), in: text) != nil || ByteScan.firstIndex(of: UInt8(ascii: "+"), in: text) != nil
     }
 
     private static func decode(_ text: UnsafeBufferPointer<UInt8>, escaped: Bool) -> String? {
