@@ -61,7 +61,7 @@ public enum Base64URL {
         let fullGroups = input.count / 4
         let outputCount = fullGroups * 3 + (remainder == 0 ? 0 : remainder - 1)
         var valid = true
-        let output = [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
+        let output = [UInt8](uninitializedBytes: outputCount) { out, initialized in
             decodingTable.withUnsafeBufferPointer { table in
                 // Four characters make three bytes; an invalid character sets the high bit (0xFF)
                 // of its value, checked once per group rather than per character.

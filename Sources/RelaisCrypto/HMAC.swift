@@ -9,7 +9,7 @@ public enum HMAC {
         guard let context = EVP_MAC_CTX_dup(HMACTemplate.sha256.context) else { preconditionFailure("OpenSSL EVP_MAC_CTX_dup failed") }
         defer { EVP_MAC_CTX_free(context) }
         var length = 0
-        return [UInt8](unsafeUninitializedCapacity: SHA256.byteCount) { output, count in
+        return [UInt8](uninitializedBytes: SHA256.byteCount) { output, count in
             // A key pointer is always given (an empty key too): NULL would mean "keep the previous key".
             let keyed = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1) { empty in
                 key.withUnsafeBufferPointer { key in EVP_MAC_init(context, key.baseAddress ?? UnsafePointer(empty.baseAddress), key.count, nil) }

@@ -16,7 +16,7 @@ public enum SHA256 {
 
     private static func digest(of input: UnsafeRawBufferPointer) -> [UInt8] {
         var length: UInt32 = 0
-        let digest = [UInt8](unsafeUninitializedCapacity: byteCount) { output, count in
+        let digest = [UInt8](uninitializedBytes: byteCount) { output, count in
             let status = EVP_Digest(input.baseAddress, input.count, output.baseAddress!, &length, FetchedDigests.shared.sha256, nil)
             precondition(status == 1 && length == UInt32(byteCount), "OpenSSL EVP_Digest(SHA-256) failed")
             count = byteCount

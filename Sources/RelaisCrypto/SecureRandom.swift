@@ -15,7 +15,7 @@ public enum SecureRandom {
     /// Returns `count` random bytes.
     public static func bytes(_ count: Int) -> [UInt8] {
         precondition(count >= 0, "negative byte count")
-        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        return [UInt8](uninitializedBytes: count) { buffer, initialized in
             fill(buffer)
             initialized = count
         }

@@ -142,6 +142,10 @@ public struct FormParameters: Sendable, Equatable {
             default: bytes.append(byte)
             }
         }
-        return String(validating: bytes, as: UTF8.self)
+        // Invalid UTF-8 is refused. Decoding with repair changes such bytes (it puts U+FFFD in),
+        // so bytes that come back unchanged were valid: `String(validating:)` is generic code the
+        // compiler leaves unspecialised here, a runtime type lookup per call.
+        let decoded = String(decoding: bytes, as: UTF8.self)
+        return decoded.utf8.elementsEqual(bytes) ? decoded : nil
     }
 }

@@ -153,3 +153,24 @@ import Testing
         #expect(results.allSatisfy { $0 })
     }
 }
+
+@Suite(.tags(.fast)) struct ByteArrayTests {
+    /// Arrays made through a temporary buffer hold exactly the bytes written, at every length
+    /// either side of where the temporary moves from the stack to the heap, and only as many as
+    /// the body says it wrote.
+    @Test func arraysHoldWhatTheirBodyWrote() {
+        for capacity in [0, 1, 2, 31, 32, 33, 255, 256, 1023, 1024, 1025, 4096, 70_000] {
+            let full = [UInt8](uninitializedBytes: capacity) { buffer, written in
+                for index in buffer.indices { buffer[index] = UInt8(truncatingIfNeeded: index &* 31 &+ 7) }
+                written = capacity
+            }
+            #expect(full == (0..<capacity).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+            let part = [UInt8](uninitializedBytes: capacity) { buffer, written in
+                for index in buffer.indices { buffer[index] = 0xA5 }
+                written = capacity / 3
+            }
+            #expect(part == [UInt8](repeating: 0xA5, count: capacity / 3))
+            #expect([UInt8](zeroedBytes: capacity) == [UInt8](repeating: 0, count: capacity))
+        }
+    }
+}

@@ -98,5 +98,11 @@ import Testing
         #expect(FormParameters(encoded: "a=%ZZ") == nil)
         #expect(FormParameters(encoded: "a=%C3") == nil)  // not UTF-8
         #expect(FormParameters(encoded: "a=%C3%A9+b")?["a"] == "é b")
+        // Invalid UTF-8 in either side is refused: an overlong form, a surrogate, a code point past
+        // U+10FFFF, a stray continuation byte, a sequence cut short. A real U+FFFD is kept.
+        for invalid in ["a=%C0%AF", "a=%ED%A0%80", "a=%F4%90%80%80", "a=x%80y", "a=%C3%A9%C3", "n%FFme=v", "a=%EF%BF"] {
+            #expect(FormParameters(encoded: invalid) == nil, "\(invalid)")
+        }
+        #expect(FormParameters(encoded: "a=%EF%BF%BD+%F0%9F%99%82")?["a"] == "\u{FFFD} 🙂")
     }
 }

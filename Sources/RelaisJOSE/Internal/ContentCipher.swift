@@ -56,7 +56,7 @@ enum ContentCipher {
                 encrypt ? EVP_EncryptUpdate(context, nil, &length, a.baseAddress, Int32(a.count)) : EVP_DecryptUpdate(context, nil, &length, a.baseAddress, Int32(a.count))
             }
             guard aadOK == 1 else { throw JOSEError.cryptoFailure(reason: "\(name) AAD failed") }
-            var output = [UInt8](repeating: 0, count: input.count + 16)
+            var output = [UInt8](zeroedBytes: input.count + 16)
             var written: Int32 = 0
             let updated = output.withUnsafeMutableBufferPointer { out in
                 input.withUnsafeBufferPointer { i in
@@ -71,7 +71,7 @@ enum ContentCipher {
                 guard output.withUnsafeMutableBufferPointer({ EVP_EncryptFinal_ex(context, $0.baseAddress! + Int(written), &final) }) == 1 else {
                     throw JOSEError.cryptoFailure(reason: "\(name) final failed")
                 }
-                var tag = [UInt8](repeating: 0, count: 16)
+                var tag = [UInt8](zeroedBytes: 16)
                 guard tag.withUnsafeMutableBytes({ EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, 16, $0.baseAddress) }) == 1 else {
                     throw JOSEError.cryptoFailure(reason: "\(name) tag failed")
                 }
@@ -104,7 +104,7 @@ enum ContentCipher {
 
     /// One Update and one Final over the whole input (CBC with padding, key wrap).
     private static func updateAndFinish(_ context: OpaquePointer, encrypt: Bool, input: [UInt8]) throws(JOSEError) -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: input.count + 32)
+        var output = [UInt8](zeroedBytes: input.count + 32)
         var written: Int32 = 0
         var final: Int32 = 0
         let ok = output.withUnsafeMutableBufferPointer { out in

@@ -1,3 +1,5 @@
+import RelaisCrypto
+
 /// ECDSA signatures between JOSE's form (`r || s`, each left-padded to the curve's size, RFC 7518
 /// §3.4) and the DER `SEQUENCE { INTEGER r, INTEGER s }` OpenSSL signs and verifies. Written out
 /// rather than through OpenSSL's ECDSA_SIG and BIGNUMs: one array each way instead of about ten
@@ -41,7 +43,7 @@ extension SignatureEngine {
             return long
         }
         guard try byte() == 0x30, try length() == der.count - index else { throw malformed }
-        var raw = [UInt8](repeating: 0, count: 2 * coordinateSize)
+        var raw = [UInt8](zeroedBytes: 2 * coordinateSize)
         for half in 0..<2 {
             guard try byte() == 0x02 else { throw malformed }
             let count = try length()

@@ -28,7 +28,7 @@ enum KeyManagement {
             OpenSSLErrors.clear()
             throw .decryptionFailed
         }
-        var output = [UInt8](repeating: 0, count: length)
+        var output = [UInt8](zeroedBytes: length)
         let done = output.withUnsafeMutableBufferPointer { out in
             input.withUnsafeBufferPointer { i in
                 decrypt ? EVP_PKEY_decrypt(context, out.baseAddress, &length, i.baseAddress, i.count) : EVP_PKEY_encrypt(context, out.baseAddress, &length, i.baseAddress, i.count)
@@ -57,7 +57,7 @@ enum KeyManagement {
             OpenSSLErrors.clear()
             throw .decryptionFailed
         }
-        var secret = [UInt8](repeating: 0, count: length)
+        var secret = [UInt8](zeroedBytes: length)
         guard secret.withUnsafeMutableBufferPointer({ EVP_PKEY_derive(context, $0.baseAddress, &length) }) == 1 else {
             OpenSSLErrors.clear()
             throw .decryptionFailed

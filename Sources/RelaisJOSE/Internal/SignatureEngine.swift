@@ -62,7 +62,7 @@ enum SignatureEngine {
                         digest.withUnsafeBufferPointer { d -> [UInt8]? in
                             var length = 0
                             guard EVP_PKEY_sign(context, nil, &length, d.baseAddress, d.count) == 1 else { return nil }
-                            var output = [UInt8](repeating: 0, count: length)
+                            var output = [UInt8](zeroedBytes: length)
                             guard output.withUnsafeMutableBufferPointer({ EVP_PKEY_sign(context, $0.baseAddress, &length, d.baseAddress, d.count) }) == 1 else { return nil }
                             return Array(output.prefix(length))
                         }
@@ -85,7 +85,7 @@ enum SignatureEngine {
             guard input.withUnsafeBufferPointer({ EVP_DigestSign(context, nil, &length, $0.baseAddress, $0.count) }) == 1 else {
                 throw JOSEError.cryptoFailure(reason: "EVP_DigestSign (size) failed")  // the queue is cleared by withDigestContext
             }
-            var output = [UInt8](repeating: 0, count: length)
+            var output = [UInt8](zeroedBytes: length)
             let status = output.withUnsafeMutableBufferPointer { out in
                 input.withUnsafeBufferPointer { data in EVP_DigestSign(context, out.baseAddress, &length, data.baseAddress, data.count) }
             }
@@ -105,7 +105,7 @@ enum SignatureEngine {
 
     /// `input`'s digest with a fetched digest (SHA-256, SHA-384 or SHA-512).
     static func digest(_ md: OpaquePointer?, _ input: ArraySlice<UInt8>) throws(JOSEError) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 64)
+        var digest = [UInt8](zeroedBytes: 64)
         var length: UInt32 = 0
         let hashed = input.withUnsafeBufferPointer { data in
             digest.withUnsafeMutableBufferPointer { out in EVP_Digest(data.baseAddress, data.count, out.baseAddress, &length, md, nil) }
@@ -119,7 +119,7 @@ enum SignatureEngine {
     }
 
     static func hmac(digestName: String, secret: [UInt8], data: ArraySlice<UInt8>) throws(JOSEError) -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: 64)
+        var output = [UInt8](zeroedBytes: 64)
         var length = 0
         let result = secret.withUnsafeBufferPointer { key in
             data.withUnsafeBufferPointer { input in

@@ -17,8 +17,18 @@ struct EventOrigin: Sendable {
     /// The client's address, through trusted proxies only (``ClientAddress``).
     var ip: String { ClientAddress.resolve(peer: peer.ipAddress, forwardedFor: headers[.xForwardedFor], trustedProxies: trustedProxies) }
 
-    /// At most 256 bytes of it: the header is the client's to fill.
-    var userAgent: String? { headers[.userAgent].map { String(decoding: $0.utf8.prefix(256), as: UTF8.self) } }
+    /// At most 256 bytes of it: the header is the client's to fill. Read through `occurrence`:
+    /// HTTPFields' subscript joins values with generic code the compiler leaves unspecialised
+    /// (about 2,500 instructions even for one value); repeated values are still joined.
+    var userAgent: String? {
+        let value: String?
+        switch headers.occurrence(of: .userAgent) {
+        case .absent: value = nil
+        case .once(let single): value = single
+        case .repeated: value = headers[.userAgent]
+        }
+        return value.map { String(decoding: $0.utf8.prefix(256), as: UTF8.self) }
+    }
 
     @TaskLocal static var current: EventOrigin?
 
