@@ -20,8 +20,8 @@ enum BodyLimit {
     /// Collects the body; over `limit` (declared by Content-Length, or counted while a chunked
     /// body streams in) it is 413, never a 500.
     static func collect(_ request: inout Request, upTo limit: Int) async throws -> ByteBuffer {
-        // One declared length is checked before reading (the parser refuses conflicting ones);
-        // the subscript would join values with unspecialised generic code.
+        // One declared length is checked before reading: NIO's parser refuses a repeated or
+        // listed one. The subscript would join values with unspecialised generic code.
         if case .once(let value) = request.headers.occurrence(of: .contentLength), let declared = Int(value), declared > limit {
             throw APIError.requestTooLarge(limit: limit)
         }

@@ -26,6 +26,31 @@ import Testing
 
     static func status(_ response: String) -> String { String(response.split(separator: "\r\n").first ?? "") }
 
+    static func raw(_ head: String, port: Int) async throws -> String {
+        try await RawConnection.blocking {
+            guard let connection = RawConnection(port: port) else { return "" }
+            return connection.sendUntilAnswered([head], timeout: .seconds(20))
+        }
+    }
+
+    /// The body limit reads one declared Content-Length; a repeated one, or a list, never reaches
+    /// it: the HTTP parser refuses the request, so no length goes unchecked. A declared length over
+    /// the limit is refused before any body is read.
+    @Test func aRepeatedContentLengthIsRefusedAndAnOversizedOneIsNotRead() async throws {
+        let fixture = RelayRouteTests.Fixture()
+        try await fixture.test(.live) { client in
+            let port = try #require(client.port)
+            let head = "POST /token HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nConnection: close\r\n"
+            let repeated = try await Self.raw(head + "Content-Length: 3\r\nContent-Length: 3\r\n\r\na=b", port: port)
+            #expect(Self.status(repeated) == "HTTP/1.1 400 Bad Request", "\(repeated.prefix(300))")
+            let listed = try await Self.raw(head + "Content-Length: 3, 3\r\n\r\na=b", port: port)
+            #expect(Self.status(listed) == "HTTP/1.1 400 Bad Request", "\(listed.prefix(300))")
+            let declared = try await Self.raw(head + "Content-Length: 99999999\r\n\r\na=b", port: port)
+            #expect(Self.status(declared) == "HTTP/1.1 413 Payload Too Large", "\(declared.prefix(300))")
+            #expect(declared.contains(#""error":"request_too_large""#))
+        }
+    }
+
     @Test func oversizedBodiesAre413WhicheverWayTheyArrive() async throws {
         let fixture = RelayRouteTests.Fixture()
         try await fixture.test(.live) { client in
