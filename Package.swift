@@ -102,9 +102,11 @@ let package = Package(
             name: "RelaisHTTPClient",
             dependencies: [
                 "CCurl",
+                "CLibc",
                 "RelaisCrypto",
                 // Only for HTTPKeySetFetcher: JWKS documents fetched through libcurl.
                 "RelaisJOSE",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -329,6 +331,8 @@ let package = Package(
             name: "RelaisHTTPClientTests",
             dependencies: [
                 "RelaisHTTPClient", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                // relais_accept_from_self, for the check that another process is refused.
+                "CLibc",
                 // EventLoopTaskExecutor: calls made from an event loop, as request handlers make them.
                 "RelaisServer", "RelaisStore",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -35,6 +35,11 @@ static inline CURLcode relais_curl_setopt_opensocket_callback(CURL *handle, curl
     return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, value);
 }
 
+// libcurl's sockets are closed by the client, which keeps track of those an event loop carries.
+static inline CURLcode relais_curl_setopt_closesocket_callback(CURL *handle, curl_closesocket_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, value);
+}
+
 static inline CURLcode relais_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

@@ -18,6 +18,8 @@ final class CurlMailbox: Sendable {
     struct Mail {
         var submitted: [(job: CurlJob, continuation: CurlContinuation)] = []
         var cancelled: [CurlJob] = []
+        /// Bridged sockets to act on, with their `CURL_CSELECT_*` flags.
+        var ready: [(socket: Int32, flags: Int32)] = []
         var stopping = false
     }
 
@@ -56,6 +58,16 @@ final class CurlMailbox: Sendable {
             if !state.exited { state.mail.cancelled.append(job) }
         }
         wake()
+    }
+
+    /// A bridged socket for the reactor to act on (a loop found the lock taken).
+    func ready(_ socket: Int32, flags: Int32) {
+        let accepted = state.withLock { state in
+            guard !state.exited else { return false }
+            state.mail.ready.append((socket, flags))
+            return true
+        }
+        if accepted { wake() }
     }
 
     /// Refuses new calls; the reactor runs those it has, frees libcurl's handles and exits.

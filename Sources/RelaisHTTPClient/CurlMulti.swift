@@ -42,17 +42,19 @@ final class CurlMulti {
     /// While there is one, callers drive nothing: any call into libcurl may run any transfer's
     /// due steps, a TLS connection reading its files among them.
     private var reactorOnly = 0
-    /// The sockets libcurl wants watched, as epoll has them.
-    private var sockets: CurlSockets
+    /// The sockets libcurl wants watched, as epoll has them, and the bridged ones.
+    private(set) var sockets: CurlSockets
     /// Connections a caller found made and sent its request on (for tests).
     private(set) var connectionsMadeOnCaller = 0
 
-    init(configuration: HTTPClientConfiguration, logger: Logger, confinement: CurlConfinement, epoll: Int32, timer: Int32) {
+    init(
+        configuration: HTTPClientConfiguration, logger: Logger, confinement: CurlConfinement, epoll: Int32, timer: Int32, bridges: CurlBridges? = nil
+    ) {
         self.configuration = configuration
         self.logger = logger
         self.confinement = confinement
         self.timer = timer
-        sockets = CurlSockets(epoll: epoll, logger: logger)
+        sockets = CurlSockets(epoll: epoll, logger: logger, bridges: bridges)
         limit = max(1, configuration.maxConcurrentRequests)
         handles = CurlEasyHandles(capacity: limit, confinement: confinement)
         guard let multi = curl_multi_init(), let share = curl_share_init() else {
@@ -94,8 +96,11 @@ final class CurlMulti {
     /// once the client stops, not while a transfer only the reactor may drive is in flight, and
     /// not for such a transfer.
     func mayStartOnCaller(_ job: CurlJob) -> Bool {
-        !stopping && reactorOnly == 0 && !needsTheReactor(job)
+        mayDriveOnCaller && !needsTheReactor(job)
     }
+
+    /// Whether an event loop may call into libcurl at all (to act on a bridged connection).
+    var mayDriveOnCaller: Bool { !stopping && reactorOnly == 0 }
 
     /// A transfer for which libcurl could read a file. A TLS connection reads the CA bundle until a
     /// first handshake has cached it, and a client certificate and key at every handshake; without
@@ -139,6 +144,7 @@ final class CurlMulti {
             if startWaiting(onCaller: onCaller) { leftForTheReactor = true }
             runDueTimer()
             if onCaller { driveMadeConnections() }
+            if driveReadyBridges() { leftForTheReactor = true }
             completeFinished()
             // Completions may have freed slots: go round again while a queued call can use one.
             guard inFlight.count < limit, waiting.contains(where: { !onCaller || mayStartOnCaller($0.job) }) else { break }
@@ -175,6 +181,24 @@ final class CurlMulti {
         }
     }
 
+    /// Lets libcurl go on with the bridged sockets whose new interest is already met; what it does
+    /// then may change interests again, so a few rounds.
+    /// Also carries the bytes between libcurl's connections and the loop's (``CurlBridges/pump()``),
+    /// round after round while each gives libcurl something to read; true when bytes still wait
+    /// after the last round (a large answer): the reactor goes on with them.
+    @discardableResult
+    private func driveReadyBridges() -> Bool {
+        guard let bridges = sockets.bridges else { return false }
+        for _ in 0..<64 {
+            let readable = bridges.pump()
+            let ready = sockets.readyBridges()
+            if ready.isEmpty && readable.isEmpty { return false }
+            for (socket, flags) in ready { act(on: socket, flags: flags) }
+            for socket in readable { act(on: socket, flags: CURL_CSELECT_IN) }
+        }
+        return bridges.holdingBytes
+    }
+
     /// The completions made under the lock, to resume once it is released.
     func takeCompleted() -> [CurlCompletion] {
         defer { completed.removeAll(keepingCapacity: true) }
@@ -192,13 +216,14 @@ final class CurlMulti {
         }
     }
 
-    private func start(_ job: CurlJob, _ continuation: CurlContinuation, isRetry: Bool = false) {
+    private func start(_ job: CurlJob, _ continuation: CurlContinuation, isRetry: Bool = false, ipResolve: Int = Int(CURL_IPRESOLVE_WHATEVER)) {
         let remaining = job.deadline - .now
         guard remaining > .zero else { return completed.append((continuation, .failure(HTTPClientError.timeout))) }
         let transfer = CurlTransfer(
-            job: job, continuation: continuation, easy: handles.checkOut(), maxBytes: configuration.maxResponseBytes, isRetry: isRetry)
+            job: job, continuation: continuation, easy: handles.checkOut(), maxBytes: configuration.maxResponseBytes, isRetry: isRetry,
+            ipResolve: ipResolve)
         do {
-            try transfer.configure(configuration, timeout: remaining, share: share)
+            try transfer.configure(configuration, timeout: remaining, share: share, bridges: sockets.bridges, ipResolve: ipResolve)
         } catch {
             handles.checkIn(transfer.easy)
             return completed.append((continuation, .failure(error)))
@@ -234,6 +259,15 @@ final class CurlMulti {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle, let transfer = inFlight[easy] else { continue }
             let code = message.pointee.data.result
             if !caStoreLoaded { caStoreLoaded = transfer.completedATLSHandshake }
+            if let outcome = transfer.bridgedOutcome(code) {
+                switch outcome {
+                case .retry(let ipResolve):
+                    release(transfer)
+                    start(transfer.job, transfer.continuation, isRetry: true, ipResolve: ipResolve)
+                case .failure(let error): finish(transfer, with: .failure(error))
+                }
+                continue
+            }
             if transfer.deservesAFreshConnection(code) {
                 // Its slot passes to the second attempt: the bound on transfers holds.
                 release(transfer)
@@ -269,7 +303,7 @@ final class CurlMulti {
         act(on: socket, flags: flags)
     }
 
-    private func act(on socket: curl_socket_t, flags: Int32) {
+    func act(on socket: curl_socket_t, flags: Int32) {
         confinement.check("curl_multi_socket_action")
         var running: Int32 = 0
         let code = curl_multi_socket_action(multi, socket, flags, &running)

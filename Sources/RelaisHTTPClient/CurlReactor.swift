@@ -1,5 +1,6 @@
 import CCurl
 import Logging
+import NIOCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -33,15 +34,29 @@ final class CurlEngine: Sendable {
     let foundTheLockTaken = Atomic<Int>(0)
     /// Connections a caller found made and sent its request on (for tests).
     let connectionsMadeByCallers = Atomic<Int>(0)
+    /// Bridged sockets libcurl was told of on the loop that copied their bytes, and those the
+    /// reactor was asked to act on instead (for tests).
+    let actionsOnLoops = Atomic<Int>(0)
+    let actionsHandedToReactor = Atomic<Int>(0)
+    /// The loop that makes and reads this engine's connections, if any.
+    let bridgesLoop: (any EventLoop)?
 
-    init(configuration: HTTPClientConfiguration, logger: Logger) {
+    /// - Parameter loop: the event loop whose calls this engine serves, and which makes and reads
+    ///   its connections (``CurlBridges``); nil for an engine whose reactor waits on libcurl's own sockets.
+    init(configuration: HTTPClientConfiguration, logger: Logger, loop: (any EventLoop)?) {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         precondition(epoll >= 0, "epoll_create1 failed: \(errno)")
         timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC) | Int32(TFD_NONBLOCK))
         precondition(timer >= 0, "timerfd_create failed: \(errno)")
         let confinement = CurlConfinement(holder: holder, logger: logger)
-        multi = Mutex(CurlMulti(configuration: configuration, logger: logger, confinement: confinement, epoll: epoll, timer: timer))
+        if loop != nil && CurlBridges.directory == nil {
+            logger.warning("no writable /dev/shm or temporary directory: the HTTP client's reactor threads wait for the providers' answers")
+        }
+        let bridges = CurlBridges.directory == nil ? nil : loop.map { CurlBridges(loop: $0, connectTimeout: configuration.connectTimeout, logger: logger) }
+        bridgesLoop = bridges?.loop
+        multi = Mutex(CurlMulti(configuration: configuration, logger: logger, confinement: confinement, epoll: epoll, timer: timer, bridges: bridges))
         locked { $0.setUp() }
+        locked { $0.sockets.bridges?.notify = { [weak self] socket, flags in self?.bridgeReady(socket, flags: flags) } }
         for descriptor in [mailbox.wakeDescriptor, timer] {
             var event = epoll_event()
             event.events = EPOLLIN.rawValue
@@ -100,6 +115,24 @@ final class CurlEngine: Sendable {
         if startedHere.wakeReactor { mailbox.wake() }
         for completion in startedHere.completions { completion.continuation.resume(with: completion.result) }
     }
+
+    /// A loop copied bytes to or from libcurl's end of a bridged connection (``CurlBridge``): libcurl
+    /// acts on it here when the lock is free and a loop may drive libcurl, else the reactor does.
+    func bridgeReady(_ socket: curl_socket_t, flags: Int32) {
+        let here: (completions: [CurlCompletion], wakeReactor: Bool)?? = lockedIfAvailable { multi in
+            guard multi.mayDriveOnCaller else { return nil }
+            multi.act(on: socket, flags: flags)
+            let wakeReactor = multi.advance(onCaller: true)
+            return (multi.takeCompleted(), wakeReactor)
+        }
+        guard let actedHere = here ?? nil else {
+            actionsHandedToReactor.add(1, ordering: .relaxed)
+            return mailbox.ready(socket, flags: flags)
+        }
+        actionsOnLoops.add(1, ordering: .relaxed)
+        if actedHere.wakeReactor { mailbox.wake() }
+        for completion in actedHere.completions { completion.continuation.resume(with: completion.result) }
+    }
 }
 
 /// The reactor: the HTTP client's one thread, waiting in `epoll_wait` for libcurl's sockets, its
@@ -130,6 +163,7 @@ final class CurlReactor {
                 if let mail {
                     for (job, continuation) in mail.submitted { multi.submit(job, continuation) }
                     for job in mail.cancelled { multi.cancel(job) }
+                    for (socket, flags) in mail.ready { multi.act(on: socket, flags: flags) }
                     if mail.stopping { multi.stopping = true }
                 }
                 for index in 0..<count {
@@ -140,7 +174,9 @@ final class CurlReactor {
                         multi.act(on: event.data.fd, events: event.events)
                     }
                 }
-                _ = multi.advance(onCaller: false)
+                // More to do (a large answer carried for 64 rounds, each giving libcurl something
+                // to read): the next wait returns at once.
+                if multi.advance(onCaller: false) { engine.mailbox.wake() }
                 let exiting = multi.stopping && multi.isIdle
                 if exiting { multi.tearDown() }
                 return (multi.takeCompleted(), exiting)

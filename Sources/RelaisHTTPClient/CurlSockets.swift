@@ -1,5 +1,6 @@
 import CCurl
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -22,13 +23,24 @@ struct CurlSockets {
     private var connecting: [curl_socket_t: Int32] = [:]
     /// Set while a caller drives libcurl.
     var deferringConnections = false
+    /// The client's connections made by event loops, when it has loops.
+    let bridges: CurlBridges?
+    /// Bridged sockets for which libcurl changed what it waits for: nothing tells a loop to act on
+    /// what was ready before (a socketpair is not in any epoll set), so they are checked at once.
+    private var changedBridges: [curl_socket_t] = []
 
-    init(epoll: Int32, logger: Logger) {
+    init(epoll: Int32, logger: Logger, bridges: CurlBridges? = nil) {
         self.epoll = epoll
         self.logger = logger
+        self.bridges = bridges
     }
 
     mutating func watch(_ socket: curl_socket_t, what: Int32) {
+        if let bridge = bridges?.open[socket] {
+            bridge.wants.store(what == CURL_POLL_REMOVE ? 0 : what, ordering: .relaxed)
+            if what != CURL_POLL_REMOVE { changedBridges.append(socket) }
+            return
+        }
         guard what != CURL_POLL_REMOVE else {
             connecting[socket] = nil
             if registered.remove(socket) != nil {
@@ -57,6 +69,27 @@ struct CurlSockets {
             var flags: Int32 = 0
             if entry.revents & Int16(POLLOUT) != 0 { flags |= CURL_CSELECT_OUT }
             if entry.revents & Int16(POLLERR | POLLHUP) != 0 { flags |= CURL_CSELECT_ERR }
+            return (entry.fd, flags)
+        }
+    }
+
+    /// The bridged sockets whose new interest is already met, with the flags to hand libcurl
+    /// (a zero-timeout `poll`; later readiness is told by the loop that copies the bytes).
+    mutating func readyBridges() -> [(socket: curl_socket_t, flags: Int32)] {
+        guard let bridges, !changedBridges.isEmpty else { return [] }
+        var polled: [pollfd] = changedBridges.compactMap { socket in
+            guard let wants = bridges.open[socket]?.wants.load(ordering: .relaxed), wants != 0 else { return nil }
+            let events = (wants & CURL_POLL_IN != 0 ? POLLIN : 0) | (wants & CURL_POLL_OUT != 0 ? POLLOUT : 0)
+            return pollfd(fd: socket, events: Int16(events), revents: 0)
+        }
+        changedBridges.removeAll(keepingCapacity: true)
+        guard !polled.isEmpty, poll(&polled, nfds_t(polled.count), 0) > 0 else { return [] }
+        return polled.compactMap { entry in
+            guard entry.revents != 0 else { return nil }
+            var flags: Int32 = 0
+            if entry.revents & Int16(POLLIN | POLLHUP) != 0 { flags |= CURL_CSELECT_IN }
+            if entry.revents & Int16(POLLOUT) != 0 { flags |= CURL_CSELECT_OUT }
+            if entry.revents & Int16(POLLERR) != 0 { flags |= CURL_CSELECT_ERR }
             return (entry.fd, flags)
         }
     }

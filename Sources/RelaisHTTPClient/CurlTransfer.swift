@@ -79,6 +79,9 @@ final class CurlTransferState {
     var headerBytes = 0
     let maxBytes: Int
     var exceededLimit = false
+    /// The client's bridges when it has event loops, and the connections this transfer opened.
+    var bridges: CurlBridges?
+    var opened: [CurlBridge] = []
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     init(maxBytes: Int) {
@@ -89,6 +92,12 @@ final class CurlTransferState {
     deinit { errorBuffer.deallocate() }
 
     var errorMessage: String { String(cString: errorBuffer) }
+
+    /// The first connection of this transfer that its loop could not make, if one could not.
+    var connectFailure: (failure: CurlBridge.Failure, family: Int32)? {
+        for bridge in opened { if let failure = bridge.connectFailure { return (failure, bridge.family) } }
+        return nil
+    }
 }
 
 /// A transfer in the multi handle until it completes or is cancelled. Used under the client's lock.
@@ -101,9 +110,12 @@ final class CurlTransfer {
     let isRetry: Bool
     /// Only the reactor may drive it while it is in flight (``CurlMulti``).
     var needsTheReactor = false
+    /// `CURLOPT_IPRESOLVE`: one family only on a second attempt after the other's was refused.
+    let ipResolve: Int
     private var headerList: UnsafeMutablePointer<curl_slist>?
 
-    init(job: CurlJob, continuation: CurlContinuation, easy: CurlEasyHandle, maxBytes: Int, isRetry: Bool = false) {
+    init(job: CurlJob, continuation: CurlContinuation, easy: CurlEasyHandle, maxBytes: Int, isRetry: Bool = false, ipResolve: Int = Int(CURL_IPRESOLVE_WHATEVER)) {
+        self.ipResolve = ipResolve
         self.job = job
         self.continuation = continuation
         self.easy = easy
@@ -130,6 +142,27 @@ final class CurlTransfer {
 
     deinit { curl_slist_free_all(headerList) }
 
+    enum BridgedOutcome {
+        case retry(ipResolve: Int)
+        case failure(HTTPClientError)
+    }
+
+    /// What a failed transfer's own connections (made by a loop, ``CurlBridges``) say of it; nil
+    /// when nothing. libcurl took such a connection for made: the next address it would have
+    /// tried (happy eyeballs) is the other family's, once, when the first was refused; when that
+    /// family has no address, the refusal is the answer.
+    func bridgedOutcome(_ code: CURLcode) -> BridgedOutcome? {
+        guard code != CURLE_OK else { return nil }
+        let host = HTTPClient.hostForMetrics(job.request.url)
+        if let (failure, family) = state.connectFailure {
+            guard failure == .refused else { return .failure(.timeout) }
+            guard isRetry else { return .retry(ipResolve: Int(family == AF_INET6 ? CURL_IPRESOLVE_V4 : CURL_IPRESOLVE_V6)) }
+            return .failure(.connectionRefused(host: host))
+        }
+        if code == CURLE_COULDNT_RESOLVE_HOST && ipResolve != CURL_IPRESOLVE_WHATEVER { return .failure(.connectionRefused(host: host)) }
+        return nil
+    }
+
     /// Whether this transfer made a TLS connection of its own (a reused one has no handshake time).
     var completedATLSHandshake: Bool {
         var microseconds: curl_off_t = 0
@@ -151,7 +184,9 @@ final class CurlTransfer {
         return .success(HTTPClientResponse(status: status, headers: state.headers, body: state.body, newConnections: connects))
     }
 
-    func configure(_ configuration: HTTPClientConfiguration, timeout: Duration, share: UnsafeMutableRawPointer) throws(HTTPClientError) {
+    func configure(
+        _ configuration: HTTPClientConfiguration, timeout: Duration, share: UnsafeMutableRawPointer, bridges: CurlBridges?, ipResolve: Int = Int(CURL_IPRESOLVE_WHATEVER)
+    ) throws(HTTPClientError) {
         let curl = easy.raw
         let request = job.request
         func check(_ code: CURLcode) throws(HTTPClientError) {
@@ -174,6 +209,7 @@ final class CurlTransfer {
         try set(CURLOPT_QUICK_EXIT, 1)
         try check(relais_curl_setopt_pointer(curl, CURLOPT_ERRORBUFFER, state.errorBuffer))
 
+        try set(CURLOPT_IPRESOLVE, ipResolve)
         try set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeout.roundedUpMilliseconds)
         try set(CURLOPT_TIMEOUT_MS, timeout.roundedUpMilliseconds)
         try check(relais_curl_setopt_offset(curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxResponseBytes)))
@@ -234,16 +270,30 @@ final class CurlTransfer {
         try check(relais_curl_setopt_callback(curl, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
         try check(relais_curl_setopt_pointer(curl, CURLOPT_HEADERDATA, userData))
         try check(relais_curl_setopt_opensocket_callback(curl, curlOpenSocketCallback))
+        try check(relais_curl_setopt_pointer(curl, CURLOPT_OPENSOCKETDATA, userData))
+        state.bridges = bridges
+        if let bridges {
+            let bridgesData = Unmanaged.passUnretained(bridges).toOpaque()
+            // Kept by the connection, which may outlive this transfer: the bridges live as long as the multi.
+            try check(relais_curl_setopt_closesocket_callback(curl, curlBridgedCloseSocketCallback))
+            try check(relais_curl_setopt_pointer(curl, CURLOPT_CLOSESOCKETDATA, bridgesData))
+        }
     }
 }
 
 // C callbacks: no captures; the transfer state arrives through the user-data pointer.
 
-/// libcurl's sockets, opened close-on-exec as every other descriptor here: a child process
+/// libcurl's sockets: a bridge's end when the client has event loops (``CurlBridges``), else a
+/// socket of libcurl's own, opened close-on-exec as every other descriptor here: a child process
 /// started meanwhile (a hook, a test's redis-server) would otherwise hold a provider connection
 /// open after libcurl closed it, and the provider would never see it end.
-let curlOpenSocketCallback: curl_opensocket_callback = { _, _, address in
+let curlOpenSocketCallback: curl_opensocket_callback = { userData, _, address in
     guard let address else { return CURL_SOCKET_BAD }
+    let state = Unmanaged<CurlTransferState>.fromOpaque(userData!).takeUnretainedValue()
+    if let bridge = state.bridges?.open(address) {
+        state.opened.append(bridge)
+        return bridge.curlSocket
+    }
     return socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
 }
 

@@ -1,6 +1,8 @@
 import CCurl
 public import Logging
 import Metrics
+import NIOCore
+public import NIOPosix
 import Synchronization
 public import Tracing
 
@@ -12,15 +14,19 @@ import Glibc
 ///
 /// Every transfer runs through libcurl's multi interface, non-blocking (a DNS lookup given up is
 /// not waited for: `CURLOPT_QUICK_EXIT`): the caller's thread (an event loop) starts it and sends
-/// the request, and the client's one reactor thread waits for the answer and completes the call
-/// (``CurlEngine``), without a thread per request; callers simply `await`, and are resumed on
-/// their own executor. Connections, DNS answers, TLS sessions and the
-/// CA store are kept for reuse between requests.
+/// the request (``CurlEngine``), without a thread per request; callers simply `await`, and are
+/// resumed on their own executor. Given an event loop group, the client has an engine per loop:
+/// that loop makes and reads its connections and completes its calls (``CurlBridges``). Without
+/// one, a reactor thread waits for the answers. Connections, DNS answers, TLS sessions and the CA
+/// store are kept for reuse between requests.
 public final class HTTPClient: Sendable {
     public let configuration: HTTPClientConfiguration
-    let engine: CurlEngine
-    /// The reactor's thread: it waits for libcurl's sockets and completes the calls.
-    let reactorThread: pthread_t
+    /// The engines, each with its reactor thread (which waits for libcurl's timer and for what
+    /// no loop can carry); the first serves callers that are on none of the group's loops.
+    let engines: [(engine: CurlEngine, reactor: pthread_t)]
+    private let engineByLoop: [ObjectIdentifier: CurlEngine]
+    /// The first engine (the only one without a group).
+    var engine: CurlEngine { engines[0].engine }
     private let logger: Logger
     private let tracer: (any Tracer)?
     private let isShutdown = Atomic<Bool>(false)
@@ -36,20 +42,35 @@ public final class HTTPClient: Sendable {
 
     /// - Parameter tracer: when set, each request is a client span, child of the caller's
     ///   (``ServiceContext/current``), and carries its trace context (`traceparent`) to the server.
-    public init(configuration: HTTPClientConfiguration = .init(), logger: Logger = Logger(label: "relais.http-client"), tracer: (any Tracer)? = nil) {
+    /// - Parameter eventLoopGroup: when set, connections are made and read by its loops, and libcurl
+    ///   acts on the answers there (``CurlBridges``); without it, the reactor thread waits for them.
+    public init(
+        configuration: HTTPClientConfiguration = .init(), logger: Logger = Logger(label: "relais.http-client"), tracer: (any Tracer)? = nil,
+        eventLoopGroup: MultiThreadedEventLoopGroup? = nil
+    ) {
         self.configuration = configuration
         self.tracer = tracer
         self.logger = logger
         CurlGlobal.ensureInitialized()
-        engine = CurlEngine(configuration: configuration, logger: logger)
-        reactorThread = CurlReactor.spawn(engine: engine)
+        let loops: [(any EventLoop)?] = eventLoopGroup.map { Array($0.makeIterator()) } ?? [nil]
+        var engines: [(engine: CurlEngine, reactor: pthread_t)] = []
+        var engineByLoop: [ObjectIdentifier: CurlEngine] = [:]
+        for loop in loops {
+            let engine = CurlEngine(configuration: configuration, logger: logger, loop: loop)
+            engines.append((engine, CurlReactor.spawn(engine: engine)))
+            if let loop { engineByLoop[ObjectIdentifier(loop)] = engine }
+        }
+        self.engines = engines
+        self.engineByLoop = engineByLoop
     }
 
-    /// A client released without ``shutdown()`` still stops its thread, once its transfers are done.
+    /// A client released without ``shutdown()`` still stops its threads, once their transfers are done.
     deinit {
         if !isShutdown.load(ordering: .acquiring) {
-            engine.mailbox.requestStop()
-            pthread_detach(reactorThread)
+            for (engine, reactor) in engines {
+                engine.mailbox.requestStop()
+                pthread_detach(reactor)
+            }
         }
     }
 
@@ -91,6 +112,8 @@ public final class HTTPClient: Sendable {
         let host = Self.hostForMetrics(request.url)
         // The total timeout counts from the call, not from when the transfer got a slot.
         let job = CurlJob(request: request, deadline: start + (request.timeout ?? configuration.totalTimeout))
+        // The calling loop's engine: the answer is read and the call completed on this thread.
+        let engine = MultiThreadedEventLoopGroup.currentEventLoop.flatMap { engineByLoop[ObjectIdentifier($0)] } ?? engines[0].engine
         do {
             let response = try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in engine.submit(job, continuation) }
@@ -114,12 +137,14 @@ public final class HTTPClient: Sendable {
     }
 
     /// Refuses new calls, lets those already made finish (each within its own timeout), then stops
-    /// the reactor thread once it has freed every libcurl handle; later calls throw `.shutdown`.
+    /// the reactor threads once they have freed every libcurl handle; later calls throw `.shutdown`.
     public func shutdown() async throws {
         guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        await engine.mailbox.stop()
-        // The thread has nothing left to do but return: the join does not wait for work.
-        pthread_join(reactorThread, nil)
+        for (engine, reactor) in engines {
+            await engine.mailbox.stop()
+            // The thread has nothing left to do but return: the join does not wait for work.
+            pthread_join(reactor, nil)
+        }
     }
 
     /// Maps a libcurl result to the typed error callers handle.

@@ -15,8 +15,9 @@ public struct HTTPClientConfiguration: Sendable, Equatable {
     /// Keep connections open between requests to the same host (HTTP keep-alive).
     public var reuseConnections: Bool
     /// Transfers in flight at once, and connections open at once (idle ones kept for reuse
-    /// included); further requests wait their turn, each still within its own timeout. All run on
-    /// the client's one reactor thread, so this bounds load on providers, not threads.
+    /// included); further requests wait their turn, each still within its own timeout. Per engine:
+    /// a client given an event loop group has one per loop, so this bounds each loop's load on
+    /// providers, not threads.
     public var maxConcurrentRequests: Int
     public var tls: TLS
     /// Outbound proxy URL (`http://proxy.example:3128`), as government networks often require.

@@ -1,6 +1,7 @@
 public import Hummingbird
 public import Logging
 public import NIOCore
+import NIOPosix
 public import RelaisClock
 public import RelaisConfig
 public import RelaisHTTPClient
@@ -35,7 +36,10 @@ public struct RelaisDependencies: Sendable {
             }
         if let tracer { store = TracedStore(store, tracer: tracer, system: configuration.store.kind == .redis ? "redis" : "relais.embedded") }
         return RelaisDependencies(
-            store: store, httpClient: HTTPClient(configuration: configuration.httpClient, logger: logger, tracer: tracer), tracer: tracer
+            store: store,
+            // The loops that serve the requests make and read the providers' connections too.
+            httpClient: HTTPClient(configuration: configuration.httpClient, logger: logger, tracer: tracer, eventLoopGroup: .singleton),
+            tracer: tracer
         )
     }
 

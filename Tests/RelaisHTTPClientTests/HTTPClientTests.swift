@@ -1,6 +1,7 @@
 import CCurl
 import Foundation
 import Hummingbird
+import NIOPosix
 import RelaisTestSupport
 import Testing
 
@@ -11,15 +12,17 @@ import Testing
         try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter(), body)
     }
 
-    private func client(_ configure: (inout HTTPClientConfiguration) -> Void = { _ in }) -> HTTPClient {
+    /// Bridged: a client with event loops, whose connections they make and read (the server's
+    /// way); not bridged: its reactor thread waits on libcurl's own sockets.
+    private func client(bridged: Bool, _ configure: (inout HTTPClientConfiguration) -> Void = { _ in }) -> HTTPClient {
         var configuration = HTTPClientConfiguration(maxConcurrentRequests: 4)
         configure(&configuration)
-        return HTTPClient(configuration: configuration)
+        return HTTPClient(configuration: configuration, eventLoopGroup: bridged ? .singleton : nil)
     }
 
-    @Test func getReturnsBodyAndHeaders() async throws {
+    @Test(arguments: [false, true]) func getReturnsBodyAndHeaders(bridged: Bool) async throws {
         try await withServer { server in
-            let client = client()
+            let client = client(bridged: bridged)
             defer { Task { try? await client.shutdown() } }
             let response = try await client.send(.init(url: server.baseURL + "/hello"))
             #expect(response.status == 200)
@@ -28,9 +31,9 @@ import Testing
         }
     }
 
-    @Test func errorStatusesAreDataNotErrors() async throws {
+    @Test(arguments: [false, true]) func errorStatusesAreDataNotErrors(bridged: Bool) async throws {
         try await withServer { server in
-            let client = client()
+            let client = client(bridged: bridged)
             defer { Task { try? await client.shutdown() } }
             for code in [400, 401, 404, 500, 503] {
                 let response = try await client.send(.init(url: server.baseURL + "/status/\(code)"))
@@ -40,9 +43,9 @@ import Testing
         }
     }
 
-    @Test func formPostSendsEncodedFieldsAndHeaders() async throws {
+    @Test(arguments: [false, true]) func formPostSendsEncodedFieldsAndHeaders(bridged: Bool) async throws {
         try await withServer { server in
-            let client = client()
+            let client = client(bridged: bridged)
             defer { Task { try? await client.shutdown() } }
             let request = HTTPClientRequest.form(
                 url: server.baseURL + "/echo",
@@ -57,9 +60,9 @@ import Testing
         }
     }
 
-    @Test func otherMethodsAreSent() async throws {
+    @Test(arguments: [false, true]) func otherMethodsAreSent(bridged: Bool) async throws {
         try await withServer { server in
-            let client = client()
+            let client = client(bridged: bridged)
             defer { Task { try? await client.shutdown() } }
             let put = try await client.send(.init(method: .put, url: server.baseURL + "/method", body: [1]))
             let delete = try await client.send(.init(method: .delete, url: server.baseURL + "/method"))
@@ -68,9 +71,9 @@ import Testing
         }
     }
 
-    @Test func slowServerTimesOutWithinTheConfiguredTimeout() async throws {
+    @Test(arguments: [false, true]) func slowServerTimesOutWithinTheConfiguredTimeout(bridged: Bool) async throws {
         try await withServer { server in
-            let client = client { $0.totalTimeout = .milliseconds(300) }
+            let client = client(bridged: bridged) { $0.totalTimeout = .milliseconds(300) }
             defer { Task { try? await client.shutdown() } }
             let start = ContinuousClock.now
             await #expect(throws: HTTPClientError.timeout) {
@@ -84,9 +87,9 @@ import Testing
         }
     }
 
-    @Test func theTotalTimeoutIncludesWaitingForAWorker() async throws {
+    @Test(arguments: [false, true]) func theTotalTimeoutIncludesWaitingForAWorker(bridged: Bool) async throws {
         try await withServer { server in
-            let client = client {
+            let client = client(bridged: bridged) {
                 $0.maxConcurrentRequests = 1; $0.totalTimeout = .milliseconds(500)
             }
             let start = ContinuousClock.now
@@ -112,18 +115,18 @@ import Testing
         }
     }
 
-    @Test func closedPortIsConnectionRefused() async throws {
+    @Test(arguments: [false, true]) func closedPortIsConnectionRefused(bridged: Bool) async throws {
         let port = try FreePort.find()
-        let client = client()
+        let client = client(bridged: bridged)
         defer { Task { try? await client.shutdown() } }
         await #expect(throws: HTTPClientError.connectionRefused(host: "127.0.0.1:\(port)")) {
             try await client.send(.init(url: "http://127.0.0.1:\(port)/"))
         }
     }
 
-    @Test func aResponseCutShortIsIncomplete() async throws {
+    @Test(arguments: [false, true]) func aResponseCutShortIsIncomplete(bridged: Bool) async throws {
         try await withServer { server in
-            let client = client()
+            let client = client(bridged: bridged)
             defer { Task { try? await client.shutdown() } }
             await #expect(throws: HTTPClientError.incompleteResponse(host: "127.0.0.1:\(server.port)")) {
                 try await client.send(.init(url: server.baseURL + "/truncated"))
@@ -134,9 +137,9 @@ import Testing
         }
     }
 
-    @Test func oversizedResponseIsRejected() async throws {
+    @Test(arguments: [false, true]) func oversizedResponseIsRejected(bridged: Bool) async throws {
         try await withServer { server in
-            let client = client { $0.maxResponseBytes = 1000 }
+            let client = client(bridged: bridged) { $0.maxResponseBytes = 1000 }
             defer { Task { try? await client.shutdown() } }
             let atLimit = try await client.send(.init(url: server.baseURL + "/bytes?count=1000"))
             #expect(atLimit.body.count == 1000)
@@ -149,9 +152,9 @@ import Testing
         }
     }
 
-    @Test func redirectsAreOffByDefault() async throws {
+    @Test(arguments: [false, true]) func redirectsAreOffByDefault(bridged: Bool) async throws {
         try await withServer { server in
-            let client = client()
+            let client = client(bridged: bridged)
             defer { Task { try? await client.shutdown() } }
             let response = try await client.send(.init(url: server.baseURL + "/redirect"))
             #expect(response.status == 302)
@@ -159,9 +162,9 @@ import Testing
         }
     }
 
-    @Test func redirectsFollowedWhenEnabledAndLoopsStop() async throws {
+    @Test(arguments: [false, true]) func redirectsFollowedWhenEnabledAndLoopsStop(bridged: Bool) async throws {
         try await withServer { server in
-            let client = client {
+            let client = client(bridged: bridged) {
                 $0.followRedirects = true; $0.maxRedirects = 3
             }
             defer { Task { try? await client.shutdown() } }
@@ -174,18 +177,18 @@ import Testing
         }
     }
 
-    @Test func nonHTTPSchemesAndMalformedURLsAreRefused() async throws {
-        let client = client()
+    @Test(arguments: [false, true]) func nonHTTPSchemesAndMalformedURLsAreRefused(bridged: Bool) async throws {
+        let client = client(bridged: bridged)
         defer { Task { try? await client.shutdown() } }
         for url in ["ftp://127.0.0.1/file", "file:///etc/passwd", "not a url", "gopher://127.0.0.1/"] {
             await #expect(throws: HTTPClientError.invalidURL) { try await client.send(.init(url: url)) }
         }
     }
 
-    @Test func keepAliveReusesOneConnectionAndCanBeTurnedOff() async throws {
+    @Test(arguments: [false, true]) func keepAliveReusesOneConnectionAndCanBeTurnedOff(bridged: Bool) async throws {
         try await withServer { server in
-            let reusing = client { $0.maxConcurrentRequests = 1 }
-            let fresh = client {
+            let reusing = client(bridged: bridged) { $0.maxConcurrentRequests = 1 }
+            let fresh = client(bridged: bridged) {
                 $0.maxConcurrentRequests = 1; $0.reuseConnections = false
             }
             defer {
@@ -204,7 +207,7 @@ import Testing
         }
     }
 
-    @Test func cancellingTheTaskAbortsTheTransfer() async throws {
+    @Test(arguments: [false, true]) func cancellingTheTaskAbortsTheTransfer(bridged: Bool) async throws {
         let (arrived, arrival) = AsyncStream.makeStream(of: Void.self)
         let router = LoopbackHTTPServer.testRouter()
         router.get("/held") { _, _ in
@@ -213,7 +216,7 @@ import Testing
             return "held"
         }
         try await LoopbackHTTPServer.with(router: router) { server in
-            let client = client()
+            let client = client(bridged: bridged)
             defer { Task { try? await client.shutdown() } }
             let start = ContinuousClock.now
             let task = Task { try await client.send(.init(url: server.baseURL + "/held")) }
@@ -227,11 +230,11 @@ import Testing
         }
     }
 
-    @Test func proxyIsUsedUnlessTheHostIsExcluded() async throws {
+    @Test(arguments: [false, true]) func proxyIsUsedUnlessTheHostIsExcluded(bridged: Bool) async throws {
         try await withServer { server in
             let deadProxy = try FreePort.find()
-            let proxied = client { $0.proxy = "http://127.0.0.1:\(deadProxy)" }
-            let bypassing = client {
+            let proxied = client(bridged: bridged) { $0.proxy = "http://127.0.0.1:\(deadProxy)" }
+            let bypassing = client(bridged: bridged) {
                 $0.proxy = "http://127.0.0.1:\(deadProxy)"; $0.noProxy = "127.0.0.1"
             }
             defer {
@@ -247,8 +250,8 @@ import Testing
         }
     }
 
-    @Test func shutDownClientRefusesRequests() async throws {
-        let client = client()
+    @Test(arguments: [false, true]) func shutDownClientRefusesRequests(bridged: Bool) async throws {
+        let client = client(bridged: bridged)
         try await client.shutdown()
         await #expect(throws: HTTPClientError.shutdown) { try await client.send(.init(url: "http://127.0.0.1:1/")) }
     }

@@ -1,6 +1,9 @@
-import RelaisHTTPClient
+import NIOPosix
 import RelaisTestSupport
+import Synchronization
 import Testing
+
+@testable import RelaisHTTPClient
 
 #if canImport(Glibc)
 import Glibc
@@ -28,12 +31,13 @@ import Glibc
         try await body(port)
     }
 
-    private func send(_ port: Int, _ configure: (inout HTTPClientConfiguration) -> Void) async throws -> HTTPClientResponse {
+    /// Bridged: the client's connections made and read by event loops (the server's way).
+    private func send(_ port: Int, bridged: Bool, _ configure: (inout HTTPClientConfiguration) -> Void) async throws -> HTTPClientResponse {
         // What is tested is the TLS outcome, not speed: generous timeouts keep a loaded machine from
         // turning a slow single-threaded s_server into a timeout.
         var configuration = HTTPClientConfiguration(connectTimeout: .seconds(30), totalTimeout: .seconds(60), maxConcurrentRequests: 1)
         configure(&configuration)
-        let client = HTTPClient(configuration: configuration)
+        let client = HTTPClient(configuration: configuration, eventLoopGroup: bridged ? .singleton : nil)
         do {
             let response = try await client.send(.init(url: "https://127.0.0.1:\(port)/"))
             try await client.shutdown()
@@ -49,24 +53,24 @@ import Glibc
         return false
     }
 
-    @Test func verificationIsOnByDefaultAndTheCABundleIsHonoured() async throws {
+    @Test(arguments: [false, true]) func verificationIsOnByDefaultAndTheCABundleIsHonoured(bridged: Bool) async throws {
         let certificates = try await TestCertificates.make()
         try await Self.withTLSServer(certificates) { port in
-            await #expect { try await send(port) { _ in } } throws: { Self.isTLSFailure($0) }
-            let trusted = try await send(port) { $0.tls.caBundlePath = certificates.serverCertificate }
+            await #expect { try await send(port, bridged: bridged) { _ in } } throws: { Self.isTLSFailure($0) }
+            let trusted = try await send(port, bridged: bridged) { $0.tls.caBundlePath = certificates.serverCertificate }
             #expect(trusted.status == 200)
-            let unverified = try await send(port) { $0.tls.verifyPeer = false }
+            let unverified = try await send(port, bridged: bridged) { $0.tls.verifyPeer = false }
             #expect(unverified.status == 200)
         }
     }
 
-    @Test func mutualTLSPresentsTheConfiguredClientCertificate() async throws {
+    @Test(arguments: [false, true]) func mutualTLSPresentsTheConfiguredClientCertificate(bridged: Bool) async throws {
         let certificates = try await TestCertificates.make()
         try await Self.withTLSServer(certificates, requireClientCertificate: true) { port in
             await #expect {
-                try await send(port) { $0.tls.caBundlePath = certificates.serverCertificate }
+                try await send(port, bridged: bridged) { $0.tls.caBundlePath = certificates.serverCertificate }
             } throws: { Self.isTLSFailure($0) }
-            let response = try await send(port) {
+            let response = try await send(port, bridged: bridged) {
                 $0.tls.caBundlePath = certificates.serverCertificate
                 $0.tls.clientCertificatePath = certificates.clientCertificate
                 $0.tls.clientKeyPath = certificates.clientKey
@@ -75,10 +79,29 @@ import Glibc
         }
     }
 
-    @Test func aMissingCABundleFileIsATLSError() async throws {
+    @Test(arguments: [false, true]) func aMissingCABundleFileIsATLSError(bridged: Bool) async throws {
         let certificates = try await TestCertificates.make()
         try await Self.withTLSServer(certificates) { port in
-            await #expect { try await send(port) { $0.tls.caBundlePath = "/nonexistent/ca.pem" } } throws: { Self.isTLSFailure($0) }
+            await #expect { try await send(port, bridged: bridged) { $0.tls.caBundlePath = "/nonexistent/ca.pem" } } throws: { Self.isTLSFailure($0) }
+        }
+    }
+
+    /// The first handshake reads the CA bundle (the reactor's); a second connection made on the
+    /// caller's loop, after the first is closed, carries TLS too.
+    @Test func tlsOverTheLoopsConnections() async throws {
+        let certificates = try await TestCertificates.make()
+        try await Self.withTLSServer(certificates) { port in
+            var configuration = HTTPClientConfiguration(connectTimeout: .seconds(30), totalTimeout: .seconds(60), maxConcurrentRequests: 1)
+            configuration.tls.caBundlePath = certificates.serverCertificate
+            configuration.reuseConnections = false
+            let client = HTTPClient(configuration: configuration, eventLoopGroup: .singleton)
+            for _ in 0..<3 {
+                let response = try await client.send(.init(url: "https://127.0.0.1:\(port)/"))
+                #expect(response.status == 200)
+                #expect(response.newConnections == 1)
+            }
+            #expect(client.engine.actionsOnLoops.load(ordering: .relaxed) > 0)
+            try await client.shutdown()
         }
     }
 }

@@ -1,0 +1,177 @@
+import CLibc
+import Foundation
+import NIOCore
+import NIOPosix
+import RelaisStore
+import RelaisTestSupport
+import Synchronization
+import Testing
+
+@testable import RelaisHTTPClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Connections made and read by event loops (``CurlBridges``): libcurl's end is a local socket,
+/// the TCP connection a NIO channel of the engine's loop. What libcurl would have seen of a TCP
+/// connection it made itself must come through: refusals, timeouts, large answers, reuse.
+@Suite struct HTTPClientBridgeTests {
+    private func client(_ configure: (inout HTTPClientConfiguration) -> Void = { _ in }) -> HTTPClient {
+        var configuration = HTTPClientConfiguration(maxConcurrentRequests: 4)
+        configure(&configuration)
+        return HTTPClient(configuration: configuration, eventLoopGroup: .singleton)
+    }
+
+    /// A call made on a loop is answered there: libcurl acts on the loop that read the answer,
+    /// the reactor never, and the call resumes on its loop.
+    @Test func aCallOnALoopIsCarriedAndCompletedByThatLoop() async throws {
+        try await BlockingCallChecks.shared.exclusively { try await callOnALoop() }
+    }
+
+    private func callOnALoop() async throws {
+        try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server in
+            let before = HTTPClient.blockingCallsOnEventLoop
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            let resumedOnItsLoop = try await Task(executorPreference: EventLoopTaskExecutor(loop)) {
+                var resumed = 0
+                for _ in 0..<5 {
+                    let response = try await client.send(.init(url: server.baseURL + "/hello"))
+                    #expect(response.bodyText == "hello")
+                    if loop.inEventLoop { resumed += 1 }
+                }
+                return resumed
+            }.value
+            #expect(resumedOnItsLoop == 5)
+            let engine = try #require(client.engines.first { $0.engine.bridgesLoop === loop }?.engine)
+            #expect(engine.actionsOnLoops.load(ordering: .relaxed) >= 5)
+            #expect(engine.actionsHandedToReactor.load(ordering: .relaxed) == 0)
+            #expect(HTTPClient.blockingCallsOnEventLoop == before)
+        }
+    }
+
+    /// libcurl takes the local connection for made whatever the provider's address does, so the
+    /// other family is tried once when the first refuses: `localhost` is ::1 and 127.0.0.1 to
+    /// libcurl, and the server listens on 127.0.0.1 only.
+    @Test func aNameWhoseFirstAddressRefusesIsReachedOnTheOther() async throws {
+        try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server in
+            let client = client()
+            defer { Task { try? await client.shutdown() } }
+            for _ in 0..<3 {
+                let response = try await client.send(.init(url: "http://localhost:\(server.port)/hello"))
+                #expect(response.bodyText == "hello")
+            }
+        }
+    }
+
+    @Test func aNameRefusedOnEveryAddressIsConnectionRefused() async throws {
+        let port = try FreePort.find()
+        let client = client()
+        defer { Task { try? await client.shutdown() } }
+        await #expect(throws: HTTPClientError.connectionRefused(host: "localhost:\(port)")) {
+            try await client.send(.init(url: "http://localhost:\(port)/"))
+        }
+    }
+
+    /// A listen queue that is full drops the SYN: the loop's connect timeout, not the total one.
+    @Test func aConnectionNeverMadeHitsTheConnectTimeout() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(listener) }
+        let port = try FreePort.find()
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(bound == 0 && listen(listener, 0) == 0)
+        // The queue's one place is taken and never accepted.
+        let filler = try #require(RawConnection(port: port))
+        // Timed on a loop of the test's own, which also makes the connection: in a full run, Swift's
+        // cooperative threads can be held for seconds by other tests' blocking waits.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let client = HTTPClient(
+            configuration: .init(connectTimeout: .milliseconds(300), totalTimeout: .seconds(30), maxConcurrentRequests: 1), eventLoopGroup: group)
+        let outcome = await Task(executorPreference: EventLoopTaskExecutor(group.next())) { () -> (error: HTTPClientError?, elapsed: Duration) in
+            let start = ContinuousClock.now
+            do {
+                _ = try await client.send(.init(url: "http://127.0.0.1:\(port)/"))
+                return (nil, ContinuousClock.now - start)
+            } catch {
+                return (error as? HTTPClientError, ContinuousClock.now - start)
+            }
+        }.value
+        try await client.shutdown()
+        try await group.shutdownGracefully()
+        #expect(outcome.error == .timeout)
+        // Far from the total timeout.
+        #expect(outcome.elapsed < .seconds(10), "\(outcome.elapsed)")
+        _ = filler
+    }
+
+    /// Answers far larger than a socket's buffer go through in pieces, each told to libcurl.
+    @Test func aLargeAnswerComesWhole() async throws {
+        try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server in
+            let client = client { $0.maxResponseBytes = 8_000_000 }
+            defer { Task { try? await client.shutdown() } }
+            let response = try await client.send(.init(url: server.baseURL + "/bytes?count=3000000"))
+            #expect(response.body.count == 3_000_000)
+            let again = try await client.send(.init(url: server.baseURL + "/bytes?count=3000000"))
+            #expect(again.body.count == 3_000_000)
+            #expect(again.newConnections == 0)
+        }
+    }
+
+    /// Kept-alive connections are reused, and their local names are gone from the file system.
+    @Test func connectionsAreReusedAndLeaveNoSocketFiles() async throws {
+        try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server in
+            let client = client { $0.maxConcurrentRequests = 1 }
+            var connections = 0
+            for _ in 0..<10 { connections += try await client.send(.init(url: server.baseURL + "/hello")).newConnections }
+            #expect(connections == 1)
+            try await client.shutdown()
+            let left = try FileManager.default.contentsOfDirectory(atPath: try #require(CurlBridges.directory)).filter { $0.hasPrefix("relais-http-") }
+            #expect(left.isEmpty, "\(left)")
+        }
+    }
+
+    /// Only this process may use a connection's local socket: another one's connection is passed over.
+    @Test func anotherProcessCannotTakeALocalConnection() async throws {
+        let path = try #require(CurlBridges.directory) + "/relais-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        defer {
+            close(listener)
+            unlink(path)
+        }
+        var name = sockaddr_un()
+        name.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &name.sun_path) { sunPath in
+            for (index, byte) in path.utf8.enumerated() { sunPath[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &name) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0 && listen(listener, 1) == 0)
+        let script = "import socket, time; s = socket.socket(socket.AF_UNIX); s.connect('\(path)'); time.sleep(5)"
+        let other = try ChildProcess.spawn("/usr/bin/python3", ["-c", script])
+        defer { other.terminate() }
+        var waiting = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        try #require(poll(&waiting, 1, 5000) == 1, "the other process never connected")
+        // Its connection is passed over: nothing of this process is waiting.
+        #expect(relais_accept_from_self(listener) == -1)
+        #expect(errno == EAGAIN)
+        // This process's own connection is taken.
+        let own = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(own) }
+        let connected = withUnsafePointer(to: &name) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(own, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(connected == 0)
+        let accepted = relais_accept_from_self(listener)
+        #expect(accepted >= 0)
+        if accepted >= 0 { close(accepted) }
+    }
+}
