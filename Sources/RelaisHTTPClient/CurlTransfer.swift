@@ -159,7 +159,8 @@ final class CurlTransfer {
             guard isRetry else { return .retry(ipResolve: Int(family == AF_INET6 ? CURL_IPRESOLVE_V4 : CURL_IPRESOLVE_V6)) }
             return .failure(.connectionRefused(host: host))
         }
-        if code == CURLE_COULDNT_RESOLVE_HOST && ipResolve != CURL_IPRESOLVE_WHATEVER { return .failure(.connectionRefused(host: host)) }
+        let noAddressOfThatFamily = code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY
+        if noAddressOfThatFamily && ipResolve != CURL_IPRESOLVE_WHATEVER { return .failure(.connectionRefused(host: host)) }
         return nil
     }
 
