@@ -35,6 +35,8 @@ final class CurlBridges {
     private let allocator = ByteBufferAllocator()
     /// After a ``pump()``: a provider's bytes still wait for room in one of libcurl's sockets.
     private(set) var holdingBytes = false
+    private var polled: [CurlBridge] = []
+    private var entries: [pollfd] = []
 
     init(loop: any EventLoop, connectTimeout: Duration, logger: Logger) {
         self.loop = loop
@@ -108,21 +110,25 @@ final class CurlBridges {
     /// waits: what libcurl wrote goes to the providers, and what waited for room in libcurl's
     /// sockets goes in. Returns libcurl's sockets that have something new to read.
     func pump() -> [curl_socket_t] {
-        defer { holdingBytes = open.values.contains { $0.isHoldingBytes } }
         startPending()
         guard !open.isEmpty else { return [] }
-        var bridges: [CurlBridge] = []
-        var entries: [pollfd] = []
+        // Kept between calls: a pump runs after every call into libcurl.
+        polled.removeAll(keepingCapacity: true)
+        entries.removeAll(keepingCapacity: true)
         for bridge in open.values {
             guard let entry = bridge.pollEntry else { continue }
-            bridges.append(bridge)
+            polled.append(bridge)
             entries.append(entry)
         }
+        holdingBytes = false
         guard !entries.isEmpty, poll(&entries, nfds_t(entries.count), 0) > 0 else { return [] }
         var readable: [curl_socket_t] = []
-        for (bridge, entry) in zip(bridges, entries) where entry.revents != 0 {
+        for (bridge, entry) in zip(polled, entries) where entry.revents != 0 {
             if entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { bridge.forwardFromCurl(allocator: allocator) }
-            if entry.revents & Int16(POLLOUT) != 0, bridge.forwardToCurl(nil) { readable.append(bridge.curlSocket) }
+            if entry.revents & Int16(POLLOUT) != 0 {
+                if bridge.forwardToCurl(nil) { readable.append(bridge.curlSocket) }
+                if bridge.isHoldingBytes { holdingBytes = true }
+            }
         }
         return readable
     }
@@ -277,32 +283,31 @@ final class CurlBridge: Sendable {
     fileprivate func forwardFromCurl(allocator: ByteBufferAllocator) {
         // Channel calls are made outside the lock: a failed write closes the channel, whose
         // handler takes the lock.
-        let (read, ended, provider) = state.withLock { state -> ([ByteBuffer], Bool, (any Channel)?) in
-            guard state.ours >= 0 else { return ([], false, nil) }
-            var read: [ByteBuffer] = []
+        let (read, ended, provider) = state.withLock { state -> (ByteBuffer?, Bool, (any Channel)?) in
+            guard state.ours >= 0 else { return (nil, false, nil) }
+            // One buffer, grown while reads fill what they are given: a request is one read.
+            var read: ByteBuffer?
             var ended = false
             while true {
-                var buffer = allocator.buffer(capacity: 16_384)
+                var buffer = read ?? allocator.buffer(capacity: 4096)
+                let room = max(buffer.writableBytes, 4096)
                 var count = 0
-                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 16_384) { bytes in
+                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: room) { bytes in
                     count = Glibc.read(state.ours, bytes.baseAddress, bytes.count)
                     return max(count, 0)
                 }
-                guard count > 0 else {
-                    ended = count == 0
-                    break
-                }
-                read.append(buffer)
+                if count > 0 { read = buffer }
+                ended = count == 0
+                guard count == room else { break }
             }
             guard let provider = state.provider else {
-                state.toProvider += read
-                return ([], false, nil)
+                if let read { state.toProvider.append(read) }
+                return (nil, false, nil)
             }
             return (read, ended, provider)
         }
         guard let provider else { return }
-        for buffer in read { provider.write(buffer, promise: nil) }
-        if !read.isEmpty { provider.flush() }
+        if let read { provider.writeAndFlush(read, promise: nil) }
         if ended { provider.close(promise: nil) }
     }
 
