@@ -88,8 +88,21 @@ import Glibc
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         try #require(bound == 0 && listen(listener, 0) == 0)
-        // The queue's one place is taken and never accepted.
-        let filler = try #require(RawConnection(port: port))
+        // The queue is filled, and never accepted from, until a connection is no longer made:
+        // how many places a backlog of 0 leaves is the kernel's affair, so they are counted.
+        var fillers: [Int32] = []
+        defer { for filler in fillers { close(filler) } }
+        var full = false
+        for _ in 0..<16 where !full {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            fillers.append(filler)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            var made = pollfd(fd: filler, events: Int16(POLLOUT), revents: 0)
+            full = poll(&made, 1, 1000) == 0
+        }
+        try #require(full, "the listen queue never filled")
         // Timed on a loop of the test's own, which also makes the connection: in a full run, Swift's
         // cooperative threads can be held for seconds by other tests' blocking waits.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -109,7 +122,6 @@ import Glibc
         #expect(outcome.error == .timeout)
         // Far from the total timeout.
         #expect(outcome.elapsed < .seconds(10), "\(outcome.elapsed)")
-        _ = filler
     }
 
     /// Answers far larger than a socket's buffer go through in pieces, each told to libcurl.
