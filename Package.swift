@@ -253,6 +253,7 @@ let package = Package(
         .executableTarget(
             name: "relais-bench",
             dependencies: [
+                .target(name: "CLibc", condition: .when(platforms: [.linux])),
                 "RelaisAttest",
                 "RelaisClock",
                 "RelaisCrypto",

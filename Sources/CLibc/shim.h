@@ -1,6 +1,6 @@
 // glibc functions Swift's Glibc module does not include: the allocator's controls (malloc_trim),
-// the kernel's random generator (getrandom), and accept4 with the peer's credentials. Plain C
-// functions of libc; nothing to link.
+// the kernel's random generator (getrandom), accept4 with the peer's credentials, and timerfd
+// (relais-bench's open-loop load). Plain C functions of libc; nothing to link.
 #ifndef RELAIS_CLIBC_SHIM_H
 #define RELAIS_CLIBC_SHIM_H
 
@@ -8,6 +8,7 @@
 #include <malloc.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 // accept4 is declared only under _GNU_SOURCE, which would change glibc's structures for this

@@ -10,7 +10,7 @@ struct RelaisBench: AsyncParsableCommand {
         abstract: "Micro-benchmarks driven by `make bench`.",
         subcommands: [
             HTTPClientBench.self, JOSEBench.self, SignInBench.self, FormBench.self, SlowClientBench.self, MobileBench.self, AttestBench.self, SoakBench.self,
-            AnchorSignInBench.self, SignInPhasesBench.self,
+            AnchorSignInBench.self, SignInPhasesBench.self, OpenLoopBench.self,
         ]
     )
 }
