@@ -332,7 +332,7 @@ let package = Package(
             name: "RelaisHTTPClientTests",
             dependencies: [
                 "RelaisHTTPClient", "RelaisTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
-                // relais_accept_from_self, for the check that another process is refused.
+                // relais_accept_from_self (the check that another process is refused), relais_accept4.
                 "CLibc",
                 // EventLoopTaskExecutor: calls made from an event loop, as request handlers make them.
                 "RelaisServer", "RelaisStore",

@@ -55,7 +55,7 @@ final class CurlBridges {
     /// libcurl 7.88 calls `connect` on such a socket all the same (curl issue #10626, fixed in
     /// 8.0), which fails on a Unix-domain one.
     func open(_ address: UnsafeMutablePointer<curl_sockaddr>) -> CurlBridge? {
-        guard notify != nil, address.pointee.socktype == SOCK_STREAM.rawValue, let target = Self.socketAddress(address) else { return nil }
+        guard let notify, address.pointee.socktype == SOCK_STREAM.rawValue, let target = Self.socketAddress(address) else { return nil }
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         var name = sockaddr_un()
         name.sun_family = sa_family_t(AF_UNIX)
@@ -80,7 +80,7 @@ final class CurlBridges {
         address.pointee.family = AF_UNIX
         address.pointee.protocol = 0
         address.pointee.addrlen = UInt32(length)
-        let bridge = CurlBridge(curlSocket: curlSocket, family: target.protocol.rawValue, notify: notify!)
+        let bridge = CurlBridge(curlSocket: curlSocket, family: target.protocol.rawValue, notify: notify)
         open[curlSocket] = bridge
         pending.append((bridge, listener, target))
         paths.append(path)
@@ -254,16 +254,25 @@ final class CurlBridge: Sendable {
 
     private func closeOurs() {
         state.withLock { state in
-            if state.ours >= 0 { _ = Glibc.close(state.ours) }
+            Self.end(state.ours)
             state.ours = -1
         }
+    }
+
+    /// Ends our side of the local connection: shut down first, so that libcurl reads the end of
+    /// file even if a child process started meanwhile holds a copy of the descriptor (a close
+    /// alone ends the connection only with the last copy).
+    private static func end(_ descriptor: Int32) {
+        guard descriptor >= 0 else { return }
+        _ = shutdown(descriptor, Int32(SHUT_RDWR))
+        _ = Glibc.close(descriptor)
     }
 
     /// libcurl closed its end: ours and the provider's connection go too.
     fileprivate func terminate() {
         closedByCurl.store(true, ordering: .relaxed)
         let provider = state.withLock { state in
-            if state.ours >= 0 { _ = Glibc.close(state.ours) }
+            Self.end(state.ours)
             state.ours = -1
             return state.provider
         }

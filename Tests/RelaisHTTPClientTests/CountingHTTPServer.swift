@@ -1,3 +1,4 @@
+import CLibc
 import Foundation
 import Synchronization
 
@@ -71,15 +72,15 @@ final class CountingHTTPServer: Sendable {
 
     private func acceptLoop() {
         while true {
-            let connection = accept(listener, nil, nil)
+            // Close-on-exec from the start (accept4): a child process started meanwhile would
+            // otherwise keep the connection open after this server closes it, and its client would
+            // wait for an end that never comes (a redis-server another test started did, also
+            // when the flag was set by a second call right after accept).
+            let connection = relais_accept4(listener, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
             guard connection >= 0 else {
                 if errno == EINTR { continue }
                 return
             }
-            // Close-on-exec (accept4 is not in Swift's Glibc): a child process started meanwhile would
-            // otherwise keep the connection open after this server closes it, and its client would
-            // wait for an end that never comes (a redis-server another test started did).
-            _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
             counts.withLock {
                 $0.accepted += 1
                 $0.open += 1
