@@ -1,4 +1,5 @@
 import CCurl
+import CLibc
 import Logging
 import RelaisServer
 import RelaisTestSupport

@@ -1,4 +1,5 @@
 import CCurl
+import CLibc
 import Foundation
 import Hummingbird
 import Logging
