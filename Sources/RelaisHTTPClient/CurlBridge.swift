@@ -108,8 +108,10 @@ final class CurlBridges {
 
     /// Carries what is ready on our ends of the open connections, with one `poll` that never
     /// waits: what libcurl wrote goes to the providers, and what waited for room in libcurl's
-    /// sockets goes in. Returns libcurl's sockets that have something new to read.
-    func pump() -> [curl_socket_t] {
+    /// sockets goes in. Returns libcurl's sockets with something new to read (`IN`), and those
+    /// whose bytes were taken while libcurl waits to write more (`OUT`: libcurl announces only a
+    /// change of what it waits for, so a body beyond its socket's buffer would wait for good).
+    func pump() -> [(socket: curl_socket_t, flags: Int32)] {
         startPending()
         guard !open.isEmpty else { return [] }
         // Kept between calls: a pump runs after every call into libcurl.
@@ -122,15 +124,18 @@ final class CurlBridges {
         }
         holdingBytes = false
         guard !entries.isEmpty, poll(&entries, nfds_t(entries.count), 0) > 0 else { return [] }
-        var readable: [curl_socket_t] = []
+        var ready: [(socket: curl_socket_t, flags: Int32)] = []
         for (bridge, entry) in zip(polled, entries) where entry.revents != 0 {
-            if entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { bridge.forwardFromCurl(allocator: allocator) }
+            if entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+                bridge.forwardFromCurl(allocator: allocator)
+                if bridge.wants.load(ordering: .relaxed) & CURL_POLL_OUT != 0 { ready.append((bridge.curlSocket, CURL_CSELECT_OUT)) }
+            }
             if entry.revents & Int16(POLLOUT) != 0 {
-                if bridge.forwardToCurl(nil) { readable.append(bridge.curlSocket) }
+                if bridge.forwardToCurl(nil) { ready.append((bridge.curlSocket, CURL_CSELECT_IN)) }
                 if bridge.isHoldingBytes { holdingBytes = true }
             }
         }
-        return readable
+        return ready
     }
 
     /// Where the listening sockets are named, for the microseconds before libcurl connects:
@@ -259,9 +264,8 @@ final class CurlBridge: Sendable {
         }
     }
 
-    /// Ends our side of the local connection: shut down first, so that libcurl reads the end of
-    /// file even if a child process started meanwhile holds a copy of the descriptor (a close
-    /// alone ends the connection only with the last copy).
+    /// Ends our side of the local connection, shut down first: libcurl reads the end of file even
+    /// if a child process started meanwhile holds a copy of the descriptor.
     private static func end(_ descriptor: Int32) {
         guard descriptor >= 0 else { return }
         _ = shutdown(descriptor, Int32(SHUT_RDWR))
@@ -299,15 +303,16 @@ final class CurlBridge: Sendable {
             var ended = false
             while true {
                 var buffer = read ?? allocator.buffer(capacity: 4096)
-                let room = max(buffer.writableBytes, 4096)
-                var count = 0
-                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: room) { bytes in
+                // A read that fills all it was offered (maybe more than asked) may have left bytes.
+                var (count, offered) = (0, 0)
+                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: max(buffer.writableBytes, 4096)) { bytes in
+                    offered = bytes.count
                     count = Glibc.read(state.ours, bytes.baseAddress, bytes.count)
                     return max(count, 0)
                 }
                 if count > 0 { read = buffer }
                 ended = count == 0
-                guard count == room else { break }
+                guard count == offered else { break }
             }
             guard let provider = state.provider else {
                 if let read { state.toProvider.append(read) }

@@ -190,11 +190,10 @@ final class CurlMulti {
     private func driveReadyBridges() -> Bool {
         guard let bridges = sockets.bridges else { return false }
         for _ in 0..<64 {
-            let readable = bridges.pump()
+            let pumped = bridges.pump()
             let ready = sockets.readyBridges()
-            if ready.isEmpty && readable.isEmpty { return false }
-            for (socket, flags) in ready { act(on: socket, flags: flags) }
-            for socket in readable { act(on: socket, flags: CURL_CSELECT_IN) }
+            if ready.isEmpty && pumped.isEmpty { return false }
+            for (socket, flags) in ready + pumped { act(on: socket, flags: flags) }
         }
         return bridges.holdingBytes
     }

@@ -137,6 +137,19 @@ import Glibc
         }
     }
 
+    /// A request far larger than a socket's buffer reaches the provider whole: what libcurl writes
+    /// is read from the local connection for as long as each read fills the room it was given.
+    @Test func aLargeRequestGoesWhole() async throws {
+        try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server in
+            let client = client { $0.maxResponseBytes = 2_000_000 }
+            defer { Task { try? await client.shutdown() } }
+            let body = (0..<900_000).map { UInt8(truncatingIfNeeded: $0 % 251) }
+            let response = try await client.send(.init(method: .post, url: server.baseURL + "/echo", body: body, timeout: .seconds(10)))
+            #expect(response.status == 200)
+            #expect(response.body == body)
+        }
+    }
+
     /// Kept-alive connections are reused, and their local names are gone from the file system.
     @Test func connectionsAreReusedAndLeaveNoSocketFiles() async throws {
         try await LoopbackHTTPServer.with(router: LoopbackHTTPServer.testRouter()) { server in
