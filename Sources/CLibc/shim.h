@@ -1,12 +1,13 @@
 // glibc functions Swift's Glibc module does not include: the allocator's controls (malloc_trim),
-// the kernel's random generator (getrandom), accept4 with the peer's credentials, and timerfd
-// (relais-bench's open-loop load). Plain C functions of libc; nothing to link.
+// the kernel's random generator (getrandom), accept4 with the peer's credentials, and timerfd and
+// epoll (relais-bench's open-loop load). Plain C functions of libc; nothing to link.
 #ifndef RELAIS_CLIBC_SHIM_H
 #define RELAIS_CLIBC_SHIM_H
 
 #include <errno.h>
 #include <malloc.h>
 #include <sys/random.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
