@@ -259,14 +259,14 @@ struct OpenLoop {
         free.append(index)
     }
 
-    /// The first whole answer in `bytes`: its length, status and whether the server closes the
-    /// connection after it; nil while incomplete. Only `Content-Length` framing is taken.
     /// A header name lowercased, or nil when it is not one the loop reads (no String made then).
     static func lowercased(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String? {
         guard [10, 14, 17].contains(range.count) else { return nil }
         return String(decoding: range.map { bytes[$0] | (65...90).contains(bytes[$0]).select(0x20) }, as: UTF8.self)
     }
 
+    /// The first whole answer in `bytes`: its length, status and whether the server closes the
+    /// connection after it; nil while incomplete. Only `Content-Length` framing is taken.
     static func answer(in bytes: [UInt8]) throws -> (length: Int, status: Int, closes: Bool)? {
         try bytes.withUnsafeBufferPointer { bytes throws -> (length: Int, status: Int, closes: Bool)? in
             var headEnd = 0
