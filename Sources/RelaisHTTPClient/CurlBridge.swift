@@ -106,16 +106,14 @@ final class CurlBridges {
         open.removeValue(forKey: socket)?.terminate()
     }
 
-    /// Carries what is ready on our ends of the open connections, with one `poll` that never
-    /// waits: what libcurl wrote goes to the providers, and what waited for room in libcurl's
-    /// sockets goes in. Returns libcurl's sockets with something new to read (`IN`), and those
-    /// whose bytes were taken while libcurl waits to write more (`OUT`: libcurl announces only a
-    /// change of what it waits for, so a body beyond its socket's buffer would wait for good).
+    /// Carries what is ready on our ends of the open connections (one `poll` that never waits):
+    /// what libcurl wrote goes to the providers, what waited for room in its sockets goes in.
+    /// Returns libcurl's sockets with something new to read (`IN`) or whose bytes were taken while
+    /// it waits to write (`OUT`: it announces only changes of what it waits for).
     func pump() -> [(socket: curl_socket_t, flags: Int32)] {
         startPending()
         guard !open.isEmpty else { return [] }
-        // Kept between calls: a pump runs after every call into libcurl.
-        polled.removeAll(keepingCapacity: true)
+        polled.removeAll(keepingCapacity: true)  // kept between calls: a pump follows every call into libcurl
         entries.removeAll(keepingCapacity: true)
         for bridge in open.values {
             guard let entry = bridge.pollEntry else { continue }
@@ -126,14 +124,16 @@ final class CurlBridges {
         guard !entries.isEmpty, poll(&entries, nfds_t(entries.count), 0) > 0 else { return [] }
         var ready: [(socket: curl_socket_t, flags: Int32)] = []
         for (bridge, entry) in zip(polled, entries) where entry.revents != 0 {
+            var flags: Int32 = 0  // both when libcurl both wrote and can read
             if entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
                 bridge.forwardFromCurl(allocator: allocator)
-                if bridge.wants.load(ordering: .relaxed) & CURL_POLL_OUT != 0 { ready.append((bridge.curlSocket, CURL_CSELECT_OUT)) }
+                if bridge.wants.load(ordering: .relaxed) & CURL_POLL_OUT != 0 { flags |= CURL_CSELECT_OUT }
             }
             if entry.revents & Int16(POLLOUT) != 0 {
-                if bridge.forwardToCurl(nil) { ready.append((bridge.curlSocket, CURL_CSELECT_IN)) }
+                if bridge.forwardToCurl(nil) { flags |= CURL_CSELECT_IN }
                 if bridge.isHoldingBytes { holdingBytes = true }
             }
+            if flags != 0 { ready.append((bridge.curlSocket, flags)) }
         }
         return ready
     }

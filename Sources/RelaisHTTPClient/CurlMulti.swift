@@ -193,7 +193,8 @@ final class CurlMulti {
             let pumped = bridges.pump()
             let ready = sockets.readyBridges()
             if ready.isEmpty && pumped.isEmpty { return false }
-            for (socket, flags) in ready + pumped { act(on: socket, flags: flags) }
+            for (socket, flags) in ready { act(on: socket, flags: flags) }
+            for (socket, flags) in pumped { act(on: socket, flags: flags) }
         }
         return bridges.holdingBytes
     }

@@ -259,10 +259,9 @@ struct OpenLoop {
         free.append(index)
     }
 
-    /// A header name lowercased, or nil when it is not one the loop reads (no String made then).
-    static func lowercased(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String? {
-        guard [10, 14, 17].contains(range.count) else { return nil }
-        return String(decoding: range.map { bytes[$0] | (65...90).contains(bytes[$0]).select(0x20) }, as: UTF8.self)
+    /// Whether `bytes` spell `lowercase` in any case (a header name, or a token of a value).
+    static func spell(_ bytes: some Collection<UInt8>, _ lowercase: String) -> Bool {
+        bytes.count == lowercase.utf8.count && zip(bytes, lowercase.utf8).allSatisfy { $0 | 0x20 == $1 }
     }
 
     /// The first whole answer in `bytes`: its length, status and whether the server closes the
@@ -296,27 +295,22 @@ struct OpenLoop {
                 let line = lineStart..<position
                 lineStart = position + 1
                 guard let colon = line.first(where: { bytes[$0] == UInt8(ascii: ":") }) else { continue }
-                guard let name = Self.lowercased(bytes, line.lowerBound..<colon) else { continue }
-                // The value without blanks or the line's CR, lowercased.
-                let value = (colon + 1..<line.upperBound).filter { ![32, 9, 13].contains(bytes[$0]) }.map { bytes[$0] | (65...90).contains(bytes[$0]).select(0x20) }
-                switch name {
-                case "transfer-encoding": throw BenchError("chunked answers are not supported")
-                case "connection": closes = value == Array("close".utf8)
-                case "content-length":
-                    guard !value.isEmpty, value.count < 10, value.allSatisfy({ (48...57).contains($0) }) else {
-                        throw BenchError("bad Content-Length \(String(decoding: value, as: UTF8.self))")
-                    }
-                    length = value.reduce(0) { $0 * 10 + Int($1 - 48) }
-                default: continue
+                let name = bytes[line.lowerBound..<colon]
+                if Self.spell(name, "transfer-encoding") { throw BenchError("chunked answers are not supported") }
+                guard Self.spell(name, "connection") || Self.spell(name, "content-length") else { continue }
+                // The value without blanks or the line's CR.
+                let value = bytes[(colon + 1)..<line.upperBound].filter { ![32, 9, 13].contains($0) }
+                if Self.spell(name, "connection") {
+                    closes = Self.spell(value, "close")
+                    continue
                 }
+                guard !value.isEmpty, value.count < 10, value.allSatisfy({ (48...57).contains($0) }) else {
+                    throw BenchError("bad Content-Length \(String(decoding: value, as: UTF8.self))")
+                }
+                length = value.reduce(0) { $0 * 10 + Int($1 - 48) }
             }
             guard bytes.count >= headEnd + length else { return nil }
             return (headEnd + length, status, closes)
         }
     }
-}
-
-extension Bool {
-    /// `bits` when true, 0 when false: ASCII's case bit set only on upper-case letters.
-    fileprivate func select(_ bits: UInt8) -> UInt8 { self ? bits : 0 }
 }
