@@ -11,7 +11,7 @@ THREADS=${BENCH_THREADS:-2}
 CURL_REQUESTS=${BENCH_CURL_REQUESTS:-20000}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-wait_for() { for _ in $(seq 1 200); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "timed out waiting for $1" >&2; return 1; }
+wait_for() { for _ in $(seq 1 600); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "timed out waiting for $1" >&2; return 1; }
 
 echo "Building release binaries..."
 swift build -c release --product relais >/dev/null
@@ -23,6 +23,7 @@ redis_tls_port=$(free_port)
 relais_port=$(free_port)
 relais_tls_port=$(free_port)
 relais_unix_port=$(free_port)
+relais_shared_port=$(free_port)
 relais_count_port=$(free_port)
 relais_limit_port=$(free_port)
 provider_port=$(free_port)
@@ -34,6 +35,7 @@ cleanup() {
     [ -n "${relais_pid:-}" ] && kill "$relais_pid" 2>/dev/null && wait "$relais_pid" 2>/dev/null || true
     [ -n "${relais_tls_pid:-}" ] && kill "$relais_tls_pid" 2>/dev/null && wait "$relais_tls_pid" 2>/dev/null || true
     [ -n "${relais_unix_pid:-}" ] && kill "$relais_unix_pid" 2>/dev/null && wait "$relais_unix_pid" 2>/dev/null || true
+    [ -n "${relais_shared_pid:-}" ] && kill "$relais_shared_pid" 2>/dev/null && wait "$relais_shared_pid" 2>/dev/null || true
     [ -n "${relais_count_pid:-}" ] && kill "$relais_count_pid" 2>/dev/null && wait "$relais_count_pid" 2>/dev/null || true
     [ -n "${relais_limit_pid:-}" ] && kill "$relais_limit_pid" 2>/dev/null && wait "$relais_limit_pid" 2>/dev/null || true
     [ -n "${relais_soak_pid:-}" ] && kill "$relais_soak_pid" 2>/dev/null && wait "$relais_soak_pid" 2>/dev/null || true
@@ -44,9 +46,31 @@ cleanup() {
     [ -n "${relais_keepalive_pid:-}" ] && kill "$relais_keepalive_pid" 2>/dev/null && wait "$relais_keepalive_pid" 2>/dev/null || true
     [ -n "${keepalive_provider_pid:-}" ] && kill "$keepalive_provider_pid" 2>/dev/null && wait "$keepalive_provider_pid" 2>/dev/null || true
     [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
-    rm -rf "$work"
+    [ -n "${BENCH_KEEP_WORK:-}" ] && cp -r "$work" "$BENCH_KEEP_WORK"; rm -rf "$work"
 }
 trap cleanup EXIT
+
+# The relays measured are the build the image ships (docker/Dockerfile: static Swift runtime, laid
+# out by docker/relais.order.gz, stripped): what a deployment runs. `make release`'s build (Swift
+# runtime and Foundation as shared libraries) signs in too, in the transport rounds below, for
+# comparison; and the memory section measures both. Its own scratch path: .build/release stays as is.
+echo "Building the image's binary..."
+static_bin="$(swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path)/relais"
+# Linked once without docker/relais.order.gz, for the difference its layout makes (memory section).
+swift build -c release --product relais --static-swift-stdlib --scratch-path .build-static >/dev/null
+unordered="$work/relais-unordered"
+install -m 755 "$static_bin" "$unordered"
+strip --strip-all "$unordered"
+gzip -dc docker/relais.order.gz >"$work/relais.order"
+swift build -c release --product relais --static-swift-stdlib --scratch-path .build-static \
+    -Xlinker --symbol-ordering-file="$work/relais.order" -Xlinker --no-warn-symbol-ordering >/dev/null
+shipped="$work/relais-shipped"
+install -m 755 "$static_bin" "$shipped"
+# How much of docker/relais.order this build still has (scripts/link-order.sh regenerates it).
+order_found=$(comm -12 <(sort -u "$work/relais.order") <(nm --defined-only "$shipped" | awk '{print $3}' | sort -u) | wc -l)
+order_total=$(sort -u "$work/relais.order" | wc -l)
+strip --strip-all "$shipped"
+relais_bin=$shipped
 
 # One Redis, reachable in plain TCP, over TLS (its tls-port) and through a Unix-domain socket: the
 # second relay uses rediss:// and shares everything with the first, so the same token measures the
@@ -68,7 +92,7 @@ clients:
   relais:
     secret: bench-provider-secret-0123456789-0123456789
     redirect_uris: [http://127.0.0.1:$relais_port/callback, http://127.0.0.1:$relais_unix_port/callback, http://127.0.0.1:$relais_count_port/callback,
-      http://127.0.0.1:$relais_limit_port/callback]
+      http://127.0.0.1:$relais_limit_port/callback, http://127.0.0.1:$relais_shared_port/callback]
   mod-auth-openidc:
     secret: bench-provider-secret-0123456789-0123456789
     redirect_uris: [http://127.0.0.1:$anchor_port/protected/redirect_uri]
@@ -107,7 +131,7 @@ resource_servers:
 YAML
 .build/release/relais dev-provider --config "$work/provider.yaml" >"$work/provider.log" 2>&1 &
 provider_pid=$!
-.build/release/relais serve --config "$work/relais.yaml" >"$work/relais.log" 2>&1 &
+"$relais_bin" serve --config "$work/relais.yaml" >"$work/relais.log" 2>&1 &
 relais_pid=$!
 wait_for "http://127.0.0.1:$provider_port/readyz"
 wait_for "http://127.0.0.1:$relais_port/readyz"
@@ -116,7 +140,7 @@ sed -e "s|port: $relais_port,|port: $relais_tls_port,|" \
     -e "s|url: \"redis://127.0.0.1:$redis_port\"}|url: \"rediss://127.0.0.1:$redis_tls_port\", tls: {ca_bundle: $work/redis.pem}}|" \
     "$work/relais.yaml" >"$work/relais-tls.yaml"
 grep -q "rediss://" "$work/relais-tls.yaml" || { echo "could not derive the TLS relay's configuration" >&2; exit 1; }
-.build/release/relais serve --config "$work/relais-tls.yaml" >"$work/relais-tls.log" 2>&1 &
+"$relais_bin" serve --config "$work/relais-tls.yaml" >"$work/relais-tls.log" 2>&1 &
 relais_tls_pid=$!
 wait_for "http://127.0.0.1:$relais_tls_port/readyz"
 # A relay of its own public URL (its sign-ins come back to it), its store through Redis' Unix socket.
@@ -124,9 +148,16 @@ sed -e "s|port: $relais_port,|port: $relais_unix_port,|" -e "s|http://127.0.0.1:
     -e "s|url: \"redis://127.0.0.1:$redis_port\"}|url: \"unix://$work/redis.sock\"}|" \
     "$work/relais.yaml" >"$work/relais-unix.yaml"
 grep -q "unix://" "$work/relais-unix.yaml" || { echo "could not derive the Unix-socket relay's configuration" >&2; exit 1; }
-.build/release/relais serve --config "$work/relais-unix.yaml" >"$work/relais-unix.log" 2>&1 &
+"$relais_bin" serve --config "$work/relais-unix.yaml" >"$work/relais-unix.log" 2>&1 &
 relais_unix_pid=$!
 wait_for "http://127.0.0.1:$relais_unix_port/readyz"
+# A relay of its own public URL running `make release`'s build (shared Swift runtime), store over TCP.
+sed -e "s|port: $relais_port,|port: $relais_shared_port,|" -e "s|http://127.0.0.1:$relais_port\"|http://127.0.0.1:$relais_shared_port\"|" \
+    "$work/relais.yaml" >"$work/relais-shared.yaml"
+grep -q "port: $relais_shared_port" "$work/relais-shared.yaml" || { echo "could not derive the shared-runtime relay's configuration" >&2; exit 1; }
+.build/release/relais serve --config "$work/relais-shared.yaml" >"$work/relais-shared.log" 2>&1 &
+relais_shared_pid=$!
+wait_for "http://127.0.0.1:$relais_shared_port/readyz"
 # A relay of its own public URL and store keys (its own index of the person) at the default
 # sessions.max_per_subject (50), where the person is kept: each of its sign-ins also reads the
 # person's sessions and ends the oldest, what a returning user at the limit costs.
@@ -136,7 +167,7 @@ sed -e "s|port: $relais_port,|port: $relais_limit_port,|" -e "s|http://127.0.0.1
     "$work/relais.yaml" >"$work/relais-limit.yaml"
 grep -q "max_per_subject: 50" "$work/relais-limit.yaml" && grep -q 'key_prefix: "limit:"' "$work/relais-limit.yaml" \
     || { echo "could not derive the limit relay's configuration" >&2; exit 1; }
-.build/release/relais serve --config "$work/relais-limit.yaml" >"$work/relais-limit.log" 2>&1 &
+"$relais_bin" serve --config "$work/relais-limit.yaml" >"$work/relais-limit.log" 2>&1 &
 relais_limit_pid=$!
 wait_for "http://127.0.0.1:$relais_limit_port/readyz"
 
@@ -216,14 +247,16 @@ echo "Sign-ins with Relais' Redis over TCP, through its Unix-domain socket and o
 # tenant's load moves a single run by. The figures are the rounds' medians. The limit relay's rounds
 # (the person at 50 sessions, kept there) alternate with them too.
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_unix_port" --seconds 2 >/dev/null  # warm up
+.build/release/relais-bench signin --relay "http://127.0.0.1:$relais_shared_port" --seconds 2 >/dev/null  # warm up
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_limit_port" --seconds 2 >/dev/null  # warm up: to the limit
 : >"$work/transport-rounds.txt"
 for round in $(seq 1 "${BENCH_TRANSPORT_ROUNDS:-3}"); do
-    for transport in tcp unix limit; do
+    for transport in tcp unix shared limit; do
         forget_person
         case "$transport" in
         tcp) round_port=$relais_port; round_pid=$relais_pid ;;
         unix) round_port=$relais_unix_port; round_pid=$relais_unix_pid ;;
+        shared) round_port=$relais_shared_port; round_pid=$relais_shared_pid ;;
         limit) round_port=$relais_limit_port; round_pid=$relais_limit_pid ;;
         esac
         ticks0=$(cpu_ticks "$round_pid"); redis_round_ticks0=$(cpu_ticks "$redis_pid")
@@ -245,10 +278,13 @@ PY
 transport_rounds() { awk -v t="$1" '$1==t {printf "%s%.2f", (n++ ? ", " : ""), $2 + $3} END {print ""}' "$work/transport-rounds.txt"; }
 tcp_both_cpu=$(transport_median tcp 3)
 unix_relais_cpu=$(transport_median unix 1); unix_redis_cpu=$(transport_median unix 2); unix_both_cpu=$(transport_median unix 3)
+shared_relais_cpu=$(transport_median shared 1); shared_both_cpu=$(transport_median shared 3)
 limit_relais_cpu=$(transport_median limit 1); limit_redis_cpu=$(transport_median limit 2); limit_both_cpu=$(transport_median limit 3)
 limit_index=$(redis-cli -p "$redis_port" --scan --pattern 'limit:sub:*' | head -1 | xargs -r redis-cli -p "$redis_port" scard)
 [ "${limit_index:-0}" = 50 ] || { echo "the limit relay's person has ${limit_index:-no} indexed sessions, not 50" >&2; exit 1; }
 kill "$relais_limit_pid"; wait "$relais_limit_pid" 2>/dev/null || true
+kill "$relais_shared_pid"; wait "$relais_shared_pid" 2>/dev/null || true
+relais_shared_pid=
 
 echo "Sign-ins through Apache + mod_auth_openidc (the same provider)..."
 anchor_start "$anchor_port" "$anchor_redis_port" "http://127.0.0.1:$provider_port/api/v2" mod-auth-openidc \
@@ -412,7 +448,7 @@ apps:
 YAML
 }
 mock_relay_yaml "$relais_closing_port" "$closing_port" >"$work/relais-closing.yaml"
-.build/release/relais serve --config "$work/relais-closing.yaml" >"$work/relais-closing.log" 2>&1 &
+"$relais_bin" serve --config "$work/relais-closing.yaml" >"$work/relais-closing.log" 2>&1 &
 relais_closing_pid=$!
 wait_for "http://127.0.0.1:$relais_closing_port/readyz"
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_closing_port" --provider mock --seconds 2 >/dev/null  # warm up
@@ -431,7 +467,7 @@ python3 scripts/bench-closing-provider.py "$keepalive_port" keep-alive >"$work/k
 keepalive_provider_pid=$!
 wait_for "http://127.0.0.1:$keepalive_port/.well-known/openid-configuration"
 mock_relay_yaml "$relais_keepalive_port" "$keepalive_port" >"$work/relais-keepalive.yaml"
-.build/release/relais serve --config "$work/relais-keepalive.yaml" >"$work/relais-keepalive.log" 2>&1 &
+"$relais_bin" serve --config "$work/relais-keepalive.yaml" >"$work/relais-keepalive.log" 2>&1 &
 relais_keepalive_pid=$!
 wait_for "http://127.0.0.1:$relais_keepalive_port/readyz"
 .build/release/relais-bench signin --relay "http://127.0.0.1:$relais_keepalive_port" --provider mock --seconds 2 >/dev/null  # warm up
@@ -587,7 +623,7 @@ gcc -O2 -shared -fPIC -o "$work/malloc-count.so" scripts/malloc-count.c -lpthrea
 sed -e "s|port: $relais_port, public_base_url: \"http://127.0.0.1:$relais_port\"|port: $relais_count_port, public_base_url: \"http://127.0.0.1:$relais_count_port\"|" \
     "$work/relais.yaml" >"$work/relais-count.yaml"
 grep -q "port: $relais_count_port" "$work/relais-count.yaml" || { echo "the counting relay's configuration kept the first relay's port" >&2; exit 1; }
-MALLOC_COUNT_FILE="$work/allocations" LD_PRELOAD="$work/malloc-count.so" .build/release/relais serve --config "$work/relais-count.yaml" >"$work/relais-count.log" 2>&1 &
+MALLOC_COUNT_FILE="$work/allocations" LD_PRELOAD="$work/malloc-count.so" "$relais_bin" serve --config "$work/relais-count.yaml" >"$work/relais-count.log" 2>&1 &
 relais_count_pid=$!
 wait_for "http://127.0.0.1:$relais_count_port/readyz"
 count_token=$(.build/release/relais-bench signin --relay "http://127.0.0.1:$relais_count_port" --print-tokens | awk -F= '$1=="access_token" {print $2}')
@@ -622,25 +658,10 @@ main_rss_after_kb=$(awk '/VmRSS/ {print $2}' "/proc/$relais_pid/status")
 
 # Issue 15's "resident memory of the RP, one token hammered by wrk": a fresh relay on the same
 # configuration and store, VmRSS once ready and after wrk's run on /auth?session=1 with the token
-# above. Twice: the build measured above (Swift runtime and Foundation as shared libraries, mapped
-# whole and relocated at start), and the build the image ships (docker/Dockerfile: static Swift
-# runtime, stripped), which carries only what it uses. Its own scratch path: .build/release stays as is.
-echo "Resident memory of a fresh relay, one token hammered by wrk (this build, then the image's)..."
-static_bin="$(swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path)/relais"
-# Linked once without docker/relais.order.gz, for the difference its layout makes in the same run.
-swift build -c release --product relais --static-swift-stdlib --scratch-path .build-static >/dev/null
-unordered="$work/relais-unordered"
-install -m 755 "$static_bin" "$unordered"
-strip --strip-all "$unordered"
-gzip -dc docker/relais.order.gz >"$work/relais.order"
-swift build -c release --product relais --static-swift-stdlib --scratch-path .build-static \
-    -Xlinker --symbol-ordering-file="$work/relais.order" -Xlinker --no-warn-symbol-ordering >/dev/null
-shipped="$work/relais-shipped"
-install -m 755 "$static_bin" "$shipped"
-# How much of docker/relais.order this build still has (scripts/link-order.sh regenerates it).
-order_found=$(comm -12 <(sort -u "$work/relais.order") <(nm --defined-only "$shipped" | awk '{print $3}' | sort -u) | wc -l)
-order_total=$(sort -u "$work/relais.order" | wc -l)
-strip --strip-all "$shipped"
+# above. Three times: `make release`'s build (Swift runtime and Foundation as shared libraries,
+# mapped whole and relocated at start), and the build the image ships (built at the start: static
+# Swift runtime, stripped), which carries only what it uses, with and without its layout.
+echo "Resident memory of a fresh relay, one token hammered by wrk (make release's build, then the image's)..."
 fresh_rss() {  # binary; sets fresh_ready_kb and fresh_wrk_kb (no subshell: cleanup must see the pid)
     local port; port=$(free_port)
     sed -e "s|port: $relais_port,|port: $port,|" "$work/relais.yaml" >"$work/relais-fresh.yaml"
@@ -667,7 +688,7 @@ soak_seconds=${BENCH_SOAK_SECONDS:-600}
 echo "Soak: 6 app instances refreshing and calling /userinfo for $soak_seconds s, on a fresh relay..."
 relais_soak_port=$(free_port)
 sed -e "s|port: $relais_port,|port: $relais_soak_port,|" "$work/relais.yaml" >"$work/relais-soak.yaml"
-.build/release/relais serve --config "$work/relais-soak.yaml" >"$work/relais-soak.log" 2>&1 &
+"$relais_bin" serve --config "$work/relais-soak.yaml" >"$work/relais-soak.log" 2>&1 &
 relais_soak_pid=$!
 wait_for "http://127.0.0.1:$relais_soak_port/readyz"
 .build/release/relais-bench soak --relay "http://127.0.0.1:$relais_soak_port" --pid "$relais_soak_pid" --seconds "$soak_seconds" >"$work/soak.txt"
@@ -679,7 +700,8 @@ mkdir -p bench
 {
     echo "# Relais benchmark results"
     echo
-    echo "Run: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores; wrk -t$THREADS -c$CONNECTIONS -d$DURATION; wrk, Relais (release) and redis-server share the machine."
+    echo "Run: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores; wrk -t$THREADS -c$CONNECTIONS -d$DURATION; wrk, Relais and redis-server share the machine."
+    echo "The relays measured run the image's build (docker/Dockerfile: static Swift runtime, laid out, stripped) unless a row says otherwise."
     echo "Relais logs at warning level during the run (access logs off)."
     echo
     echo "Issue 35's targets in this run (each figure from its section below):"
@@ -773,6 +795,7 @@ mkdir -p bench
     echo "| resident memory after the sign-ins and wrk (Apache: all its processes) | $((relais_rss_kb / 1024)) MiB | $((anchor_rss_kb / 1024)) MiB | |"
     echo "| CPU per sign-in, both, for an app asking for ES256 id_tokens ($es256_signins sign-ins; the rows above sign RS256 id_tokens, the standard's default: one RSA-2048 signature each) | $es256_both_cpu ms | $anchor_both_cpu ms | $(ratio "$es256_both_cpu" "$anchor_both_cpu") |"
     echo "| CPU per sign-in, both, Relais' Redis through its Unix-domain socket (a third relay, \`unix://\`, the first rows' app; median of ${BENCH_TRANSPORT_ROUNDS:-3} rounds of ${BENCH_TRANSPORT_SECONDS:-5} s alternating with the first relay over TCP: unix $(transport_rounds unix) ms, TCP $(transport_rounds tcp) ms; Relais $unix_relais_cpu ms, Redis $unix_redis_cpu ms; mod_auth_openidc's Redis over TCP as above) | $unix_both_cpu ms (TCP: $tcp_both_cpu ms) | $anchor_both_cpu ms | $(ratio "$unix_both_cpu" "$anchor_both_cpu") |"
+    echo "| CPU per sign-in, both, \`make release\`'s build (Swift runtime and Foundation as shared libraries; a relay of its own in the same rounds: $(transport_rounds shared) ms against the image's build over TCP $(transport_rounds tcp) ms; Relais $shared_relais_cpu ms) | $shared_both_cpu ms (the image's: $tcp_both_cpu ms) | $anchor_both_cpu ms | $(ratio "$shared_both_cpu" "$anchor_both_cpu") |"
     echo "| CPU per sign-in, both, of a person already at \`sessions.max_per_subject\` (the default, 50): each sign-in also reads their 50 sessions (one batched round trip) and ends the oldest (a fourth relay of its own store keys, in the same rounds: $(transport_rounds limit) ms; Relais $limit_relais_cpu ms, Redis $limit_redis_cpu ms; mod_auth_openidc has no such limit: its sign-in as above) | $limit_both_cpu ms (below the limit: $tcp_both_cpu ms) | $anchor_both_cpu ms | $(ratio "$limit_both_cpu" "$anchor_both_cpu") |"
     echo "| CPU per sign-in, relying party + its Redis, against oidc-provider-mock closing every connection ($closing_signins and $anchor_closing_signins sign-ins; issue 35 goal ≤ 0.5) | $closing_both_cpu ms | $anchor_closing_both_cpu ms | $(ratio "$closing_both_cpu" "$anchor_closing_both_cpu") |"
     echo "| CPU per sign-in, both, at a fixed $lowrate sign-ins a second (open loop; the development provider; median of ${BENCH_LOWRATE_ROUNDS:-3} rounds of ${BENCH_LOWRATE_SECONDS:-10} s alternating: Relais $(lowrate_rounds 1) ms, Apache $(lowrate_rounds 2) ms) | $lowrate_relais_cpu ms | $lowrate_anchor_cpu ms | $(ratio "$lowrate_relais_cpu" "$lowrate_anchor_cpu") |"
@@ -909,15 +932,15 @@ mkdir -p bench
     echo "## Resident memory: a fresh relay, one token hammered by wrk"
     echo
     echo "A relay started on the same configuration and store, VmRSS once ready and after wrk -d$DURATION on /auth?session=1 with"
-    echo "one token (issue 15's goal: ≤ 48 MiB). Two builds of the same sources: the one measured above (the Swift runtime and"
-    echo "Foundation as shared libraries, mapped and relocated whole) and the one the image ships (docker/Dockerfile:"
+    echo "one token (issue 15's goal: ≤ 48 MiB). Two builds of the same sources: \`make release\`'s (the Swift runtime and"
+    echo "Foundation as shared libraries, mapped and relocated whole) and the one the image ships, measured above (docker/Dockerfile:"
     echo "--static-swift-stdlib, stripped, the functions a relay runs laid out together by docker/relais.order.gz: $order_found of its"
     echo "$order_total functions are in this build), also linked without that layout. Most of each figure is code pages, not data:"
     echo "the kernel maps a binary's code 64 KB around each page a process touches (fault-around)."
     echo
     echo "| build | ready | after wrk |"
     echo "|---|---:|---:|"
-    echo "| release, shared Swift runtime (this benchmark's) | $(mib "$dynamic_ready_kb") MiB | $(mib "$dynamic_wrk_kb") MiB |"
+    echo "| release, shared Swift runtime (\`make release\`'s) | $(mib "$dynamic_ready_kb") MiB | $(mib "$dynamic_wrk_kb") MiB |"
     echo "| release, static Swift runtime, stripped, without the layout | $(mib "$unordered_ready_kb") MiB | $(mib "$unordered_wrk_kb") MiB |"
     echo "| release, static Swift runtime, stripped, laid out (the image's) | $(mib "$shipped_ready_kb") MiB | $(mib "$shipped_wrk_kb") MiB |"
     echo
