@@ -53,7 +53,8 @@ trap cleanup EXIT
 # The relays measured are the build the image ships (docker/Dockerfile: static Swift runtime, laid
 # out by docker/relais.order.gz, stripped): what a deployment runs. `make release`'s build (Swift
 # runtime and Foundation as shared libraries) signs in too, in the transport rounds below, for
-# comparison; and the memory section measures both. Its own scratch path: .build/release stays as is.
+# comparison; the memory section measures it and the image's, with and without the layout. Its own
+# scratch path: .build/release stays as is.
 echo "Building the image's binary..."
 static_bin="$(swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path)/relais"
 # Linked once without docker/relais.order.gz, for the difference its layout makes (memory section).
