@@ -259,9 +259,10 @@ struct OpenLoop {
         free.append(index)
     }
 
-    /// Whether `bytes` spell `lowercase` in any case (a header name, or a token of a value).
+    /// Whether `bytes` spell `lowercase` in any case (a header name, or a token of a value). Only
+    /// A–Z take the case bit: OR-ing it into any byte would read a CR (0x0D) as `-` (0x2D).
     static func spell(_ bytes: some Collection<UInt8>, _ lowercase: String) -> Bool {
-        bytes.count == lowercase.utf8.count && zip(bytes, lowercase.utf8).allSatisfy { $0 | 0x20 == $1 }
+        bytes.count == lowercase.utf8.count && zip(bytes, lowercase.utf8).allSatisfy { ($0 &- 65 < 26 ? $0 | 0x20 : $0) == $1 }
     }
 
     /// The first whole answer in `bytes`: its length, status and whether the server closes the
