@@ -218,7 +218,14 @@ final class CurlBridge: Sendable {
             // process's connection, in the microseconds the name exists, is passed over.)
             return logger.error("a provider connection's local socket was not connected by libcurl", metadata: ["errno": "\(error)"])
         }
-        state.withLock { $0.ours = ours }
+        // libcurl may have closed its end before this call (a connection it gave up at once):
+        // no provider connection is made for it, or it would stay open with no one to end it.
+        let closed = state.withLock { state in
+            if closedByCurl.load(ordering: .relaxed) { return true }
+            state.ours = ours
+            return false
+        }
+        guard !closed else { return Self.end(ours) }
         ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
             .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
@@ -388,13 +395,4 @@ private final class ProviderSideHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
     }
-}
-
-// C callbacks of a bridged transfer: no captures; the client's bridges arrive through the
-// user-data pointer, under the client's lock.
-
-/// Called for every socket a bridged transfer's connection closes, bridged or not.
-let curlBridgedCloseSocketCallback: curl_closesocket_callback = { userData, socket in
-    Unmanaged<CurlBridges>.fromOpaque(userData!).takeUnretainedValue().close(socket)
-    return 0
 }

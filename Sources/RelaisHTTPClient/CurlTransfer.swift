@@ -298,6 +298,13 @@ let curlOpenSocketCallback: curl_opensocket_callback = { userData, _, address in
     return socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
 }
 
+/// Called for every socket a bridged transfer's connection closes, bridged or not; the client's
+/// bridges arrive through the user-data pointer, under the client's lock.
+let curlBridgedCloseSocketCallback: curl_closesocket_callback = { userData, socket in
+    Unmanaged<CurlBridges>.fromOpaque(userData!).takeUnretainedValue().close(socket)
+    return 0
+}
+
 let curlWriteCallback: relais_curl_data_callback = { data, size, count, userData in
     let state = Unmanaged<CurlTransferState>.fromOpaque(userData!).takeUnretainedValue()
     let length = size * count

@@ -1,5 +1,7 @@
+import CCurl
 import CLibc
 import Foundation
+import Logging
 import NIOCore
 import NIOPosix
 import RelaisStore
@@ -198,5 +200,52 @@ import Glibc
         let accepted = relais_accept_from_self(listener)
         #expect(accepted >= 0)
         if accepted >= 0 { close(accepted) }
+    }
+
+    /// libcurl may close a connection's socket in the very call that opened it (a transfer whose
+    /// time ran out as it started), before the loop takes the connection over: no provider
+    /// connection is made for it, which nothing would ever close.
+    @Test func aLocalConnectionClosedBeforeItIsCarriedMakesNoProviderConnection() async throws {
+        let provider = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(provider) }
+        var target = sockaddr_in()
+        target.sin_family = sa_family_t(AF_INET)
+        target.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &target) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(provider, $0, length) == 0 && listen(provider, 8) == 0 && getsockname(provider, $0, &length) == 0 }
+        }
+        try #require(listening)
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let bridges = CurlBridges(loop: loop, connectTimeout: .seconds(5), logger: Logger(label: "test"))
+        bridges.notify = { _, _ in }
+        // libcurl's address structure has room for any socket address (a Unix one once rewritten).
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: 256, alignment: 8)
+        defer { raw.deallocate() }
+        let address = raw.bindMemory(to: curl_sockaddr.self, capacity: 1)
+        let addressBytes = raw + MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr)!
+        for closedFirst in [true, false] {
+            // Rewritten by each open: set afresh.
+            raw.initializeMemory(as: UInt8.self, repeating: 0, count: 256)
+            address.pointee.family = AF_INET
+            address.pointee.socktype = Int32(SOCK_STREAM.rawValue)
+            address.pointee.protocol = Int32(IPPROTO_TCP)
+            address.pointee.addrlen = UInt32(MemoryLayout<sockaddr_in>.size)
+            withUnsafeBytes(of: &target) { addressBytes.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            let bridge = try #require(bridges.open(address))
+            // What libcurl does with the rewritten address: connects its socket to the listening one.
+            let connected = connect(bridge.curlSocket, addressBytes.assumingMemoryBound(to: sockaddr.self), socklen_t(address.pointee.addrlen))
+            try #require(connected == 0)
+            if closedFirst { bridges.close(bridge.curlSocket) }
+            _ = bridges.pump()  // the loop takes over the connections libcurl has connected
+            // The loop has run what was handed to it: a connection it started is in the queue.
+            try await loop.submit {}.get()
+            var waiting = pollfd(fd: provider, events: Int16(POLLIN), revents: 0)
+            let arrived = poll(&waiting, 1, closedFirst ? 200 : 5000) == 1
+            // The one carried is the control: without it, the absence would prove nothing.
+            #expect(arrived == !closedFirst)
+            if arrived { close(accept(provider, nil, nil)) }
+            if !closedFirst { bridges.close(bridge.curlSocket) }
+        }
     }
 }
