@@ -137,29 +137,6 @@ final class CurlBridges {
         }
         return ready
     }
-
-    /// Where the listening sockets are named, for the microseconds before libcurl connects:
-    /// a memory file system (`/dev/shm`, which containers have too) or the temporary directory;
-    /// nil when neither can be written, and libcurl's own sockets are used. A file-system name
-    /// rather than an abstract one, because libcurl reuses only connections whose peer address
-    /// has a printable name, which an abstract one (a leading zero byte) does not.
-    static let directory: String? = {
-        let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
-        // A socket's name holds 107 bytes: the directory, "/relais-http-" and 16 random characters.
-        return ["/dev/shm", temporary].first { $0.utf8.count < 70 && access($0, W_OK | X_OK) == 0 }
-    }()
-
-    private static func socketAddress(_ address: UnsafeMutablePointer<curl_sockaddr>) -> SocketAddress? {
-        let raw = UnsafeRawPointer(address) + MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr)!
-        switch address.pointee.family {
-        case AF_INET where address.pointee.addrlen >= MemoryLayout<sockaddr_in>.size:
-            return SocketAddress(raw.loadUnaligned(as: sockaddr_in.self))
-        case AF_INET6 where address.pointee.addrlen >= MemoryLayout<sockaddr_in6>.size:
-            return SocketAddress(raw.loadUnaligned(as: sockaddr_in6.self))
-        default:
-            return nil
-        }
-    }
 }
 
 /// One provider connection: libcurl's end of the local connection, ours (a plain descriptor,
@@ -361,6 +338,16 @@ final class CurlBridge: Sendable {
             provider.setOption(ChannelOptions.autoRead, value: !pause).whenFailure { _ in }
         }
         return wrote
+    }
+
+    /// One line for a test whose call stalled: each side's state (no bytes, no addresses).
+    var diagnosis: String {
+        let (ours, provider, toProvider, toCurl, ended, paused) = state.withLock {
+            ($0.ours >= 0, $0.provider, $0.toProvider.count, $0.toCurl?.readableBytes ?? 0, $0.providerEnded, $0.providerPaused)
+        }
+        let side = provider.map { $0.isActive ? "active" : "inactive" } ?? "not connected"
+        return "socket \(curlSocket): libcurl waits for \(wants.load(ordering: .relaxed)), closed by libcurl \(closedByCurl.load(ordering: .relaxed)), "
+            + "our end \(ours ? "open" : "closed"), provider \(side) (ended \(ended), paused \(paused)), \(toProvider) buffers for the provider, \(toCurl) bytes for libcurl"
     }
 
     /// Whether bytes of the provider's still wait for room in libcurl's socket.

@@ -90,6 +90,7 @@ final class CurlMulti {
 
     var isIdle: Bool { inFlight.isEmpty && waiting.isEmpty }
     var waitingCount: Int { waiting.count }
+    var inFlightCount: Int { inFlight.count }
     var reactorOnlyCount: Int { reactorOnly }
 
     /// Whether the calling thread (an event loop) may start this transfer and drive libcurl: not

@@ -135,6 +135,19 @@ final class CurlEngine: Sendable {
     }
 }
 
+extension CurlEngine {
+    /// The engine's state in a few lines, for a test whose call stalled.
+    var diagnosis: String {
+        locked { multi in
+            let timer = multi.timerDeadline.map { "due in \($0 - .now)" } ?? "not set"
+            let head =
+                "\(multi.inFlightCount) in flight, \(multi.waitingCount) waiting, \(multi.reactorOnlyCount) for the reactor only, "
+                + "libcurl's timer \(timer), CA store loaded \(multi.caStoreLoaded)"
+            return ([head] + (multi.sockets.bridges?.open.values.map(\.diagnosis) ?? [])).joined(separator: "\n")
+        }
+    }
+}
+
 /// The reactor: the HTTP client's one thread, waiting in `epoll_wait` for libcurl's sockets, its
 /// timer and the mailbox, and handing what is ready to the multi handle under the lock.
 final class CurlReactor {

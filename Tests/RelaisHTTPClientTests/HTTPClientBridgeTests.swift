@@ -248,4 +248,21 @@ import Glibc
             if !closedFirst { bridges.close(bridge.curlSocket) }
         }
     }
+
+    /// What a test prints when a call stalls (``CurlEngine/diagnosis``) describes the call in flight
+    /// and both sides of its connection.
+    @Test func aCallInFlightIsDescribedByItsEngine() async throws {
+        let server = try CountingHTTPServer(delay: .seconds(5))
+        defer { server.stop() }
+        let client = client { $0.maxConcurrentRequests = 1 }
+        let call = Task { try await client.send(.init(url: server.baseURL + "/")) }
+        while server.snapshot.handling == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        let diagnosis = client.engines[0].engine.diagnosis
+        #expect(diagnosis.hasPrefix("1 in flight, 0 waiting, 0 for the reactor only, libcurl's timer due in "), "\(diagnosis)")
+        #expect(diagnosis.contains("our end open, provider active (ended false, paused false), 0 buffers for the provider, 0 bytes for libcurl"), "\(diagnosis)")
+        call.cancel()
+        await #expect(throws: CancellationError.self) { try await call.value }
+        #expect(client.engines[0].engine.diagnosis.hasPrefix("0 in flight"))
+        try await client.shutdown()
+    }
 }

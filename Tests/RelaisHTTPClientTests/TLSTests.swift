@@ -1,3 +1,4 @@
+import NIOCore
 import NIOPosix
 import RelaisTestSupport
 import Synchronization
@@ -43,9 +44,22 @@ import Glibc
             try await client.shutdown()
             return response
         } catch {
+            if case .timeout? = error as? HTTPClientError { await Self.recordStall(client) }
             try await client.shutdown()
             throw error
         }
+    }
+
+    /// A call that timed out (seen once in CI, not reproduced): what each engine held, and whether
+    /// the shared loops answer, so that the next occurrence says where it stalled.
+    private static func recordStall(_ client: HTTPClient) async {
+        var lines = client.engines.map(\.engine.diagnosis)
+        for loop in MultiThreadedEventLoopGroup.singleton.makeIterator() {
+            let start = ContinuousClock.now
+            try? await loop.submit {}.get()
+            lines.append("a shared loop ran a task after \(ContinuousClock.now - start)")
+        }
+        Issue.record("the call timed out; the client then: \(lines.joined(separator: "; "))")
     }
 
     private static func isTLSFailure(_ error: any Error) -> Bool {
