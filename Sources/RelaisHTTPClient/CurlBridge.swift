@@ -346,8 +346,12 @@ final class CurlBridge: Sendable {
             ($0.ours >= 0, $0.provider, $0.toProvider.count, $0.toCurl?.readableBytes ?? 0, $0.providerEnded, $0.providerPaused)
         }
         let side = provider.map { $0.isActive ? "active" : "inactive" } ?? "not connected"
+        // Bytes in libcurl's socket that it was not told of would be a lost wake-up.
+        var unread = pollfd(fd: curlSocket, events: Int16(POLLIN), revents: 0)
+        let readable = poll(&unread, 1, 0) == 1 && unread.revents & Int16(POLLIN) != 0
         return "socket \(curlSocket): libcurl waits for \(wants.load(ordering: .relaxed)), closed by libcurl \(closedByCurl.load(ordering: .relaxed)), "
-            + "our end \(ours ? "open" : "closed"), provider \(side) (ended \(ended), paused \(paused)), \(toProvider) buffers for the provider, \(toCurl) bytes for libcurl"
+            + "readable \(readable), our end \(ours ? "open" : "closed"), provider \(side) (ended \(ended), paused \(paused)), "
+            + "\(toProvider) buffers for the provider, \(toCurl) bytes for libcurl"
     }
 
     /// Whether bytes of the provider's still wait for room in libcurl's socket.

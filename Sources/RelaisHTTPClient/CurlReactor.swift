@@ -136,15 +136,22 @@ final class CurlEngine: Sendable {
 }
 
 extension CurlEngine {
-    /// The engine's state in a few lines, for a test whose call stalled.
+    /// The engine's state in a few lines, for a test whose call stalled. Never waits for the lock
+    /// (a stall could be a holder that never lets go): tries for about a second, then says so.
     var diagnosis: String {
-        locked { multi in
-            let timer = multi.timerDeadline.map { "due in \($0 - .now)" } ?? "not set"
-            let head =
-                "\(multi.inFlightCount) in flight, \(multi.waitingCount) waiting, \(multi.reactorOnlyCount) for the reactor only, "
-                + "libcurl's timer \(timer), CA store loaded \(multi.caStoreLoaded)"
-            return ([head] + (multi.sockets.bridges?.open.values.map(\.diagnosis) ?? [])).joined(separator: "\n")
+        for _ in 0..<1000 {
+            if let text = lockedIfAvailable(describe) { return text }
+            usleep(1000)
         }
+        return "the client's lock stayed held for a second"
+    }
+
+    private func describe(_ multi: CurlMulti) -> String {
+        let timer = multi.timerDeadline.map { "due in \($0 - .now)" } ?? "not set"
+        let head =
+            "\(multi.inFlightCount) in flight, \(multi.waitingCount) waiting, \(multi.reactorOnlyCount) for the reactor only, "
+            + "libcurl's timer \(timer), CA store loaded \(multi.caStoreLoaded)"
+        return ([head] + (multi.sockets.bridges?.open.values.map(\.diagnosis) ?? [])).joined(separator: "\n")
     }
 }
 

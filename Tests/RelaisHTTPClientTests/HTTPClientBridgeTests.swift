@@ -259,7 +259,7 @@ import Glibc
         while server.snapshot.handling == 0 { try await Task.sleep(for: .milliseconds(10)) }
         let diagnosis = client.engines[0].engine.diagnosis
         #expect(diagnosis.hasPrefix("1 in flight, 0 waiting, 0 for the reactor only, libcurl's timer due in "), "\(diagnosis)")
-        #expect(diagnosis.contains("our end open, provider active (ended false, paused false), 0 buffers for the provider, 0 bytes for libcurl"), "\(diagnosis)")
+        #expect(diagnosis.contains("readable false, our end open, provider active (ended false, paused false), 0 buffers for the provider, 0 bytes for libcurl"), "\(diagnosis)")
         call.cancel()
         await #expect(throws: CancellationError.self) { try await call.value }
         #expect(client.engines[0].engine.diagnosis.hasPrefix("0 in flight"))
