@@ -256,7 +256,9 @@ import Glibc
         defer { server.stop() }
         let client = client { $0.maxConcurrentRequests = 1 }
         let call = Task { try await client.send(.init(url: server.baseURL + "/")) }
-        while server.snapshot.handling == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while server.snapshot.handling == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try #require(server.snapshot.handling == 1, "the request never reached the server")
         let diagnosis = client.engines[0].engine.diagnosis
         #expect(diagnosis.hasPrefix("1 in flight, 0 waiting, 0 for the reactor only, libcurl's timer due in "), "\(diagnosis)")
         #expect(diagnosis.contains("readable false, our end open, provider active (ended false, paused false), 0 buffers for the provider, 0 bytes for libcurl"), "\(diagnosis)")
